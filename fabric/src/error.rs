@@ -1,0 +1,129 @@
+//! The one error type of the fabric layer.
+
+use std::time::Duration;
+
+use crate::PeerId;
+
+/// Everything that can go wrong in the fabric layer.
+///
+/// `-FI_EAGAIN` never appears here: it is back-pressure, handled by progressing and
+/// retrying inside the layer. Errors that mean "the peer is gone" are
+/// [`Error::PeerUnreachable`], so that a runtime can turn them into failure suspicions.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No provider of that name is available on this machine.
+    #[error("provider {requested:?} is not available here; available providers: {}", available.join(", "))]
+    ProviderNotFound {
+        /// The name that was asked for.
+        requested: String,
+        /// Providers that `fi_getinfo` offers on this machine (RDM endpoints).
+        available: Vec<String>,
+    },
+    /// The provider exists but offers nothing matching the requested domain or features.
+    #[error("provider {provider:?} has no endpoint matching {what}")]
+    NoMatchingEndpoint {
+        /// The provider that was resolved.
+        provider: String,
+        /// What could not be matched (domain name, capability).
+        what: String,
+    },
+    /// A libfabric call failed.
+    #[error("{call} failed: {message} (-{code})")]
+    Fabric {
+        /// The libfabric function that failed.
+        call: &'static str,
+        /// The positive libfabric error number (`FI_E*`).
+        code: u32,
+        /// `fi_strerror` of the code.
+        message: String,
+    },
+    /// Address bytes that do not decode to an address of this provider.
+    #[error("malformed endpoint address: {0}")]
+    MalformedAddress(String),
+    /// The peer is gone: its process died, its connection was refused or reset.
+    #[error("peer {peer} unreachable: {reason}")]
+    PeerUnreachable {
+        /// The peer.
+        peer: PeerId,
+        /// What showed it (provider error text, "process exited").
+        reason: String,
+    },
+    /// A message was longer than the receive buffer. The buffer's contents are unspecified.
+    #[error("message of {message_len} bytes truncated to a receive buffer of {buffer_len} bytes")]
+    Truncated {
+        /// Length of the message as sent.
+        message_len: usize,
+        /// Length of the buffer that was posted.
+        buffer_len: usize,
+    },
+    /// The provider cannot do this operation.
+    #[error("unsupported by provider {provider:?}: {what}")]
+    Unsupported {
+        /// The provider.
+        provider: String,
+        /// The operation.
+        what: String,
+    },
+    /// A blocking operation did not complete within its timeout.
+    #[error("{operation} did not complete within {after:?}")]
+    Timeout {
+        /// What was waited for.
+        operation: &'static str,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The operation was cancelled before it completed.
+    #[error("operation cancelled")]
+    Cancelled,
+    /// Bad input from the caller (an out-of-range tag, an unknown peer id, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// More operations in flight than the configured request slots.
+    #[error("all {0} request slots are in use")]
+    TooManyRequests(usize),
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Human-readable text for a libfabric error number (positive or negative).
+pub fn fi_error_text(code: i64) -> String {
+    let code = code.unsigned_abs().min(i32::MAX as u64) as i32;
+    // SAFETY: fi_strerror accepts any int and returns a pointer to a static,
+    // NUL-terminated string (or a strerror buffer), never null.
+    let text = unsafe { std::ffi::CStr::from_ptr(steadfast_fabric_sys::fi_strerror(code)) };
+    text.to_string_lossy().into_owned()
+}
+
+/// Turns a libfabric return code into a `Result`: negative is an error of `call`.
+pub(crate) fn check(call: &'static str, ret: i64) -> Result<i64> {
+    if ret < 0 {
+        Err(Error::Fabric {
+            call,
+            code: ret.unsigned_abs() as u32,
+            message: fi_error_text(ret),
+        })
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Whether a positive libfabric error number means the remote process is gone.
+pub(crate) fn means_peer_gone(code: u32) -> bool {
+    use steadfast_fabric_sys as sys;
+    [
+        sys::FI_ECONNREFUSED,
+        sys::FI_ECONNRESET,
+        sys::FI_ECONNABORTED,
+        sys::FI_ENOTCONN,
+        sys::FI_EHOSTUNREACH,
+        sys::FI_ENETUNREACH,
+        sys::FI_ETIMEDOUT,
+        sys::FI_EADDRNOTAVAIL,
+        sys::FI_ESHUTDOWN,
+        sys::FI_EIO,
+    ]
+    .iter()
+    .any(|&c| c as u32 == code)
+        || code == libc::EPIPE as u32
+}

@@ -1,0 +1,115 @@
+//! The 64-bit libfabric tag as steadfast lays it out.
+//!
+//! | bits | field |
+//! |---|---|
+//! | 63 | control message (rendezvous FIN, liveness probe); all other bits zero |
+//! | 62 | reserved, zero |
+//! | 61..40 | source id of the sender (22 bits) |
+//! | 39..0 | user tag (40 bits) |
+//!
+//! Carrying the source in the tag makes wildcard and source-specific receives work on
+//! providers without `FI_SOURCE` or `FI_DIRECTED_RECV` (ofi_rxm has neither), as MPI
+//! implementations over libfabric do.
+//!
+//! Eager messages and rendezvous headers (RTS) carry the same tag; an RTS is flagged by
+//! remote CQ data ([`RTS_CQ_DATA`]). Control messages all carry one tag and name their
+//! sender in the payload. So every receive the messenger posts for itself, and every
+//! user receive without wildcards, matches by exact tag: libfabric 1.17's shm provider
+//! does not apply the ignore mask to messages that arrived before their receive was
+//! posted (measured here; see docs/architecture.md).
+
+use crate::PeerId;
+
+/// Bits of the user tag.
+pub const USER_TAG_BITS: u32 = 40;
+/// Largest user tag.
+pub const MAX_USER_TAG: u64 = (1 << USER_TAG_BITS) - 1;
+/// Bits of the source id.
+pub const SOURCE_BITS: u32 = 22;
+/// Largest peer id.
+pub const MAX_PEER_ID: PeerId = (1 << SOURCE_BITS) - 1;
+
+const SOURCE_SHIFT: u32 = USER_TAG_BITS;
+const SOURCE_MASK: u64 = (MAX_PEER_ID as u64) << SOURCE_SHIFT;
+
+/// The tag of every control message.
+pub(crate) const CONTROL_TAG: u64 = 1 << 63;
+
+/// Remote CQ data that marks a message as a rendezvous header ("SFRV").
+pub(crate) const RTS_CQ_DATA: u64 = 0x5346_5256;
+
+/// Encodes the tag of a user message (eager or RTS); `source` and `user_tag` must be in
+/// range (checked by the caller).
+#[inline]
+pub(crate) fn encode(source: PeerId, user_tag: u64) -> u64 {
+    debug_assert!(source <= MAX_PEER_ID && user_tag <= MAX_USER_TAG);
+    ((source as u64) << SOURCE_SHIFT) | user_tag
+}
+
+/// Splits a user message's tag into source and user tag.
+#[inline]
+pub(crate) fn decode(tag: u64) -> (PeerId, u64) {
+    (
+        ((tag & SOURCE_MASK) >> SOURCE_SHIFT) as PeerId,
+        tag & MAX_USER_TAG,
+    )
+}
+
+/// The (tag, ignore) pair of a user receive from `source` (any if `None`) whose user tag
+/// equals `user_tag` on the bits not set in `user_ignore`. Control messages never match
+/// (bit 63 is never ignored).
+#[inline]
+pub(crate) fn user_match(source: Option<PeerId>, user_tag: u64, user_ignore: u64) -> (u64, u64) {
+    let mut ignore = user_ignore & MAX_USER_TAG;
+    let tag_bits = user_tag & !ignore & MAX_USER_TAG;
+    match source {
+        Some(s) => (((s as u64) << SOURCE_SHIFT) | tag_bits, ignore),
+        None => {
+            ignore |= SOURCE_MASK;
+            (tag_bits, ignore)
+        }
+    }
+}
+
+/// Would a message with tag `sent` match a receive posted with `(tag, ignore)`?
+/// (libfabric's rule, for tests.)
+#[cfg(test)]
+fn matches(sent: u64, tag: u64, ignore: u64) -> bool {
+    (sent | ignore) == (tag | ignore)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        assert_eq!(
+            decode(encode(MAX_PEER_ID, MAX_USER_TAG)),
+            (MAX_PEER_ID, MAX_USER_TAG)
+        );
+        assert_eq!(decode(encode(3, 0x55)), (3, 0x55));
+        assert_eq!(encode(MAX_PEER_ID, MAX_USER_TAG) & CONTROL_TAG, 0);
+    }
+
+    #[test]
+    fn specific_receives_match_exactly() {
+        let (tag, ignore) = user_match(Some(3), 7, 0);
+        assert_eq!(ignore, 0, "no wildcard: exact match");
+        assert!(matches(encode(3, 7), tag, ignore));
+        assert!(!matches(CONTROL_TAG, tag, ignore));
+        assert!(!matches(encode(4, 7), tag, ignore));
+        assert!(!matches(encode(3, 8), tag, ignore));
+    }
+
+    #[test]
+    fn wildcards() {
+        let (tag, ignore) = user_match(None, 0, MAX_USER_TAG);
+        assert!(matches(encode(9, 1234), tag, ignore));
+        assert!(!matches(CONTROL_TAG, tag, ignore));
+        // Ignore the low byte only.
+        let (tag, ignore) = user_match(None, 0x100, 0xff);
+        assert!(matches(encode(1, 0x1ab), tag, ignore));
+        assert!(!matches(encode(1, 0x2ab), tag, ignore));
+    }
+}
