@@ -49,10 +49,13 @@ pub enum Error {
         reason: String,
     },
     /// A message was longer than the receive buffer. The buffer's contents are unspecified.
-    #[error("message of {message_len} bytes truncated to a receive buffer of {buffer_len} bytes")]
+    #[error("message of {} truncated to a receive buffer of {buffer_len} bytes",
+        message_len.map_or("unreported length".to_owned(), |n| format!("{n} bytes")))]
     Truncated {
-        /// Length of the message as sent.
-        message_len: usize,
+        /// Length of the message as sent: always known for rendezvous messages and for
+        /// messages that fit the 64-byte bounce buffer; for other eager messages only if
+        /// the provider reports it (libfabric 1.17's net, shm and rxm do not).
+        message_len: Option<usize>,
         /// Length of the buffer that was posted.
         buffer_len: usize,
     },
@@ -123,7 +126,6 @@ pub(crate) fn means_peer_gone(code: u32) -> bool {
         sys::FI_ESHUTDOWN,
         sys::FI_EIO,
     ]
-    .iter()
-    .any(|&c| c as u32 == code)
+    .contains(&code)
         || code == libc::EPIPE as u32
 }

@@ -724,18 +724,10 @@ impl Endpoint {
 
     /// Asks the provider to cancel the operation posted with `context` (a receive, in
     /// practice). A cancelled operation completes with `FI_ECANCELED`.
-    pub fn cancel(&self, context: *mut c_void) {
+    pub(crate) fn cancel(&self, context: *mut c_void) {
         // SAFETY: the endpoint is open; cancelling an unknown context is harmless.
         unsafe {
             sys::fi_cancel(&mut (*self.raw()).fid, context);
         }
     }
-}
-
-/// Whether the domain supports an atomic operation on u64 (`fi_query_atomic`).
-pub(crate) fn atomic_supported(domain: &Domain, op: sys::fi_op, flags: u64) -> bool {
-    let mut attr = sys::fi_atomic_attr::default();
-    // SAFETY: domain is open; attr is a valid out parameter.
-    let ret = unsafe { sys::fi_query_atomic(domain.raw(), sys::FI_UINT64, op, &mut attr, flags) };
-    ret == 0 && attr.count >= 1
 }

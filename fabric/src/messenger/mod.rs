@@ -34,8 +34,11 @@ use crate::objects::{AddressVector, CompletionQueue, Domain, Endpoint, Fabric, P
 
 pub use rma::{ExposedRegion, RemoteRegion};
 pub use slots::Completion;
-use slots::{Op, Outcome, SlotTable, BOUNCE_LEN};
+use slots::{Op, Outcome, SlotTable, Staging, BOUNCE_LEN};
 pub use tags::{MAX_PEER_ID, MAX_USER_TAG};
+
+/// Parent index of a read chunk whose receive was given up.
+pub(crate) const ORPHAN: u32 = u32::MAX;
 
 /// A peer's number, chosen by the caller (for a runtime: the rank).
 pub type PeerId = u32;
@@ -108,6 +111,9 @@ struct Peer {
     watch: Option<ProcessWatch>,
     /// A probe is in flight.
     probing: bool,
+    /// When the peer was found dead, if its process is known to have exited (then no
+    /// operation toward it can touch our memory any more).
+    exited_at: Option<Instant>,
 }
 
 /// Counters of protocol use and liveness activity.
@@ -159,6 +165,12 @@ pub struct Messenger {
     control_receives: usize,
     /// Rendezvous sends waiting for their FIN.
     rendezvous_outstanding: usize,
+    /// Registrations of the staging buffers (when the provider needs them).
+    staging_mrs: Vec<MemoryRegion>,
+    /// Free staging buffers.
+    staging_free: Vec<u16>,
+    // Dropped last, after the endpoint is closed: memory libfabric may write into.
+    staging: Vec<Box<[u8]>>,
     slots: SlotTable,
 }
 
@@ -240,9 +252,13 @@ impl Messenger {
             exposed_count: 0,
             control_receives: 0,
             rendezvous_outstanding: 0,
+            staging_mrs: Vec::new(),
+            staging_free: Vec::new(),
+            staging: Vec::new(),
             slots,
             config,
         };
+        messenger.allocate_staging()?;
         let initial = messenger.config.control_receives;
         messenger.ensure_control_receives(initial)?;
         Ok(messenger)
@@ -330,6 +346,7 @@ impl Messenger {
             dead: None,
             watch,
             probing: false,
+            exited_at: None,
         });
         Ok(())
     }
@@ -543,6 +560,85 @@ impl Messenger {
         Ok(Some(self.request(index)))
     }
 
+    /// Staging buffers posted in at most this many receives at once.
+    const STAGING_BUFFERS: usize = 16;
+
+    /// Allocates (and registers, if needed) the staging buffers for receives smaller
+    /// than the eager limit.
+    fn allocate_staging(&mut self) -> Result<()> {
+        if self.eager_limit <= BOUNCE_LEN || self.eager_limit > (1 << 20) {
+            return Ok(());
+        }
+        for i in 0..Self::STAGING_BUFFERS {
+            let buffer = vec![0u8; self.eager_limit].into_boxed_slice();
+            if self.mr_mode.local() {
+                // SAFETY: the buffer is heap memory kept until the messenger is dropped,
+                // after this region (field order).
+                let mr = unsafe {
+                    MemoryRegion::register(
+                        &self.domain,
+                        &self.endpoint,
+                        self.mr_mode,
+                        buffer.as_ptr(),
+                        buffer.len(),
+                        Access::ALL,
+                        0,
+                    )?
+                };
+                self.staging_mrs.push(mr);
+            }
+            self.staging.push(buffer);
+            self.staging_free.push(i as u16);
+        }
+        Ok(())
+    }
+
+    /// Where a receive of `len` bytes lands first.
+    fn choose_staging(&mut self, len: usize) -> Staging {
+        if len < self.eager_limit {
+            if let Some(n) = self.staging_free.pop() {
+                return Staging::Pool(n);
+            }
+        }
+        if len < BOUNCE_LEN {
+            Staging::Inline
+        } else {
+            Staging::Direct
+        }
+    }
+
+    /// Pointer, capacity and descriptor of a staging area.
+    pub(super) fn staging_area(
+        &mut self,
+        index: u32,
+    ) -> Option<(*mut u8, usize, *mut std::ffi::c_void)> {
+        match self.slots.get(index).staging {
+            Staging::Direct => None,
+            Staging::Inline => Some((
+                self.slots.get_mut(index).bounce.as_mut_ptr(),
+                BOUNCE_LEN,
+                self.bounce_desc(),
+            )),
+            Staging::Pool(n) => {
+                let desc = self
+                    .staging_mrs
+                    .get(n as usize)
+                    .map_or(std::ptr::null_mut(), |mr| mr.desc());
+                let buffer = &mut self.staging[n as usize];
+                Some((buffer.as_mut_ptr(), buffer.len(), desc))
+            }
+        }
+    }
+
+    /// Returns a slot's staging buffer to the pool.
+    pub(super) fn release_staging(&mut self, index: u32) {
+        if let Staging::Pool(n) =
+            std::mem::replace(&mut self.slots.get_mut(index).staging, Staging::Direct)
+        {
+            self.staging_free.push(n);
+        }
+    }
+
     /// Posts control receives until `count` are posted.
     fn ensure_control_receives(&mut self, count: usize) -> Result<()> {
         while self.control_receives < count {
@@ -559,6 +655,7 @@ impl Messenger {
 
     /// Releases a slot whose first post failed (nothing outstanding).
     fn release_failed(&mut self, index: u32) {
+        self.release_staging(index);
         if self.slots.get(index).op == Op::RndvSend {
             self.rendezvous_outstanding -= 1;
         }
@@ -588,7 +685,9 @@ impl Messenger {
         let slot = self.slots.get_mut(index);
         slot.buf = buf;
         slot.len = len;
-        slot.uses_bounce = len < BOUNCE_LEN;
+        let _ = slot;
+        let staging = self.choose_staging(len);
+        self.slots.get_mut(index).staging = staging;
         let (wire_tag, wire_ignore) = tags::user_match(source, tag, ignore);
         // SAFETY: forwarded contract on buf.
         unsafe { self.post_user_recv(index, wire_tag, wire_ignore) }
@@ -640,6 +739,7 @@ impl Messenger {
             if waiter.liveness_due() {
                 if let Some(peer) = self.slots.get(index).peer {
                     self.check_liveness(peer);
+                    self.orphan_reads_from_exited(index, peer);
                 }
             }
             if timeout_reported.is_none() {
@@ -664,6 +764,40 @@ impl Messenger {
         }
     }
 
+    /// Grace after a peer's process exited before reads from it are given up.
+    const EXITED_GRACE: Duration = Duration::from_millis(500);
+
+    /// Some providers never complete a read whose target process died (shm serves reads
+    /// from the target's side). Once the process is confirmed gone and a grace period
+    /// has passed, nothing can write into the receive buffer any more: the read chunks
+    /// are orphaned (their late completions only free them) and the receive fails.
+    fn orphan_reads_from_exited(&mut self, index: u32, peer: PeerId) {
+        let Some(Some(p)) = self.peers.get(peer as usize) else {
+            return;
+        };
+        if p.exited_at.is_none_or(|t| t.elapsed() < Self::EXITED_GRACE) {
+            return;
+        }
+        let slot = self.slots.get(index);
+        if slot.op != Op::Recv
+            || slot.chunks_in_flight == 0
+            || !matches!(slot.outcome, Outcome::Pending)
+        {
+            return;
+        }
+        let chunks: Vec<u32> = self
+            .slots
+            .active()
+            .filter(|&i| self.slots.get(i).op == Op::ReadChunk && self.slots.get(i).parent == index)
+            .collect();
+        for chunk in chunks {
+            self.slots.get_mut(chunk).parent = ORPHAN;
+        }
+        self.slots.get_mut(index).chunks_in_flight = 0;
+        let reason = p.dead.clone().unwrap_or_default();
+        self.abandon(index, Error::PeerUnreachable { peer, reason });
+    }
+
     /// Checks one peer: its process (same host), else a probe message.
     fn check_liveness(&mut self, peer: PeerId) {
         let Some(Some(p)) = self.peers.get_mut(peer as usize) else {
@@ -673,6 +807,7 @@ impl Messenger {
             return;
         }
         if p.watch.as_ref().is_some_and(ProcessWatch::has_exited) {
+            p.exited_at = Some(Instant::now());
             self.mark_peer_dead(peer, "process exited".into());
             return;
         }

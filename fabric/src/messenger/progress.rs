@@ -146,18 +146,13 @@ impl Messenger {
         tag: u64,
         ignore: u64,
     ) -> Result<()> {
-        let slot = self.slots.get(index);
-        let (ptr, len, desc, mr) = if slot.uses_bounce {
-            (
-                slot.bounce.as_ptr().cast_mut(),
-                BOUNCE_LEN,
-                self.bounce_desc(),
-                None,
-            )
-        } else {
-            let (buf, len) = (slot.buf, slot.len);
-            let (desc, mr) = self.local_desc(buf, len)?;
-            (buf, len, desc, mr)
+        let (ptr, len, desc, mr) = match self.staging_area(index) {
+            Some((ptr, len, desc)) => (ptr, len, desc, None),
+            None => {
+                let (buf, len) = (self.slots.get(index).buf, self.slots.get(index).len);
+                let (desc, mr) = self.local_desc(buf, len)?;
+                (buf, len, desc, mr)
+            }
         };
         self.slots.get_mut(index).mr = mr;
         let ctx = self.slots.context(index);
@@ -389,32 +384,39 @@ impl Messenger {
             len: entry.len,
             value: 0,
         };
-        let (buf, buffer_len, uses_bounce) = (slot.buf, slot.len, slot.uses_bounce);
+        let (buf, buffer_len) = (slot.buf, slot.len);
+        let staged = self.staging_area(index);
         if !is_rts {
-            if uses_bounce {
+            if let Some((staging, _, _)) = staged {
                 if entry.len > buffer_len {
+                    self.release_staging(index);
                     let e = Error::Truncated {
-                        message_len: entry.len,
+                        message_len: Some(entry.len),
                         buffer_len,
                     };
                     return self.finish(index, Outcome::Failed(e));
                 }
-                let slot = self.slots.get(index);
                 // SAFETY: buf is the caller's buffer of buffer_len >= entry.len bytes,
-                // valid until completion; the bounce buffer is a distinct allocation.
-                unsafe { std::ptr::copy_nonoverlapping(slot.bounce.as_ptr(), buf, entry.len) };
+                // valid until completion; the staging buffer is a distinct allocation
+                // holding the entry.len bytes the provider wrote.
+                unsafe { std::ptr::copy_nonoverlapping(staging, buf, entry.len) };
+                self.release_staging(index);
             }
             let c = self.slots.get(index).matched;
             return self.finish(index, Outcome::Done(c));
         }
         {
             {
-                let header: &[u8] = if uses_bounce {
-                    &self.slots.get(index).bounce[..entry.len.min(BOUNCE_LEN)]
-                } else {
-                    // SAFETY: libfabric wrote entry.len <= buffer_len bytes into buf.
-                    unsafe { std::slice::from_raw_parts(buf, entry.len.min(buffer_len)) }
+                let mut header_bytes = [0u8; RTS_LEN];
+                let header_len = entry.len.min(RTS_LEN);
+                let source_ptr = staged.map_or(buf, |(p, _, _)| p);
+                // SAFETY: the provider wrote entry.len bytes at source_ptr (the staging
+                // area or the user's buffer); we copy at most RTS_LEN of them.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(source_ptr, header_bytes.as_mut_ptr(), header_len)
                 };
+                self.release_staging(index);
+                let header: &[u8] = &header_bytes[..if entry.len == RTS_LEN { RTS_LEN } else { 0 }];
                 let Some(rts) = Rts::decode(header) else {
                     self.stats.malformed += 1;
                     let e = Error::PeerUnreachable {
@@ -428,7 +430,7 @@ impl Messenger {
                     let fin = self.fin(FinStatus::Truncated, rts.token);
                     let _ = self.send_control(source, fin);
                     let e = Error::Truncated {
-                        message_len,
+                        message_len: Some(message_len),
                         buffer_len,
                     };
                     return self.finish(index, Outcome::Failed(e));
@@ -576,6 +578,10 @@ impl Messenger {
     /// A rendezvous read chunk ended (`error` set if it failed).
     fn on_read_chunk(&mut self, child: u32, error: Option<Error>) {
         let parent = self.slots.get(child).parent;
+        if parent == super::ORPHAN {
+            self.slots.get_mut(child).posted = false;
+            return self.finish(child, Outcome::Done(Completion::default()));
+        }
         let source = self.slots.get(child).peer.unwrap_or_default();
         self.finish(child, Outcome::Done(Completion::default()));
         let slot = self.slots.get_mut(parent);
@@ -630,7 +636,13 @@ impl Messenger {
             peer,
             reason: text.clone(),
         };
-        let gone = means_peer_gone(error.code);
+        // A provider cancels operations it cannot finish when a connection drops (we
+        // only ever cancel receives ourselves); an error of an operation whose peer is
+        // known dead is that death.
+        let peer_dead = peer.is_some_and(|p| self.peer_failure(p).is_some());
+        let gone = means_peer_gone(error.code)
+            || peer_dead
+            || (error.code == sys::FI_ECANCELED && !matches!(op, Op::Recv | Op::ControlRecv));
         if gone {
             if let Some(peer) = peer {
                 if op != Op::Recv {
@@ -645,9 +657,12 @@ impl Messenger {
         };
         match op {
             Op::Recv => {
+                self.release_staging(index);
                 let e = if error.code == sys::FI_ETRUNC {
+                    // net, shm and rxm (1.17) leave len and olen at 0 here.
+                    let reported = error.len + error.overflow_len;
                     Error::Truncated {
-                        message_len: error.len + error.overflow_len,
+                        message_len: (reported > buffer_len).then_some(reported),
                         buffer_len,
                     }
                 } else if error.code == sys::FI_ECANCELED {
@@ -761,10 +776,12 @@ impl Messenger {
             Op::Recv => self.finish(index, Outcome::Failed(error)),
             Op::ReadChunk => {
                 let parent = slot.parent;
-                self.slots
-                    .get_mut(parent)
-                    .pending_error
-                    .get_or_insert(error);
+                if parent != super::ORPHAN {
+                    self.slots
+                        .get_mut(parent)
+                        .pending_error
+                        .get_or_insert(error);
+                }
             }
             Op::ControlRecv | Op::ControlSend | Op::Free => {}
             _ => {
@@ -810,6 +827,7 @@ impl Drop for Messenger {
             // than let the provider write into freed memory.
             let table = std::mem::replace(&mut self.slots, super::slots::SlotTable::new(0));
             std::mem::forget(table);
+            std::mem::forget(std::mem::take(&mut self.staging));
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::error::{Error, Result};
 use crate::mr::{Access, MemoryRegion};
-use crate::objects::atomic_supported;
 use crate::PeerId;
 
 use steadfast_fabric_sys as sys;
@@ -252,13 +251,30 @@ impl Messenger {
     }
 
     fn check_atomic(&self, op: sys::fi_op, flags: u64, what: &str) -> Result<()> {
-        if !self.info.has_atomics() || !atomic_supported(&self.domain, op, flags) {
+        let _ = (op, flags);
+        if !self.info.has_atomics() {
             return Err(Error::Unsupported {
                 provider: self.info.provider_name(),
                 what: what.into(),
             });
         }
         Ok(())
+    }
+
+    /// Turns a provider's refusal of an atomic (`EOPNOTSUPP`, `ENOSYS`) into
+    /// [`Error::Unsupported`].
+    fn unsupported_if_refused(&self, result: Result<Completion>) -> Result<Completion> {
+        match result {
+            Err(Error::Fabric { code, message, .. })
+                if code == sys::FI_EOPNOTSUPP || code == sys::FI_ENOSYS =>
+            {
+                Err(Error::Unsupported {
+                    provider: self.info.provider_name(),
+                    what: format!("u64 atomic ({message})"),
+                })
+            }
+            other => other,
+        }
     }
 
     fn check_atomic_target(remote: &RemoteRegion, offset: u64) -> Result<()> {
@@ -308,7 +324,7 @@ impl Messenger {
                 )
             }
         });
-        completion.map(|c| c.value)
+        self.unsupported_if_refused(completion).map(|c| c.value)
     }
 
     /// Atomically replaces the u64 at `offset` of `peer`'s region with `new` if it
@@ -352,7 +368,7 @@ impl Messenger {
                 )
             }
         });
-        completion.map(|c| c.value)
+        self.unsupported_if_refused(completion).map(|c| c.value)
     }
 }
 

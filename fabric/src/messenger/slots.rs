@@ -38,6 +38,22 @@ pub(crate) enum Op {
     Rma,
 }
 
+/// Where a user receive is posted.
+///
+/// A receive smaller than the eager limit is never handed to the provider as is: a
+/// provider that truncates a message (net and rxm in libfabric 1.17) stops delivering
+/// later messages of that connection. It lands in a staging buffer at least as large
+/// as any eager message, and truncation is detected here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Staging {
+    /// Straight into the user's buffer.
+    Direct,
+    /// Into the slot's 64-byte bounce buffer.
+    Inline,
+    /// Into staging buffer `n` of the messenger's pool.
+    Pool(u16),
+}
+
 /// Result of a finished operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Completion {
@@ -70,7 +86,8 @@ pub(crate) struct Slot {
     /// The user buffer.
     pub buf: *mut u8,
     pub len: usize,
-    pub uses_bounce: bool,
+    /// Where a receive lands before being copied to `buf` (see [`Staging`]).
+    pub staging: Staging,
     /// A registration held until the operation ends.
     pub mr: Option<CacheSlot>,
     /// Whether a libfabric operation with this slot as context is still outstanding.
@@ -105,7 +122,7 @@ impl Slot {
             peer: None,
             buf: std::ptr::null_mut(),
             len: 0,
-            uses_bounce: false,
+            staging: Staging::Direct,
             mr: None,
             posted: false,
             fin: None,

@@ -1,0 +1,116 @@
+//! The peer process of steadfast-fabric's multi-process tests:
+//! `fabric-test-peer PROVIDER SCENARIO`. It prints its address, reads the test's
+//! address from stdin, then plays its scenario as peer 1 against peer 0.
+
+#[path = "../tests/common/shared.rs"]
+mod common;
+
+use std::io::Write;
+
+use common::{pattern, tag};
+use steadfast_fabric::{Messenger, RemoteRegion, ANY_TAG};
+
+const BIG: usize = (64 << 20) + 1;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (provider, scenario) = (&args[1], args[2].as_str());
+    let mut m = Messenger::open(common::messenger_config(provider, 1)).expect("open");
+    println!("{}", common::hex(&m.address().to_bytes()));
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    m.add_peer(0, &common::unhex(line.trim()))
+        .expect("add peer 0");
+    match scenario {
+        "echo" => echo(&mut m),
+        "tags" => tags(&mut m),
+        "wildcard" => wildcard(&mut m),
+        "truncate" => truncate(&mut m),
+        "rma" => rma(&mut m),
+        "sink" => loop {
+            let mut buf = vec![0u8; BIG];
+            if m.recv(Some(0), 0, ANY_TAG, &mut buf).is_err() {
+                return;
+            }
+        },
+        "flood" => {
+            let data = pattern(64 << 20, 1);
+            while m.send(0, 1, &data).is_ok() {}
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// Returns every message to its sender with the same tag, until STOP.
+fn echo(m: &mut Messenger) {
+    let mut buf = vec![0u8; BIG];
+    loop {
+        let status = m.recv(Some(0), 0, ANY_TAG, &mut buf).expect("echo recv");
+        if status.tag == tag::STOP {
+            return;
+        }
+        m.send(0, status.tag, &buf[..status.len])
+            .expect("echo send");
+    }
+}
+
+/// Sends 200 messages cycling through 4 tags (payload: the message's index), then
+/// waits for STOP.
+fn tags(m: &mut Messenger) {
+    // Non-blocking: the test receives tag by tag, so a blocking rendezvous send
+    // would wait for a receive posted only after later messages.
+    let messages: Vec<Vec<u8>> = (0..200u64)
+        .map(|i| {
+            let mut data = pattern(if i % 5 == 0 { 100_000 } else { 8 }, i);
+            data[..8].copy_from_slice(&i.to_le_bytes());
+            data
+        })
+        .collect();
+    let mut requests = Vec::new();
+    for (i, data) in messages.iter().enumerate() {
+        // SAFETY: `messages` outlives every request, all waited for below.
+        if let Some(r) = unsafe { m.isend(0, i as u64 % 4, data) }.expect("tags send") {
+            requests.push(r);
+        }
+    }
+    for r in requests {
+        m.wait(r).expect("tags send completes");
+    }
+    m.recv(Some(0), tag::STOP, 0, &mut []).expect("stop");
+}
+
+/// After GO, sends tags 0x1ab, 0x2cd and 0x1ef (small) and 0x3ff (large), then waits STOP.
+fn wildcard(m: &mut Messenger) {
+    m.recv(Some(0), tag::GO, 0, &mut []).expect("go");
+    for (t, len) in [(0x1ab, 5), (0x2cd, 5), (0x1ef, 5), (0x3ff, 1 << 20)] {
+        m.send(0, t, &pattern(len, t)).expect("wildcard send");
+    }
+    m.recv(Some(0), tag::STOP, 0, &mut []).expect("stop");
+}
+
+/// Sends an eager and a rendezvous message that the test receives into too-small
+/// buffers, then a last message saying both sends completed.
+fn truncate(m: &mut Messenger) {
+    m.send(0, 1, &pattern(100, 1)).expect("eager send");
+    m.send(0, 2, &pattern(1 << 20, 2))
+        .expect("rendezvous send completes after the receiver truncates");
+    m.send(0, tag::OK, b"sent").expect("ok");
+    m.recv(Some(0), tag::STOP, 0, &mut []).expect("stop");
+}
+
+/// Exposes 4 KiB filled with a pattern, sends its descriptor, waits DONE, returns the
+/// region's content.
+fn rma(m: &mut Messenger) {
+    let mut memory = pattern(4096, 77);
+    memory[..16].fill(0);
+    let region = m.expose(&mut memory).expect("expose");
+    let descriptor: RemoteRegion = region.remote();
+    m.send(0, tag::DESCRIPTOR, &descriptor.to_bytes())
+        .expect("descriptor");
+    m.recv(Some(0), tag::DONE, 0, &mut []).expect("done");
+    let content = region.as_slice().to_vec();
+    drop(region);
+    m.send(0, tag::CONTENT, &content).expect("content");
+    m.recv(Some(0), tag::STOP, 0, &mut []).expect("stop");
+}

@@ -1,0 +1,72 @@
+//! Starting a peer process and connecting a messenger to it.
+#![allow(dead_code)]
+
+#[macro_use]
+mod per_provider;
+mod shared;
+
+pub use shared::*;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use steadfast_fabric::Messenger;
+
+/// A peer process (id 1) that dies with the test: killed on drop, and by the kernel
+/// when the thread that started it ends (PR_SET_PDEATHSIG).
+pub struct PeerProcess {
+    pub child: Child,
+}
+
+impl PeerProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+    }
+
+    /// Waits for the peer to exit and asserts that it succeeded.
+    pub fn expect_success(mut self) {
+        let status = self.child.wait().expect("wait for peer");
+        assert!(status.success(), "peer failed: {status}");
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Opens our messenger (id 0), starts the peer with `scenario`, exchanges addresses.
+pub fn connect(provider: &str, scenario: &str) -> (Messenger, PeerProcess) {
+    let mut messenger = Messenger::open(messenger_config(provider, 0)).expect("open messenger");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fabric-test-peer"));
+    cmd.arg(provider)
+        .arg(scenario)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; it only sets the death signal of the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start fabric-test-peer");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("peer address");
+    assert!(!line.trim().is_empty(), "peer printed no address");
+    messenger
+        .add_peer(1, &unhex(line.trim()))
+        .expect("add peer");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", hex(&messenger.address().to_bytes())).expect("send our address");
+    (messenger, PeerProcess { child })
+}
