@@ -83,5 +83,16 @@ fn killed_sender(provider: &str) {
         start.elapsed()
     );
     expect_unreachable(provider, "recv", result);
+    let pid = peer.pid();
+    drop(peer);
+    let leftover = std::fs::read_dir("/dev/shm").unwrap().flatten().any(|e| {
+        e.file_name()
+            .to_string_lossy()
+            .starts_with(&format!("{pid}:"))
+    });
+    assert!(
+        !leftover,
+        "{provider}: the killed peer's shm region is left in /dev/shm"
+    );
 }
 per_provider!(killed_sender_fails_the_receiver, super::killed_sender);

@@ -39,6 +39,20 @@ impl Drop for PeerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        remove_shm_regions_of(self.child.id());
+    }
+}
+
+/// Removes the shared-memory regions libfabric's shm provider made for `pid`
+/// (`/dev/shm/<pid>:...`): a SIGKILLed process cannot unlink its own.
+pub fn remove_shm_regions_of(pid: u32) {
+    let prefix = format!("{pid}:");
+    if let Ok(entries) = std::fs::read_dir("/dev/shm") {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 }
 
