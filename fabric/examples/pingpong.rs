@@ -136,11 +136,11 @@ fn sizes(o: &Options) -> Vec<usize> {
 fn iterations(o: &Options, size: usize) -> (usize, usize) {
     let n = o.iterations.unwrap_or(
         if size <= 8192 {
-            10_000
+            50_000
         } else {
-            (200 << 20) / size.max(1)
+            (400 << 20) / size.max(1)
         }
-        .clamp(20, 10_000),
+        .clamp(200, 50_000),
     );
     (n, (n / 10).max(2))
 }
