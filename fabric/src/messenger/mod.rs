@@ -685,7 +685,6 @@ impl Messenger {
         let slot = self.slots.get_mut(index);
         slot.buf = buf;
         slot.len = len;
-        let _ = slot;
         let staging = self.choose_staging(len);
         self.slots.get_mut(index).staging = staging;
         let (wire_tag, wire_ignore) = tags::user_match(source, tag, ignore);

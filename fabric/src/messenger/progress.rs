@@ -405,39 +405,33 @@ impl Messenger {
             let c = self.slots.get(index).matched;
             return self.finish(index, Outcome::Done(c));
         }
-        {
-            {
-                let mut header_bytes = [0u8; RTS_LEN];
-                let header_len = entry.len.min(RTS_LEN);
-                let source_ptr = staged.map_or(buf, |(p, _, _)| p);
-                // SAFETY: the provider wrote entry.len bytes at source_ptr (the staging
-                // area or the user's buffer); we copy at most RTS_LEN of them.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(source_ptr, header_bytes.as_mut_ptr(), header_len)
-                };
-                self.release_staging(index);
-                let header: &[u8] = &header_bytes[..if entry.len == RTS_LEN { RTS_LEN } else { 0 }];
-                let Some(rts) = Rts::decode(header) else {
-                    self.stats.malformed += 1;
-                    let e = Error::PeerUnreachable {
-                        peer: source,
-                        reason: "malformed rendezvous header".into(),
-                    };
-                    return self.finish(index, Outcome::Failed(e));
-                };
-                let message_len = rts.message_len as usize;
-                if message_len > buffer_len {
-                    let fin = self.fin(FinStatus::Truncated, rts.token);
-                    let _ = self.send_control(source, fin);
-                    let e = Error::Truncated {
-                        message_len: Some(message_len),
-                        buffer_len,
-                    };
-                    return self.finish(index, Outcome::Failed(e));
-                }
-                self.start_rendezvous_read(index, source, rts);
-            }
+        let mut header_bytes = [0u8; RTS_LEN];
+        let header_len = entry.len.min(RTS_LEN);
+        let source_ptr = staged.map_or(buf, |(p, _, _)| p);
+        // SAFETY: the provider wrote entry.len bytes at source_ptr (the staging
+        // area or the user's buffer); we copy at most RTS_LEN of them.
+        unsafe { std::ptr::copy_nonoverlapping(source_ptr, header_bytes.as_mut_ptr(), header_len) };
+        self.release_staging(index);
+        let header: &[u8] = &header_bytes[..if entry.len == RTS_LEN { RTS_LEN } else { 0 }];
+        let Some(rts) = Rts::decode(header) else {
+            self.stats.malformed += 1;
+            let e = Error::PeerUnreachable {
+                peer: source,
+                reason: "malformed rendezvous header".into(),
+            };
+            return self.finish(index, Outcome::Failed(e));
+        };
+        let message_len = rts.message_len as usize;
+        if message_len > buffer_len {
+            let fin = self.fin(FinStatus::Truncated, rts.token);
+            let _ = self.send_control(source, fin);
+            let e = Error::Truncated {
+                message_len: Some(message_len),
+                buffer_len,
+            };
+            return self.finish(index, Outcome::Failed(e));
         }
+        self.start_rendezvous_read(index, source, rts);
     }
 
     fn start_rendezvous_read(&mut self, index: u32, source: PeerId, rts: Rts) {
