@@ -1,0 +1,83 @@
+//! Criterion benches of the agreement core: CPU cost of a failure-free ERA per process,
+//! and simulator throughput.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::collections::VecDeque;
+use std::hint::black_box;
+use steadfast_agreement::sim::{run, Scenario};
+use steadfast_agreement::{CommId, CommKey, Epoch, Era, EraAction, EraConfig, Rank, RankSet};
+
+const KEY: CommKey = CommKey {
+    comm: CommId(1),
+    epoch: Epoch(0),
+};
+
+/// One failure-free agreement over `n` engines, messages carried as bytes in FIFO order:
+/// every engine step, encode and decode, nothing else.
+fn agree_once(eras: &mut [Era], seq: u32, queue: &mut VecDeque<(u32, u32, Vec<u8>)>) -> u64 {
+    let mut out = Vec::new();
+    let mut value = u64::MAX;
+    let none = RankSet::new();
+    let mut route = |from: u32, out: &mut Vec<EraAction>, queue: &mut VecDeque<_>| {
+        for a in out.drain(..) {
+            match a {
+                EraAction::Send { to, seq, msg } => {
+                    let mut buf = Vec::with_capacity(48);
+                    msg.encode(KEY, seq, &mut buf);
+                    queue.push_back((from, to.0, buf));
+                }
+                EraAction::Decided { decision, .. } => value &= decision.value,
+                EraAction::Excluded { .. } => unreachable!(),
+            }
+        }
+    };
+    for (r, era) in eras.iter_mut().enumerate() {
+        era.start(seq, r as u64 | 1 << 40, &none, &mut out).unwrap();
+        route(r as u32, &mut out, queue);
+    }
+    while let Some((from, to, bytes)) = queue.pop_front() {
+        eras[to as usize]
+            .on_bytes(Rank(from), &bytes, &mut out)
+            .unwrap();
+        route(to, &mut out, queue);
+    }
+    value
+}
+
+fn era_per_process(c: &mut Criterion) {
+    let n = 1024u32;
+    let mut g = c.benchmark_group("era_failure_free");
+    // Throughput in processes: the reported time per element is the CPU cost of one
+    // agreement at one process.
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function(BenchmarkId::new("agree", n), |b| {
+        let mut eras: Vec<Era> = (0..n)
+            .map(|r| Era::new(Rank(r), n, KEY, EraConfig::default()))
+            .collect();
+        let mut queue = VecDeque::new();
+        let mut seq = 0;
+        b.iter(|| {
+            seq += 1;
+            black_box(agree_once(&mut eras, seq - 1, &mut queue))
+        });
+    });
+    g.finish();
+}
+
+fn simulator_throughput(c: &mut Criterion) {
+    let mut g = c.benchmark_group("simulator");
+    for (n, crashes) in [(4096u32, 0u32), (4096, 8)] {
+        let scenario = Scenario::failure_free(n, 3).with_spread_crashes(crashes);
+        let events = run(&scenario).events;
+        g.throughput(Throughput::Elements(events));
+        g.bench_function(
+            BenchmarkId::new(format!("events_{crashes}_crashes"), n),
+            |b| b.iter(|| black_box(run(&scenario).messages)),
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, era_per_process, simulator_throughput);
+criterion_main!(benches);

@@ -1,0 +1,20 @@
+//! steadfast-agreement: the sans-IO fault-tolerance core of steadfast.
+//!
+//! Pure state machines driven by their caller: events go in (`start`, `on_message`,
+//! `on_failure`, `tick(now)`), actions come out (`Send`, `Decided`, `Excluded`, ...). No
+//! sockets, threads or clocks: the same code runs inside the runtime over real transports
+//! and inside the deterministic simulator ([`sim`]).
+//!
+//! - [`era`]: the early-returning agreement (MPI_Comm_agree semantics).
+//! - [`tree`]: the implicit binary heap it runs on, repaired around dead ranks.
+//! - [`wire`]: the byte layout of every message (docs/protocol.md).
+//! - [`sim`]: discrete-event simulator with seeded faults and property checkers.
+
+pub mod era;
+pub mod sim;
+pub mod tree;
+pub mod types;
+pub mod wire;
+
+pub use era::{Decision, Era, EraAction, EraConfig, Outcome};
+pub use types::{AgreementId, CommId, CommKey, Epoch, Rank, RankSet, Seq};

@@ -1,0 +1,41 @@
+//! Seeded random failure scenarios through the simulator, every property checked on each.
+//!
+//! `STEADFAST_SIM_SEEDS=N` runs N scenarios instead of the default (the long sweep);
+//! `STEADFAST_SIM_SEED=S` replays one.
+
+use steadfast_agreement::sim::{nonuniform_deciders, run_checked, Scenario};
+
+fn seeds() -> std::ops::Range<u64> {
+    if let Some(one) = std::env::var("STEADFAST_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        return one..one + 1;
+    }
+    let count = std::env::var("STEADFAST_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000u64);
+    0..count
+}
+
+#[test]
+fn random_failure_scenarios_keep_every_property() {
+    let (mut runs, mut crashes, mut nonuniform, mut messages) = (0u64, 0usize, 0usize, 0u64);
+    for seed in seeds() {
+        let scenario = Scenario::random(seed, 64);
+        match run_checked(&scenario) {
+            Ok(run) => {
+                runs += 1;
+                crashes += scenario.crashes.len();
+                nonuniform += nonuniform_deciders(&run);
+                messages += run.messages;
+            }
+            Err(v) => panic!("{v}\nscenario: {scenario:#?}"),
+        }
+    }
+    println!(
+        "{runs} scenarios, {crashes} crashes, {messages} messages, \
+         {nonuniform} crashed processes decided otherwise than the survivors"
+    );
+}
