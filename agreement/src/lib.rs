@@ -10,7 +10,10 @@
 //! - [`wire`]: the byte layout of every message (docs/protocol.md).
 //! - [`sim`]: discrete-event simulator with seeded faults and property checkers.
 
+pub mod bcast;
+pub mod detector;
 pub mod era;
+pub mod pair;
 pub mod sim;
 pub mod tree;
 pub mod types;

@@ -15,6 +15,7 @@
 //! below the communicator size. Decoding never panics and never allocates more than the
 //! input's length justifies: every count is checked against the bytes that remain.
 
+use crate::bcast::Topic;
 use crate::era::{Contribution, Decision, Outcome};
 use crate::types::{CommId, CommKey, Epoch, Rank, RankSet, Seq};
 
@@ -351,6 +352,82 @@ impl EraMsg {
     }
 }
 
+/// A message of the broadcast, detector or two-party protocols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FtMsg {
+    /// A reliable-broadcast topic.
+    Bcast(Topic),
+    /// Failure-detector heartbeat.
+    Heartbeat,
+    /// Failure detector: "send your heartbeats to me".
+    Observe,
+    /// Two-party agreement: the sender's flag.
+    PairValue(bool),
+    /// Two-party agreement: the sender holds our flag.
+    PairAck,
+}
+
+impl FtMsg {
+    /// Appends the encoding of this message for `key` (and `seq`, the instance of a
+    /// two-party agreement, 0 otherwise) to `buf`.
+    pub fn encode(&self, key: CommKey, seq: Seq, buf: &mut Vec<u8>) {
+        let mut w = Writer(buf);
+        match *self {
+            FtMsg::Bcast(Topic::Revoke) => w.header(Kind::Revoke, key, seq),
+            FtMsg::Bcast(Topic::Suspicion(r)) => {
+                w.header(Kind::Suspicion, key, seq);
+                w.u32(r.0);
+            }
+            FtMsg::Heartbeat => w.header(Kind::Heartbeat, key, seq),
+            FtMsg::Observe => w.header(Kind::Observe, key, seq),
+            FtMsg::PairValue(v) => {
+                w.header(Kind::PairValue, key, seq);
+                w.u8(v as u8);
+            }
+            FtMsg::PairAck => w.header(Kind::PairAck, key, seq),
+        }
+    }
+
+    /// Decodes a message of a group of `size` ranks.
+    ///
+    /// # Errors
+    /// Any `WireError`, including an ERA kind (those go to [`EraMsg::decode`]).
+    pub fn decode(bytes: &[u8], size: u32) -> Result<(Header, FtMsg), WireError> {
+        let mut r = Reader::new(bytes);
+        let h = r.header()?;
+        let msg = match h.kind {
+            Kind::Revoke => FtMsg::Bcast(Topic::Revoke),
+            Kind::Suspicion => {
+                let rank = r.u32()?;
+                if rank >= size {
+                    return Err(WireError::RankList {
+                        rank,
+                        previous: None,
+                        size,
+                    });
+                }
+                FtMsg::Bcast(Topic::Suspicion(Rank(rank)))
+            }
+            Kind::Heartbeat => FtMsg::Heartbeat,
+            Kind::Observe => FtMsg::Observe,
+            Kind::PairValue => match r.u8()? {
+                0 => FtMsg::PairValue(false),
+                1 => FtMsg::PairValue(true),
+                v => {
+                    return Err(WireError::Field {
+                        field: "flag",
+                        value: v as u64,
+                    })
+                }
+            },
+            Kind::PairAck => FtMsg::PairAck,
+            other => return Err(WireError::Kind(other as u8)),
+        };
+        r.finish()?;
+        Ok((h, msg))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,6 +484,34 @@ mod tests {
             buf.push(0);
             assert_eq!(EraMsg::decode(&buf, 8), Err(WireError::Trailing(1)));
         }
+    }
+
+    #[test]
+    fn ft_messages_round_trip_and_refuse_damage() {
+        let all = [
+            FtMsg::Bcast(Topic::Revoke),
+            FtMsg::Bcast(Topic::Suspicion(Rank(6))),
+            FtMsg::Heartbeat,
+            FtMsg::Observe,
+            FtMsg::PairValue(true),
+            FtMsg::PairValue(false),
+            FtMsg::PairAck,
+        ];
+        for m in all {
+            let mut buf = Vec::new();
+            m.encode(key(), 5, &mut buf);
+            assert_eq!(FtMsg::decode(&buf, 8).unwrap().1, m);
+            for len in 0..buf.len() {
+                assert!(FtMsg::decode(&buf[..len], 8).is_err());
+            }
+            buf.push(1);
+            assert!(FtMsg::decode(&buf, 8).is_err());
+        }
+        let mut buf = Vec::new();
+        FtMsg::Bcast(Topic::Suspicion(Rank(6))).encode(key(), 0, &mut buf);
+        assert!(FtMsg::decode(&buf, 6).is_err());
+        // ERA and FT decoders refuse each other's kinds.
+        assert_eq!(EraMsg::decode(&buf, 8), Err(WireError::Kind(5)));
     }
 
     #[test]

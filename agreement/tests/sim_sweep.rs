@@ -39,3 +39,19 @@ fn random_failure_scenarios_keep_every_property() {
          {nonuniform} crashed processes decided otherwise than the survivors"
     );
 }
+
+#[test]
+fn detector_and_revoke_scenarios_keep_every_property() {
+    use steadfast_agreement::sim::{check_ft, run_ft, FtScenario};
+    let (mut crashes, mut false_alarms) = (0usize, 0usize);
+    for seed in seeds() {
+        let scenario = FtScenario::random(seed, 64);
+        let run = run_ft(&scenario);
+        if let Err(v) = check_ft(&run) {
+            panic!("{v}\nscenario: {scenario:#?}");
+        }
+        crashes += scenario.crashes.len();
+        false_alarms += run.excluded.iter().filter(|e| **e).count();
+    }
+    println!("{crashes} silent crashes found; {false_alarms} processes excluded beyond the margin");
+}

@@ -9,11 +9,13 @@
 //! [`Era::on_bytes`], as in the runtime.
 
 mod check;
+mod ft;
 mod queue;
 mod rng;
 mod scenario;
 
 pub use check::{check, nonuniform_deciders, Violation};
+pub use ft::{check_ft, run_ft, FtRun, FtScenario};
 pub use rng::{mix, SimRng};
 pub use scenario::{Crash, CrashTrigger, NetModel, Scenario};
 

@@ -1,0 +1,289 @@
+//! Heartbeat failure detector on a ring, as a plain struct driven by `now`.
+//!
+//! Each process is watched by its live ring successor: it sends it a heartbeat every
+//! `period_ns`, and the successor suspects it when `timeout_ns` pass without one. The
+//! watcher then asks the next live predecessor to send it heartbeats instead (ring
+//! repair). Suspicions are final: the caller broadcasts them (see [`crate::bcast`]) and
+//! feeds every delivered suspicion back through [`Detector::on_failure`]. A process that
+//! learns it is suspected gets [`DetectorAction::Excluded`] and must stop.
+//!
+//! Jitter guard: when two ticks are further apart than `late_tick_ns` the local process
+//! was descheduled, and heartbeats may be sitting unread; such a tick re-arms the
+//! timeout instead of accusing anyone.
+//!
+//! # Call order
+//! [`Detector::start`] once, then [`Detector::tick`] at (or after)
+//! [`Detector::next_deadline`], [`Detector::on_heartbeat`] / [`Detector::on_observe`] for
+//! incoming messages (before the tick when both are pending), and
+//! [`Detector::on_failure`] for every failure learnt elsewhere.
+
+use crate::types::{Rank, RankSet};
+
+/// Timing parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DetectorConfig {
+    /// Interval between heartbeats.
+    pub period_ns: u64,
+    /// Silence after which the watched process is suspected.
+    pub timeout_ns: u64,
+    /// A gap between ticks longer than this means we were descheduled.
+    pub late_tick_ns: u64,
+}
+
+impl DetectorConfig {
+    /// `period_ns` with a timeout of `timeout_ns`; late ticks at half the timeout.
+    pub fn new(period_ns: u64, timeout_ns: u64) -> Self {
+        DetectorConfig {
+            period_ns,
+            timeout_ns,
+            late_tick_ns: timeout_ns / 2,
+        }
+    }
+}
+
+/// What the caller must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DetectorAction {
+    /// Send a heartbeat to `to`.
+    Heartbeat {
+        /// The watcher.
+        to: Rank,
+    },
+    /// Ask `to` to send its heartbeats here (ring repair).
+    Observe {
+        /// The new watched process.
+        to: Rank,
+    },
+    /// `rank` is suspected: broadcast the suspicion and treat the rank as failed.
+    Suspect(Rank),
+    /// This process was suspected by the others: it must stop.
+    Excluded,
+}
+
+/// The detector of one process.
+#[derive(Debug)]
+pub struct Detector {
+    me: Rank,
+    n: u32,
+    config: DetectorConfig,
+    dead: RankSet,
+    watched: Option<Rank>,
+    heard_at: u64,
+    watcher: Option<Rank>,
+    next_beat_at: u64,
+    last_tick: Option<u64>,
+    excluded: bool,
+}
+
+impl Detector {
+    /// The detector of rank `me` in a group of `n`.
+    ///
+    /// # Panics
+    /// If `me` is not below `n`, or the timeout is not longer than the period.
+    pub fn new(me: Rank, n: u32, config: DetectorConfig) -> Self {
+        assert!(me.0 < n, "rank {me} outside a group of {n}");
+        assert!(
+            config.timeout_ns > config.period_ns,
+            "timeout must exceed the heartbeat period"
+        );
+        Detector {
+            me,
+            n,
+            config,
+            dead: RankSet::new(),
+            watched: None,
+            heard_at: 0,
+            watcher: None,
+            next_beat_at: 0,
+            last_tick: None,
+            excluded: false,
+        }
+    }
+
+    /// Starts watching at `now`.
+    pub fn start(&mut self, now: u64, out: &mut Vec<DetectorAction>) {
+        self.watched = self.live_pred();
+        self.watcher = self.live_succ();
+        self.heard_at = now;
+        self.next_beat_at = now;
+        self.tick(now, out);
+    }
+
+    /// The process this one watches.
+    pub fn watched(&self) -> Option<Rank> {
+        self.watched
+    }
+
+    /// Ranks known failed (suspected here or learnt).
+    pub fn failed(&self) -> &RankSet {
+        &self.dead
+    }
+
+    /// When [`Detector::tick`] must next be called.
+    pub fn next_deadline(&self) -> u64 {
+        match self.watched {
+            Some(_) => self
+                .next_beat_at
+                .min(self.heard_at + self.config.timeout_ns + 1),
+            None => self.next_beat_at,
+        }
+    }
+
+    /// Time passes: send due heartbeats, suspect a silent watched process.
+    pub fn tick(&mut self, now: u64, out: &mut Vec<DetectorAction>) {
+        if self.excluded {
+            return;
+        }
+        let late = self
+            .last_tick
+            .is_some_and(|t| now.saturating_sub(t) > self.config.late_tick_ns);
+        self.last_tick = Some(now);
+        if late {
+            // We did not run for a while: what looks like silence may be our own delay.
+            self.heard_at = self.heard_at.max(now);
+        }
+        if now >= self.next_beat_at {
+            if let Some(w) = self.watcher {
+                out.push(DetectorAction::Heartbeat { to: w });
+            }
+            self.next_beat_at = now + self.config.period_ns;
+        }
+        if let Some(w) = self.watched {
+            if now.saturating_sub(self.heard_at) > self.config.timeout_ns {
+                out.push(DetectorAction::Suspect(w));
+                self.mark_dead(w, now, out);
+            }
+        }
+    }
+
+    /// A heartbeat from `from` arrived at `now`.
+    pub fn on_heartbeat(&mut self, from: Rank, now: u64) {
+        if Some(from) == self.watched {
+            self.heard_at = self.heard_at.max(now);
+        }
+    }
+
+    /// `from` asks to receive our heartbeats (its predecessor died).
+    pub fn on_observe(&mut self, from: Rank, now: u64, out: &mut Vec<DetectorAction>) {
+        if from.0 < self.n && from != self.me && !self.dead.contains(from) {
+            self.watcher = Some(from);
+            out.push(DetectorAction::Heartbeat { to: from });
+            self.next_beat_at = now + self.config.period_ns;
+        }
+    }
+
+    /// `rank` is known failed (a delivered suspicion, a launcher notice, a dead pid).
+    pub fn on_failure(&mut self, rank: Rank, now: u64, out: &mut Vec<DetectorAction>) {
+        if rank == self.me {
+            if !self.excluded {
+                self.excluded = true;
+                out.push(DetectorAction::Excluded);
+            }
+            return;
+        }
+        if rank.0 < self.n {
+            self.mark_dead(rank, now, out);
+        }
+    }
+
+    fn mark_dead(&mut self, rank: Rank, now: u64, out: &mut Vec<DetectorAction>) {
+        if !self.dead.insert(rank) {
+            return;
+        }
+        if self.watched == Some(rank) {
+            self.watched = self.live_pred();
+            self.heard_at = now;
+            if let Some(p) = self.watched {
+                out.push(DetectorAction::Observe { to: p });
+            }
+        }
+        if self.watcher == Some(rank) {
+            self.watcher = self.live_succ();
+        }
+    }
+
+    fn live_pred(&self) -> Option<Rank> {
+        let n = self.n;
+        (1..n)
+            .map(|k| Rank((self.me.0 + n - k) % n))
+            .find(|r| !self.dead.contains(*r))
+    }
+
+    fn live_succ(&self) -> Option<Rank> {
+        let n = self.n;
+        (1..n)
+            .map(|k| Rank((self.me.0 + k) % n))
+            .find(|r| !self.dead.contains(*r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: DetectorConfig = DetectorConfig {
+        period_ns: 100,
+        timeout_ns: 350,
+        late_tick_ns: 175,
+    };
+
+    #[test]
+    fn silence_is_suspected_and_the_ring_repaired() {
+        let mut d = Detector::new(Rank(2), 5, CFG);
+        let mut out = Vec::new();
+        d.start(0, &mut out);
+        assert_eq!(out, vec![DetectorAction::Heartbeat { to: Rank(3) }]);
+        assert_eq!(d.watched(), Some(Rank(1)));
+        let mut t = 0;
+        while t < 1000 {
+            out.clear();
+            t = d.next_deadline();
+            d.tick(t, &mut out);
+            if out.contains(&DetectorAction::Suspect(Rank(1))) {
+                break;
+            }
+        }
+        assert!(t > 350 && t <= 451, "suspected at {t}");
+        assert!(out.contains(&DetectorAction::Observe { to: Rank(0) }));
+        assert_eq!(d.watched(), Some(Rank(0)));
+    }
+
+    #[test]
+    fn heartbeats_keep_the_watched_process_alive() {
+        let mut d = Detector::new(Rank(0), 3, CFG);
+        let mut out = Vec::new();
+        d.start(0, &mut out);
+        for t in (50..5000).step_by(50) {
+            if t % 100 == 0 {
+                d.on_heartbeat(Rank(2), t);
+            }
+            d.tick(t, &mut out);
+        }
+        assert!(!out.iter().any(|a| matches!(a, DetectorAction::Suspect(_))));
+    }
+
+    #[test]
+    fn a_late_tick_accuses_nobody() {
+        let mut d = Detector::new(Rank(0), 3, CFG);
+        let mut out = Vec::new();
+        d.start(0, &mut out);
+        d.tick(90, &mut out);
+        // Descheduled for 10 timeouts: heartbeats wait unread; this tick only re-arms.
+        d.tick(3590, &mut out);
+        assert!(!out.iter().any(|a| matches!(a, DetectorAction::Suspect(_))));
+        d.on_heartbeat(Rank(2), 3591);
+        d.tick(3600, &mut out);
+        assert!(!out.iter().any(|a| matches!(a, DetectorAction::Suspect(_))));
+    }
+
+    #[test]
+    fn being_suspected_excludes() {
+        let mut d = Detector::new(Rank(1), 3, CFG);
+        let mut out = Vec::new();
+        d.on_failure(Rank(1), 10, &mut out);
+        assert_eq!(out, vec![DetectorAction::Excluded]);
+        out.clear();
+        d.tick(10_000, &mut out);
+        assert!(out.is_empty());
+    }
+}
