@@ -5,6 +5,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::collections::VecDeque;
 use std::hint::black_box;
+use steadfast_agreement::bcast::{BcastAction, Broadcaster, Topic};
 use steadfast_agreement::sim::{run, Scenario};
 use steadfast_agreement::{CommId, CommKey, Epoch, Era, EraAction, EraConfig, Rank, RankSet};
 
@@ -79,5 +80,22 @@ fn simulator_throughput(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, era_per_process, simulator_throughput);
+/// One process receiving a revoke for the first time and producing its fan-out (the
+/// per-hop CPU cost of the reliable broadcast), at n = 2^20 (40 neighbours).
+fn bmg_fan_out(c: &mut Criterion) {
+    let n = 1u32 << 20;
+    let mut g = c.benchmark_group("bmg");
+    g.bench_function(BenchmarkId::new("first_receipt_fan_out", n), |b| {
+        let mut out: Vec<BcastAction> = Vec::with_capacity(64);
+        b.iter(|| {
+            let mut p = Broadcaster::new(Rank(12345), n);
+            out.clear();
+            p.on_message(Rank(12344), Topic::Revoke, &mut out);
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, era_per_process, simulator_throughput, bmg_fan_out);
 criterion_main!(benches);
