@@ -7,3 +7,6 @@ scripts/install-deps.sh
 # Multi-process tests start two processes each and move up to 64 MiB messages: two
 # at a time keeps a 2-core machine responsive.
 cargo test --workspace --release -- --test-threads 2
+# The lock-free structures of the agreement core under loom's model checker (a separate
+# target directory, since --cfg loom rebuilds everything).
+RUSTFLAGS="--cfg loom" cargo test -p steadfast-agreement --release --target-dir target/loom --lib shared:: -- --test-threads 2

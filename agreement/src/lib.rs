@@ -8,12 +8,15 @@
 //! - [`era`]: the early-returning agreement (MPI_Comm_agree semantics).
 //! - [`tree`]: the implicit binary heap it runs on, repaired around dead ranks.
 //! - [`wire`]: the byte layout of every message (docs/protocol.md).
+//! - [`bcast`], [`detector`], [`pair`]: reliable broadcast, failure detector, two-party agreement.
+//! - [`shared`]: the lock-free structures other threads touch (loom-checked).
 //! - [`sim`]: discrete-event simulator with seeded faults and property checkers.
 
 pub mod bcast;
 pub mod detector;
 pub mod era;
 pub mod pair;
+pub mod shared;
 pub mod sim;
 pub mod tree;
 pub mod types;
