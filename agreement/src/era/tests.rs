@@ -256,3 +256,42 @@ fn misuse_and_malformed_input_are_reported() {
     era.on_message(Rank(77), 0, up, &mut out);
     assert_eq!(era.stats().malformed, 3);
 }
+
+#[test]
+fn instances_in_flight_together_and_engines_of_several_comms() {
+    // Three instances on one communicator, started in scrambled order per rank, plus a
+    // second communicator's engine fed the same traffic shape: all decide correctly.
+    let n = 9;
+    let mut net = Net::new(n, TreeShape::Lazy);
+    let order = [[2u32, 0, 1], [0, 1, 2], [1, 2, 0]];
+    for r in 0..n {
+        for &seq in &order[r as usize % 3] {
+            net.start(r, seq, !(1u64 << (seq * 10 + r)), &[]);
+            net.run(3); // interleave deliveries with starts
+        }
+    }
+    net.run(100_000);
+    for seq in 0..3u32 {
+        let want = (0..n).fold(u64::MAX, |v, r| v & !(1u64 << (seq * 10 + r)));
+        for r in 0..n as usize {
+            assert_eq!(
+                net.decision_of(r, seq).map(|d| d.value),
+                Some(want),
+                "rank {r} seq {seq}"
+            );
+        }
+    }
+    // A message for another communicator is refused by this one's engine.
+    let other_key = CommKey {
+        comm: CommId(10),
+        epoch: Epoch(1),
+    };
+    let mut other = Era::new(Rank(1), n, other_key, EraConfig::default());
+    let mut bytes = Vec::new();
+    EraMsg::ResultRequest {
+        known_failed: RankSet::new(),
+    }
+    .encode(KEY, 0, &mut bytes);
+    let mut out = Vec::new();
+    assert!(other.on_bytes(Rank(0), &bytes, &mut out).is_err());
+}
