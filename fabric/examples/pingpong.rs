@@ -13,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig, Request, ANY_TAG};
+use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig, Request};
 
 const TAG_PING: u64 = 1;
 const TAG_BW: u64 = 2;
@@ -28,6 +28,7 @@ struct Options {
     iterations: Option<usize>,
     eager: Option<usize>,
     peer: bool,
+    pin: bool,
 }
 
 fn parse_size(s: &str) -> usize {
@@ -56,6 +57,7 @@ fn parse_args() -> Options {
         iterations: None,
         eager: None,
         peer: false,
+        pin: true,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -77,8 +79,12 @@ fn parse_args() -> Options {
             }
             "--eager" => o.eager = Some(parse_size(&value())),
             "--peer" => o.peer = true,
+            "--no-pin" => o.pin = false,
             "--help" | "-h" => {
-                println!("usage: pingpong [--provider NAME] [--domain NAME] [--min SIZE] [--max SIZE] [--iterations N] [--eager SIZE]");
+                println!("usage: pingpong [--provider NAME] [--domain NAME] [--min SIZE] [--max SIZE] [--iterations N] [--eager SIZE] [--no-pin]");
+                println!(
+                    "  the two processes are pinned to the first two allowed cores unless --no-pin"
+                );
                 println!(
                     "  providers: tcp (the fastest TCP path), net, tcp;ofi_rxm, shm, verbs, ..."
                 );
@@ -147,18 +153,32 @@ fn iterations(o: &Options, size: usize) -> (usize, usize) {
 
 fn peer_main(o: &Options) {
     let mut m = open(o, 1);
+    if o.pin {
+        pin_to_nth_cpu(1);
+    }
     println!("{}", hex(&m.address().to_bytes()));
     std::io::stdout().flush().unwrap();
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
     m.add_peer(0, &unhex(line.trim()))
         .unwrap_or_else(|e| die(&e.to_string()));
-    let mut buf = vec![0u8; o.max.max(1)];
+    // Two buffers: the next ping's receive is posted (into one) before the reply
+    // leaves (from the other).
+    let mut bufs = [vec![0u8; o.max.max(1)], vec![0u8; o.max.max(1)]];
     for size in sizes(o) {
         let (n, warm) = iterations(o, size);
-        for _ in 0..n + warm {
-            m.recv(Some(0), TAG_PING, 0, &mut buf[..size]).unwrap();
-            m.send(0, TAG_PING, &buf[..size]).unwrap();
+        let [a, b] = &mut bufs;
+        let (mut cur, mut next) = (a, b);
+        // SAFETY: each buffer is not touched until its request is waited for.
+        let mut r = unsafe { m.irecv(Some(0), TAG_PING, 0, &mut cur[..size]) }.unwrap();
+        for i in 0..n + warm {
+            m.wait(r).unwrap();
+            if i + 1 < n + warm {
+                // SAFETY: as above; `next` is free (its previous receive completed).
+                r = unsafe { m.irecv(Some(0), TAG_PING, 0, &mut next[..size]) }.unwrap();
+            }
+            m.send(0, TAG_PING, &cur[..size]).unwrap();
+            std::mem::swap(&mut cur, &mut next);
         }
         let windows = n.div_ceil(WINDOW).max(2);
         let mut slots: Vec<Vec<u8>> = (0..WINDOW).map(|_| vec![0u8; size]).collect();
@@ -190,6 +210,33 @@ impl Drop for PeerGuard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Pins the calling process to the `nth` CPU it is allowed on (as a launcher's
+/// `--bind-to core` would); returns that CPU, or `None` when there are not enough CPUs
+/// or the call is refused (then nothing changes).
+fn pin_to_nth_cpu(nth: usize) -> Option<usize> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a valid cpu_set_t of `size` bytes for the kernel to fill.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads the set within its bounds.
+    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    if allowed.len() < 2 {
+        return None;
+    }
+    let cpu = *allowed.get(nth)?;
+    // SAFETY: plain data, zeroed is the empty set.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu < CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu, &mut one) };
+    // SAFETY: `one` is a valid cpu_set_t of `size` bytes.
+    (unsafe { libc::sched_setaffinity(0, size, &one) } == 0).then_some(cpu)
 }
 
 fn spawn_peer() -> PeerGuard {
@@ -237,12 +284,20 @@ fn run(o: &Options) {
     let mut stdin = guard.0.stdin.take().unwrap();
     writeln!(stdin, "{}", hex(&m.address().to_bytes())).unwrap();
 
+    // Pinned after opening: libfabric's topology probe resets the affinity mask.
+    let pinned = if o.pin { pin_to_nth_cpu(0) } else { None };
     let info = m.info();
     println!(
         "# steadfast-fabric ping-pong: {}, domain {}",
         info.resolution(),
         info.domain_name()
     );
+    match pinned {
+        Some(cpu) => {
+            println!("# processes pinned: this one to cpu {cpu}, the peer to the next allowed cpu")
+        }
+        None => println!("# processes not pinned"),
+    }
     println!(
         "# inject <= {} B, eager <= {} B, rendezvous (RMA read) above",
         m.inject_limit(),
@@ -252,7 +307,8 @@ fn run(o: &Options) {
         "{:<12}{:>16}{:>18}{:>18}",
         "# Size", "Latency (us)", "PP BW (MB/s)", "Stream BW (MB/s)"
     );
-    let mut buf: Vec<u8> = (0..o.max.max(1)).map(|i| i as u8).collect();
+    let buf: Vec<u8> = (0..o.max.max(1)).map(|i| i as u8).collect();
+    let mut rbuf = vec![0u8; o.max.max(1)];
     let ack = &mut [0u8; 1][..0];
     for size in sizes(o) {
         let (n, warm) = iterations(o, size);
@@ -261,8 +317,12 @@ fn run(o: &Options) {
             if i == warm {
                 start = Instant::now();
             }
+            // The reply's receive is posted before the ping leaves, as fi_pingpong does,
+            // so the reply never arrives unexpected.
+            // SAFETY: `rbuf` is not touched until the request is waited for.
+            let r = unsafe { m.irecv(Some(1), TAG_PING, 0, &mut rbuf[..size]) }.unwrap();
             m.send(1, TAG_PING, &buf[..size]).unwrap();
-            m.recv(Some(1), TAG_PING, 0, &mut buf[..size]).unwrap();
+            m.wait(r).unwrap();
         }
         let one_way_us = start.elapsed().as_secs_f64() * 1e6 / (2 * n) as f64;
         let pp_bw = size as f64 / one_way_us;
@@ -283,7 +343,9 @@ fn run(o: &Options) {
             for r in requests {
                 m.wait(r).unwrap();
             }
-            m.recv(Some(1), TAG_ACK, ANY_TAG, ack).unwrap();
+            // Exact tag: libfabric 1.17 shm never matches a message that arrived before a
+            // wildcard receive was posted (docs/architecture.md, provider defects).
+            m.recv(Some(1), TAG_ACK, 0, ack).unwrap();
         }
         let secs = start.elapsed().as_secs_f64();
         let stream_bw = (size * WINDOW * (windows - 1)) as f64 / secs / 1e6;

@@ -120,9 +120,12 @@ pub fn available_providers() -> Result<Vec<String>> {
     Ok(names.into_iter().collect())
 }
 
-/// Capabilities every steadfast endpoint needs.
+/// Capabilities every steadfast endpoint needs: tagged messages for user data, untagged
+/// ones for the messenger's control traffic (so its receives never sit in the tagged
+/// match list), RMA for rendezvous.
 fn base_caps() -> u64 {
     (sys::FI_TAGGED
+        | sys::FI_MSG
         | sys::FI_RMA
         | sys::FI_READ
         | sys::FI_WRITE

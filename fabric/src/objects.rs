@@ -543,6 +543,71 @@ impl Endpoint {
         posted("fi_tsenddata", ret)
     }
 
+    /// Posts an untagged receive (the endpoint's message queue, matched apart from the
+    /// tagged one).
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid and unaliased, and `context` must stay valid,
+    /// until the operation's completion is read (or the endpoint is closed).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`]; `-FI_EAGAIN` comes back as [`Posted::Again`].
+    pub unsafe fn post_recv(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        src: sys::fi_addr_t,
+        context: *mut c_void,
+    ) -> Result<Posted> {
+        let ep = self.raw();
+        // SAFETY: the endpoint is open with FI_MSG, so its msg ops table and recv entry
+        // are set; the caller upholds the buffer and context contract.
+        let ret = unsafe {
+            (*(*ep).msg).recv.unwrap_unchecked()(ep, buf.cast(), len, desc, src, context)
+        };
+        posted("fi_recv", ret)
+    }
+
+    /// Sends a small untagged message, copied before returning (no completion).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`]; `-FI_EAGAIN` comes back as [`Posted::Again`].
+    pub fn inject(&self, buf: &[u8], dest: sys::fi_addr_t) -> Result<Posted> {
+        let ep = self.raw();
+        // SAFETY: the endpoint is open with FI_MSG; inject copies buf before returning,
+        // so a borrowed slice suffices.
+        let ret = unsafe {
+            (*(*ep).msg).inject.unwrap_unchecked()(ep, buf.as_ptr().cast(), buf.len(), dest)
+        };
+        posted("fi_inject", ret)
+    }
+
+    /// Posts an untagged send.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid and unchanged, and `context` valid, until the
+    /// operation's completion is read (or the endpoint is closed).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`]; `-FI_EAGAIN` comes back as [`Posted::Again`].
+    pub unsafe fn post_send(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: *mut c_void,
+        dest: sys::fi_addr_t,
+        context: *mut c_void,
+    ) -> Result<Posted> {
+        let ep = self.raw();
+        // SAFETY: the endpoint is open with FI_MSG, so its msg ops table and send entry
+        // are set; the caller upholds the buffer and context contract.
+        let ret = unsafe {
+            (*(*ep).msg).send.unwrap_unchecked()(ep, buf.cast(), len, desc, dest, context)
+        };
+        posted("fi_send", ret)
+    }
+
     /// Posts a tagged receive matching `tag` on the bits not set in `ignore`.
     ///
     /// # Safety

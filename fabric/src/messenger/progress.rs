@@ -12,12 +12,12 @@ use crate::objects::{CqEntry, CqError, CqPoll, Posted};
 use crate::PeerId;
 
 use super::slots::{Completion, Op, Outcome, BOUNCE_LEN};
-use super::tags::{self, CONTROL_TAG, RTS_CQ_DATA};
+use super::tags::{self, RTS_CQ_DATA};
 use super::wire::{Control, ControlOp, FinStatus, Rts, CONTROL_LEN, RTS_LEN};
 use super::Messenger;
 
 /// Completions read per `fi_cq_read`.
-const CQ_BATCH: usize = 16;
+pub(super) const CQ_BATCH: usize = 16;
 /// `fi_cq_read` calls per progress call at most (bounds the time one call takes).
 const CQ_ROUNDS: usize = 8;
 
@@ -171,13 +171,13 @@ impl Messenger {
         let ptr = self.slots.get_mut(index).bounce.as_mut_ptr();
         let desc = self.bounce_desc();
         let ctx = self.slots.context(index);
-        let (tag, ignore) = (CONTROL_TAG, 0);
         let any = sys::FI_ADDR_UNSPEC_VALUE;
+        // Control traffic travels untagged: its receives stay out of the tagged match
+        // list, which every user message would otherwise scan past.
         // SAFETY: the bounce buffer and context live in the slot table, which outlives
         // every posted operation (see Drop).
         self.retry_post(None, |m| unsafe {
-            m.endpoint
-                .post_trecv(ptr, BOUNCE_LEN, desc, any, tag, ignore, ctx)
+            m.endpoint.post_recv(ptr, BOUNCE_LEN, desc, any, ctx)
         })?;
         self.slots.get_mut(index).posted = true;
         Ok(())
@@ -191,9 +191,7 @@ impl Messenger {
         if control.op == ControlOp::Fin && CONTROL_LEN <= self.inject_limit {
             // Inject: the one path every provider buffers correctly when the peer's
             // control receives are all in use. A lost FIN's peer is dead anyway.
-            return self.retry_post(Some(peer), |m| {
-                m.endpoint.tinject(&message, dest, CONTROL_TAG)
-            });
+            return self.retry_post(Some(peer), |m| m.endpoint.inject(&message, dest));
         }
         // Probes (and FINs on providers with tiny inject sizes) are sent from a slot, so
         // that a failed delivery comes back as an error completion.
@@ -206,8 +204,7 @@ impl Messenger {
         let ctx = self.slots.context(index);
         // SAFETY: the message lives in the slot until its completion frees it.
         let posted = self.retry_post(Some(peer), |m| unsafe {
-            m.endpoint
-                .post_tsend(ptr, CONTROL_LEN, desc, dest, CONTROL_TAG, ctx)
+            m.endpoint.post_send(ptr, CONTROL_LEN, desc, dest, ctx)
         });
         match posted {
             Ok(()) => {
@@ -233,13 +230,14 @@ impl Messenger {
 
     /// Reads and handles completions.
     pub(super) fn poll_completions(&mut self) -> Result<usize> {
-        let mut entries = [CqEntry::default(); CQ_BATCH];
         let mut handled = 0;
         for _ in 0..CQ_ROUNDS {
-            match self.cq.poll(&mut entries)? {
+            match self.cq.poll(&mut self.cq_batch)? {
                 CqPoll::Entries(n) => {
-                    for entry in &entries[..n] {
-                        self.on_completion(entry);
+                    for i in 0..n {
+                        // Copied out (48 bytes) so handling may borrow the messenger.
+                        let entry = self.cq_batch[i];
+                        self.on_completion(&entry);
                     }
                     handled += n;
                     if n < CQ_BATCH {

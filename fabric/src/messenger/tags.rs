@@ -2,7 +2,7 @@
 //!
 //! | bits | field |
 //! |---|---|
-//! | 63 | control message (rendezvous FIN, liveness probe); all other bits zero |
+//! | 63 | reserved, always zero (control messages travel untagged since they left the tagged queue) |
 //! | 62 | reserved, zero |
 //! | 61..40 | source id of the sender (22 bits) |
 //! | 39..0 | user tag (40 bits) |
@@ -32,8 +32,9 @@ pub const MAX_PEER_ID: PeerId = (1 << SOURCE_BITS) - 1;
 const SOURCE_SHIFT: u32 = USER_TAG_BITS;
 const SOURCE_MASK: u64 = (MAX_PEER_ID as u64) << SOURCE_SHIFT;
 
-/// The tag of every control message.
-pub(crate) const CONTROL_TAG: u64 = 1 << 63;
+/// The reserved top bit: no user tag and no match pattern sets it.
+#[cfg(test)]
+const RESERVED_BIT: u64 = 1 << 63;
 
 /// Remote CQ data that marks a message as a rendezvous header ("SFRV").
 pub(crate) const RTS_CQ_DATA: u64 = 0x5346_5256;
@@ -89,7 +90,7 @@ mod tests {
             (MAX_PEER_ID, MAX_USER_TAG)
         );
         assert_eq!(decode(encode(3, 0x55)), (3, 0x55));
-        assert_eq!(encode(MAX_PEER_ID, MAX_USER_TAG) & CONTROL_TAG, 0);
+        assert_eq!(encode(MAX_PEER_ID, MAX_USER_TAG) & RESERVED_BIT, 0);
     }
 
     #[test]
@@ -97,7 +98,7 @@ mod tests {
         let (tag, ignore) = user_match(Some(3), 7, 0);
         assert_eq!(ignore, 0, "no wildcard: exact match");
         assert!(matches(encode(3, 7), tag, ignore));
-        assert!(!matches(CONTROL_TAG, tag, ignore));
+        assert!(!matches(RESERVED_BIT, tag, ignore));
         assert!(!matches(encode(4, 7), tag, ignore));
         assert!(!matches(encode(3, 8), tag, ignore));
     }
@@ -106,7 +107,7 @@ mod tests {
     fn wildcards() {
         let (tag, ignore) = user_match(None, 0, MAX_USER_TAG);
         assert!(matches(encode(9, 1234), tag, ignore));
-        assert!(!matches(CONTROL_TAG, tag, ignore));
+        assert!(!matches(RESERVED_BIT, tag, ignore));
         // Ignore the low byte only.
         let (tag, ignore) = user_match(None, 0x100, 0xff);
         assert!(matches(encode(1, 0x1ab), tag, ignore));
