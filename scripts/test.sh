@@ -10,3 +10,4 @@ cargo test --workspace --release -- --test-threads 2
 # The lock-free structures of the agreement core under loom's model checker (a separate
 # target directory, since --cfg loom rebuilds everything).
 RUSTFLAGS="--cfg loom" cargo test -p steadfast-agreement --release --target-dir target/loom --lib shared:: -- --test-threads 2
+RUSTFLAGS="--cfg loom" cargo test -p steadfast-shm --release --target-dir target/loom --lib ring:: -- --test-threads 2

@@ -1,0 +1,35 @@
+//! Criterion benches of the ring: push then pop of one cell in one thread (the CPU cost
+//! of both ends), and a 64-byte message copied in and out.
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
+use steadfast_shm::ring::{Cell, Consumer, Producer, RingHeader};
+
+fn push_pop(c: &mut Criterion) {
+    let header = RingHeader::new();
+    let cells: Vec<Cell> = (0..64).map(|_| Cell::new()).collect();
+    let mut p = Producer::new(&header, &cells);
+    let mut q = Consumer::new(&header, &cells);
+    let mut g = c.benchmark_group("ring");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("push_pop_one_word", |b| {
+        b.iter(|| {
+            assert!(p.try_push(|cell| cell.set(0, black_box(7))));
+            black_box(q.try_pop(|cell| cell.get(0)).unwrap())
+        })
+    });
+    let msg = [0x5au8; 64];
+    let mut out = [0u8; 64];
+    g.bench_function("push_pop_64_bytes", |b| {
+        b.iter(|| {
+            assert!(p.try_push(|cell| cell.write_bytes(1, black_box(&msg))));
+            q.try_pop(|cell| cell.read_bytes(1, &mut out)).unwrap();
+            black_box(&out);
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, push_pop);
+criterion_main!(benches);

@@ -1,0 +1,450 @@
+//! Shared-memory segments: one per receiving process, in /dev/shm, holding one ring per
+//! local sender.
+//!
+//! Layout (a wire format: `#[repr(C)]`, offsets not pointers, checked on attach):
+//!
+//! | offset | what |
+//! |---|---|
+//! | 0 | [`SegmentHeader`] (magic, version, sizes, owner, job), padded to 4096 |
+//! | 4096 + k * stride | ring of sender k: [`RingHeader`] then `ring_cells` [`Cell`]s |
+//!
+//! The owner creates the file (mode 0600, `O_EXCL`), sizes it, initialises it and sets
+//! `ready` last; senders map it and wait for `ready` before touching a ring. The owner
+//! removes the name when dropped; a starting job removes the segments of dead owners
+//! ([`remove_stale`]).
+
+use crate::ring::{Cell, Consumer, Producer, RingHeader, CELL_BYTES};
+use memmap2::MmapMut;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// "SFSHMSEG", little-endian.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
+/// Layout version; a segment of another version is refused.
+pub const VERSION: u32 = 1;
+/// Bytes reserved for the header.
+pub const HEADER_BYTES: usize = 4096;
+
+/// Where segments live.
+pub const SHM_DIR: &str = "/dev/shm";
+
+/// The segment's header.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SegmentHeader {
+    magic: u64,
+    version: u32,
+    header_bytes: u32,
+    ring_cells: u32,
+    cell_bytes: u32,
+    senders: u32,
+    owner_rank: u32,
+    owner_pid: u32,
+    _pad: u32,
+    job: u64,
+    total_bytes: u64,
+    /// 0 while the owner initialises, 1 once every ring is usable.
+    ready: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<SegmentHeader>() <= HEADER_BYTES);
+const _: () = assert!(std::mem::size_of::<Cell>() == CELL_BYTES);
+const _: () = assert!(std::mem::size_of::<RingHeader>() % 64 == 0);
+
+/// Errors of segment handling.
+#[derive(Debug, thiserror::Error)]
+pub enum SegmentError {
+    /// The file could not be created, opened, sized or mapped.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// The step that failed.
+        what: &'static str,
+        /// The segment's path.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The file is not a segment of this layout.
+    #[error("{path} is not a usable steadfast segment: {reason}")]
+    Invalid {
+        /// The segment's path.
+        path: PathBuf,
+        /// What did not match.
+        reason: String,
+    },
+    /// The owner did not finish initialising in time.
+    #[error("{path}: owner never marked the segment ready")]
+    NotReady {
+        /// The segment's path.
+        path: PathBuf,
+    },
+}
+
+/// Sizes of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Local senders (one ring each; a rank's own slot stays unused).
+    pub senders: u32,
+    /// Cells per ring (a power of two).
+    pub ring_cells: u32,
+}
+
+impl Geometry {
+    fn ring_stride(&self) -> usize {
+        std::mem::size_of::<RingHeader>() + self.ring_cells as usize * CELL_BYTES
+    }
+
+    fn total_bytes(&self) -> usize {
+        HEADER_BYTES + self.senders as usize * self.ring_stride()
+    }
+}
+
+/// The path of the segment of `rank` in job `job`.
+pub fn segment_path(job: u64, rank: u32) -> PathBuf {
+    Path::new(SHM_DIR).join(format!("steadfast-{job:016x}-{rank}"))
+}
+
+/// A mapped segment (owned or attached).
+#[derive(Debug)]
+pub struct Segment {
+    map: MmapMut,
+    geometry: Geometry,
+    path: PathBuf,
+    owned: bool,
+}
+
+impl Segment {
+    /// Creates the segment of `rank` in `job` (the caller is its owner and only
+    /// consumer); fails if the name exists.
+    ///
+    /// # Errors
+    /// [`SegmentError::Io`] from create / size / map.
+    pub fn create(job: u64, rank: u32, geometry: Geometry) -> Result<Segment, SegmentError> {
+        assert!(geometry.ring_cells.is_power_of_two() && geometry.senders > 0);
+        let path = segment_path(job, rank);
+        let io = |what, source| SegmentError::Io {
+            what,
+            path: path.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io("creating", e))?;
+        let total = geometry.total_bytes();
+        let mut segment = (|| {
+            file.set_len(total as u64).map_err(|e| io("sizing", e))?;
+            // SAFETY: a fresh file of ours; other processes map it only after `ready`,
+            // and every shared field is accessed through atomics.
+            let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| io("mapping", e))?;
+            Ok(Segment {
+                map,
+                geometry,
+                path: path.clone(),
+                owned: true,
+            })
+        })()
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&path);
+        })?;
+        segment.init(job, rank, total);
+        Ok(segment)
+    }
+
+    fn init(&mut self, job: u64, rank: u32, total: usize) {
+        // The file is zero-filled: counters start at 0, cells are zero. Only the header
+        // needs writing, through the mapping, before `ready` is published.
+        let g = self.geometry;
+        let base = self.map.as_mut_ptr();
+        // SAFETY: the mapping is HEADER_BYTES or more, page aligned, and nobody else
+        // touches the header before `ready` is set below.
+        let h = unsafe { &mut *(base as *mut SegmentHeader) };
+        h.magic = MAGIC;
+        h.version = VERSION;
+        h.header_bytes = HEADER_BYTES as u32;
+        h.ring_cells = g.ring_cells;
+        h.cell_bytes = CELL_BYTES as u32;
+        h.senders = g.senders;
+        h.owner_rank = rank;
+        h.owner_pid = std::process::id();
+        h.job = job;
+        h.total_bytes = total as u64;
+        // ORDERING: Release; pairs with the Acquire load in `attach`: a sender that sees
+        // ready = 1 sees the header fields above.
+        h.ready.store(1, Ordering::Release);
+    }
+
+    /// Maps the existing segment of `rank` in `job`, as a sender, waiting up to
+    /// `spins` polls for its owner to mark it ready.
+    ///
+    /// # Errors
+    /// [`SegmentError::Io`], [`SegmentError::Invalid`] for a file of another layout,
+    /// version, job or size, [`SegmentError::NotReady`].
+    pub fn attach(job: u64, rank: u32, spins: u32) -> Result<Segment, SegmentError> {
+        let path = segment_path(job, rank);
+        let file: File = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|source| SegmentError::Io {
+                what: "opening",
+                path: path.clone(),
+                source,
+            })?;
+        let len = file
+            .metadata()
+            .map_err(|source| SegmentError::Io {
+                what: "inspecting",
+                path: path.clone(),
+                source,
+            })?
+            .len() as usize;
+        let invalid = |reason: String| SegmentError::Invalid {
+            path: path.clone(),
+            reason,
+        };
+        if len < HEADER_BYTES {
+            return Err(invalid(format!("{len} bytes, smaller than a header")));
+        }
+        // SAFETY: shared fields are only accessed through atomics; the header's plain
+        // fields are written once by the owner before `ready` and only read here after.
+        let map = unsafe { MmapMut::map_mut(&file) }.map_err(|source| SegmentError::Io {
+            what: "mapping",
+            path: path.clone(),
+            source,
+        })?;
+        // SAFETY: at least HEADER_BYTES mapped, page aligned.
+        let h = unsafe { &*(map.as_ptr() as *const SegmentHeader) };
+        let mut ready = false;
+        for _ in 0..spins.max(1) {
+            // ORDERING: Acquire; pairs with the Release store in `init`.
+            if h.ready.load(Ordering::Acquire) == 1 {
+                ready = true;
+                break;
+            }
+            std::thread::yield_now();
+        }
+        if !ready {
+            return Err(SegmentError::NotReady { path });
+        }
+        if h.magic != MAGIC || h.version != VERSION {
+            return Err(invalid(format!(
+                "magic {:#x} version {}",
+                h.magic, h.version
+            )));
+        }
+        if h.job != job || h.owner_rank != rank {
+            return Err(invalid(format!("job {:#x} rank {}", h.job, h.owner_rank)));
+        }
+        let geometry = Geometry {
+            senders: h.senders,
+            ring_cells: h.ring_cells,
+        };
+        if h.header_bytes as usize != HEADER_BYTES
+            || h.cell_bytes as usize != CELL_BYTES
+            || !geometry.ring_cells.is_power_of_two()
+            || geometry.senders == 0
+            || geometry.total_bytes() != len
+            || h.total_bytes as usize != len
+        {
+            return Err(invalid(format!(
+                "sizes disagree: header {}, cell {}, {} senders x {} cells, file {len}",
+                h.header_bytes, h.cell_bytes, geometry.senders, geometry.ring_cells
+            )));
+        }
+        Ok(Segment {
+            map,
+            geometry,
+            path,
+            owned: false,
+        })
+    }
+
+    /// The segment's sizes.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The owner's pid as recorded in the header.
+    pub fn owner_pid(&self) -> u32 {
+        self.header().owner_pid
+    }
+
+    /// Where the segment lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn header(&self) -> &SegmentHeader {
+        // SAFETY: validated at create/attach; lives as long as the mapping.
+        unsafe { &*(self.map.as_ptr() as *const SegmentHeader) }
+    }
+
+    /// The ring of `sender`: its header and cells.
+    fn ring(&self, sender: u32) -> (&RingHeader, &[Cell]) {
+        assert!(
+            sender < self.geometry.senders,
+            "sender {sender} out of range"
+        );
+        let off = HEADER_BYTES + sender as usize * self.geometry.ring_stride();
+        // SAFETY: `off` is inside the mapping (checked sizes), 64-byte aligned (page
+        // base + multiples of 64-byte sizes); RingHeader and Cell hold only atomics, so
+        // shared references to them are sound even while other processes write.
+        unsafe {
+            let base = self.map.as_ptr().add(off);
+            let header = &*(base as *const RingHeader);
+            let cells = std::slice::from_raw_parts(
+                base.add(std::mem::size_of::<RingHeader>()) as *const Cell,
+                self.geometry.ring_cells as usize,
+            );
+            (header, cells)
+        }
+    }
+
+    /// The consumer end of `sender`'s ring (the owner's side).
+    pub fn consumer(&self, sender: u32) -> Consumer<'_> {
+        let (h, c) = self.ring(sender);
+        Consumer::new(h, c)
+    }
+
+    /// The producer end of `sender`'s ring (that sender's side).
+    pub fn producer(&self, sender: u32) -> Producer<'_> {
+        let (h, c) = self.ring(sender);
+        Producer::new(h, c)
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Removes the segments of `job` whose owners are dead (or of any job when `job` is
+/// `None`); returns the paths removed. A segment whose header cannot be read is left
+/// alone unless its file is older than a minute (a crashed creator).
+pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir(SHM_DIR) else {
+        return removed;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("steadfast-")) else {
+            continue;
+        };
+        let Some((job_hex, _rank)) = rest.split_once('-') else {
+            continue;
+        };
+        if job.is_some_and(|j| format!("{j:016x}") != job_hex) {
+            continue;
+        }
+        let path = entry.path();
+        if let Some(pid) = owner_pid_of(&path) {
+            if !process_alive(pid) && std::fs::remove_file(&path).is_ok() {
+                removed.push(path);
+            }
+        }
+    }
+    removed
+}
+
+fn owner_pid_of(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    let mut f = File::open(path).ok()?;
+    let mut buf = [0u8; std::mem::offset_of!(SegmentHeader, owner_pid) + 4];
+    f.read_exact(&mut buf).ok()?;
+    if u64::from_le_bytes(buf[0..8].try_into().ok()?) != MAGIC {
+        return None;
+    }
+    let at = std::mem::offset_of!(SegmentHeader, owner_pid);
+    Some(u32::from_le_bytes(buf[at..at + 4].try_into().ok()?))
+}
+
+/// Whether a process with `pid` exists (signal 0).
+pub fn process_alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn job() -> u64 {
+        0x7e57_0000_0000_0000 | std::process::id() as u64
+    }
+
+    #[test]
+    fn create_attach_exchange_and_cleanup() {
+        let g = Geometry {
+            senders: 3,
+            ring_cells: 8,
+        };
+        let owner = Segment::create(job(), 1, g).unwrap();
+        assert!(Segment::create(job(), 1, g).is_err(), "O_EXCL");
+        let sender = Segment::attach(job(), 1, 10).unwrap();
+        assert_eq!(sender.geometry(), g);
+        assert_eq!(sender.owner_pid(), std::process::id());
+        let mut p = sender.producer(2);
+        let mut c = owner.consumer(2);
+        assert!(p.try_push(|cell| cell.set(0, 42)));
+        assert_eq!(c.try_pop(|cell| cell.get(0)).unwrap(), Some(42));
+        let path = owner.path().to_path_buf();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        drop(sender);
+        drop(owner);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn wrong_job_or_garbage_is_refused() {
+        let g = Geometry {
+            senders: 1,
+            ring_cells: 2,
+        };
+        let _owner = Segment::create(job() ^ 1, 0, g).unwrap();
+        // A file of garbage under a segment name.
+        let path = segment_path(job() ^ 2, 0);
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        assert!(matches!(
+            Segment::attach(job() ^ 2, 0, 1),
+            Err(SegmentError::NotReady { .. } | SegmentError::Invalid { .. })
+        ));
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            Segment::attach(job() ^ 3, 0, 1),
+            Err(SegmentError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn stale_segments_of_dead_owners_are_removed() {
+        let g = Geometry {
+            senders: 1,
+            ring_cells: 2,
+        };
+        let j = job() ^ 4;
+        let seg = Segment::create(j, 0, g).unwrap();
+        // Rewrite the recorded owner to a pid that cannot exist.
+        // SAFETY: test-only write to our own header; nobody else maps it.
+        unsafe { (*(seg.map.as_ptr() as *mut SegmentHeader)).owner_pid = 0x7fff_fff0 };
+        let path = seg.path().to_path_buf();
+        std::mem::forget(seg); // as if the owner had been SIGKILLed
+        assert_eq!(remove_stale(Some(j)), vec![path.clone()]);
+        assert!(!path.exists());
+    }
+}
