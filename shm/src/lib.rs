@@ -2,7 +2,17 @@
 //!
 //! - [`ring`]: the lock-free single-producer/single-consumer fastbox.
 //! - [`segment`]: the /dev/shm segments that hold the rings (one per receiving process).
+//! - [`message`]: how a message sits in a cell (inline, single-copy descriptor, FIN).
+//! - [`cma`]: single-copy reads from a peer's memory (`process_vm_readv`).
+//! - [`Endpoint`]: tagged send/receive between the local ranks of a job.
 
+pub mod cma;
+mod endpoint;
+mod error;
+pub mod message;
 pub mod ring;
 pub mod segment;
 mod sync;
+
+pub use endpoint::{Endpoint, EndpointConfig, Received, ANY_TAG};
+pub use error::ShmError;

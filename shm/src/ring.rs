@@ -110,6 +110,20 @@ pub struct Corrupted {
     pub capacity: u64,
 }
 
+/// A producer's private position, kept while its ring is not borrowed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerPos {
+    head: u64,
+    cached_tail: u64,
+}
+
+/// A consumer's private position, kept while its ring is not borrowed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConsumerPos {
+    tail: u64,
+    cached_head: u64,
+}
+
 /// The sending end of a ring (one per ring, in the sender's process).
 #[derive(Debug)]
 pub struct Producer<'a> {
@@ -166,6 +180,29 @@ impl<'a> Producer<'a> {
         self.cells.len()
     }
 
+    /// Resumes a producer from a position saved by [`Producer::pos`] on the same ring.
+    ///
+    /// # Panics
+    /// If the cell count is not a power of two.
+    pub fn resume(header: &'a RingHeader, cells: &'a [Cell], pos: ProducerPos) -> Self {
+        let mask = check_capacity(cells);
+        Producer {
+            header,
+            cells,
+            mask,
+            head: pos.head,
+            cached_tail: pos.cached_tail,
+        }
+    }
+
+    /// The position to resume from later.
+    pub fn pos(&self) -> ProducerPos {
+        ProducerPos {
+            head: self.head,
+            cached_tail: self.cached_tail,
+        }
+    }
+
     /// Fills the next free cell with `fill` and publishes it; `false` when the ring is
     /// full (nothing was written).
     #[inline]
@@ -209,6 +246,29 @@ impl<'a> Consumer<'a> {
             mask,
             tail,
             cached_head,
+        }
+    }
+
+    /// Resumes a consumer from a position saved by [`Consumer::pos`] on the same ring.
+    ///
+    /// # Panics
+    /// If the cell count is not a power of two.
+    pub fn resume(header: &'a RingHeader, cells: &'a [Cell], pos: ConsumerPos) -> Self {
+        let mask = check_capacity(cells);
+        Consumer {
+            header,
+            cells,
+            mask,
+            tail: pos.tail,
+            cached_head: pos.cached_head,
+        }
+    }
+
+    /// The position to resume from later.
+    pub fn pos(&self) -> ConsumerPos {
+        ConsumerPos {
+            tail: self.tail,
+            cached_head: self.cached_head,
         }
     }
 

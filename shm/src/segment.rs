@@ -13,7 +13,7 @@
 //! removes the name when dropped; a starting job removes the segments of dead owners
 //! ([`remove_stale`]).
 
-use crate::ring::{Cell, Consumer, Producer, RingHeader, CELL_BYTES};
+use crate::ring::{Cell, Consumer, ConsumerPos, Producer, ProducerPos, RingHeader, CELL_BYTES};
 use memmap2::MmapMut;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -317,6 +317,18 @@ impl Segment {
     pub fn producer(&self, sender: u32) -> Producer<'_> {
         let (h, c) = self.ring(sender);
         Producer::new(h, c)
+    }
+
+    /// The producer end of `sender`'s ring, resumed from a saved position.
+    pub fn producer_at(&self, sender: u32, pos: ProducerPos) -> Producer<'_> {
+        let (h, c) = self.ring(sender);
+        Producer::resume(h, c, pos)
+    }
+
+    /// The consumer end of `sender`'s ring, resumed from a saved position.
+    pub fn consumer_at(&self, sender: u32, pos: ConsumerPos) -> Consumer<'_> {
+        let (h, c) = self.ring(sender);
+        Consumer::resume(h, c, pos)
     }
 }
 

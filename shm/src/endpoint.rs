@@ -1,0 +1,581 @@
+//! A process's shared-memory endpoint: its own segment (rings from every local sender)
+//! plus the segments of the other local ranks it sends into.
+//!
+//! Protocols (see `message`): up to [`INLINE_MAX`] bytes travel inside one cell (copy
+//! in, copy out); larger messages send a descriptor and the receiver pulls the bytes
+//! straight from the sender's buffer with `process_vm_readv`, then returns a FIN that
+//! releases the sender. Matching is tag plus ignore mask, as in the fabric layer;
+//! messages that arrive before their receive wait in an unexpected queue (small ones
+//! copied out of the ring, large ones as descriptors: nothing is copied twice).
+//!
+//! Peer death: every wait checks the peer's pid now and then and turns a dead peer into
+//! [`ShmError::PeerDead`] instead of waiting forever.
+
+use crate::cma;
+use crate::error::ShmError;
+use crate::message::{Header, FIN_FAILED, FIN_OK, FIN_TRUNCATED, INLINE_MAX};
+use crate::ring::{ConsumerPos, ProducerPos};
+use crate::segment::{process_alive, remove_stale, Geometry, Segment, SegmentError};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Ignore mask that matches any tag.
+pub const ANY_TAG: u64 = u64::MAX;
+
+/// How to open an endpoint.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// Job id (equal on every rank of the job; names the segments).
+    pub job: u64,
+    /// This process's local rank.
+    pub rank: u32,
+    /// Number of local ranks.
+    pub ranks: u32,
+    /// Cells per ring (a power of two).
+    pub ring_cells: u32,
+    /// How long `connect` waits for the other ranks' segments.
+    pub connect_timeout: Duration,
+    /// Give up a wait after this long (`None`: only a dead peer ends a wait).
+    pub operation_timeout: Option<Duration>,
+}
+
+impl EndpointConfig {
+    /// Defaults for rank `rank` of `ranks` in `job`: 64 cells per ring (16 KiB).
+    pub fn new(job: u64, rank: u32, ranks: u32) -> Self {
+        EndpointConfig {
+            job,
+            rank,
+            ranks,
+            ring_cells: 64,
+            connect_timeout: Duration::from_secs(30),
+            operation_timeout: None,
+        }
+    }
+}
+
+/// What a receive got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Sender's local rank.
+    pub source: u32,
+    /// The message's tag.
+    pub tag: u64,
+    /// Bytes delivered.
+    pub len: usize,
+}
+
+#[derive(Debug)]
+enum Body {
+    Inline(Vec<u8>),
+    Rts { addr: u64, len: u64, token: u64 },
+}
+
+#[derive(Debug)]
+struct Unexpected {
+    source: u32,
+    tag: u64,
+    body: Body,
+}
+
+#[derive(Debug)]
+struct Peer {
+    segment: Segment,
+    pid: u32,
+    tx: ProducerPos,
+}
+
+/// The shared-memory endpoint of one local rank.
+#[derive(Debug)]
+pub struct Endpoint {
+    config: EndpointConfig,
+    own: Segment,
+    rx: Vec<ConsumerPos>,
+    peers: Vec<Option<Peer>>,
+    dead: Vec<bool>,
+    unexpected: VecDeque<Unexpected>,
+    fins: Vec<(u64, u8)>,
+    next_token: u64,
+    next_ring: u32,
+}
+
+/// Polls between liveness checks of a peer while waiting.
+const SPINS_PER_CHECK: u32 = 1024;
+/// Polls before a waiter starts yielding its core.
+const SPINS_BEFORE_YIELD: u32 = 2000;
+
+fn matches(msg_tag: u64, tag: u64, ignore: u64) -> bool {
+    (msg_tag ^ tag) & !ignore == 0
+}
+
+impl Endpoint {
+    /// Creates this rank's segment (removing stale segments of dead processes of the
+    /// same job first).
+    ///
+    /// # Errors
+    /// [`ShmError::InvalidArgument`] for a rank outside `ranks` or a bad ring size;
+    /// [`ShmError::Segment`] when the segment cannot be created.
+    pub fn open(config: EndpointConfig) -> Result<Self, ShmError> {
+        if config.rank >= config.ranks {
+            return Err(ShmError::InvalidArgument(format!(
+                "rank {} outside {} local ranks",
+                config.rank, config.ranks
+            )));
+        }
+        if !config.ring_cells.is_power_of_two() || config.ring_cells < 2 {
+            return Err(ShmError::InvalidArgument(format!(
+                "ring_cells {} is not a power of two >= 2",
+                config.ring_cells
+            )));
+        }
+        remove_stale(Some(config.job));
+        let geometry = Geometry {
+            senders: config.ranks,
+            ring_cells: config.ring_cells,
+        };
+        let own = Segment::create(config.job, config.rank, geometry)?;
+        let rx = (0..config.ranks).map(|s| own.consumer(s).pos()).collect();
+        let n = config.ranks as usize;
+        Ok(Endpoint {
+            own,
+            rx,
+            peers: (0..n).map(|_| None).collect(),
+            dead: vec![false; n],
+            unexpected: VecDeque::new(),
+            fins: Vec::new(),
+            next_token: 1,
+            next_ring: 0,
+            config,
+        })
+    }
+
+    /// This endpoint's local rank.
+    pub fn rank(&self) -> u32 {
+        self.config.rank
+    }
+
+    /// Maps every other local rank's segment, waiting for them to exist.
+    ///
+    /// # Errors
+    /// [`ShmError::Segment`] when a segment stays absent past `connect_timeout` or is
+    /// invalid.
+    pub fn connect(&mut self) -> Result<(), ShmError> {
+        let deadline = Instant::now() + self.config.connect_timeout;
+        for r in 0..self.config.ranks {
+            if r == self.config.rank || self.peers[r as usize].is_some() {
+                continue;
+            }
+            let segment = loop {
+                match Segment::attach(self.config.job, r, 100_000) {
+                    Ok(s) => break s,
+                    Err(SegmentError::Io { ref source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound
+                            && Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            let pid = segment.owner_pid();
+            let tx = segment.producer(self.config.rank).pos();
+            self.peers[r as usize] = Some(Peer { segment, pid, tx });
+        }
+        Ok(())
+    }
+
+    fn check_rank(&self, r: u32) -> Result<(), ShmError> {
+        if r >= self.config.ranks || r == self.config.rank {
+            return Err(ShmError::InvalidArgument(format!(
+                "rank {r} is not another local rank (0..{}, self {})",
+                self.config.ranks, self.config.rank
+            )));
+        }
+        if self.peers[r as usize].is_none() {
+            return Err(ShmError::InvalidArgument(format!(
+                "rank {r} not connected (call connect first)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `rank` is known dead, checking its pid now.
+    fn peer_dead(&mut self, rank: u32) -> bool {
+        if self.dead[rank as usize] {
+            return true;
+        }
+        if let Some(p) = &self.peers[rank as usize] {
+            if !process_alive(p.pid) {
+                self.dead[rank as usize] = true;
+                // Its owner cannot remove it any more; every survivor tries (the first
+                // succeeds), keeping /dev/shm clean.
+                let _ = std::fs::remove_file(p.segment.path());
+            }
+        }
+        self.dead[rank as usize]
+    }
+
+    /// Pushes one cell to `dest`; `Ok(false)` when its ring is full.
+    fn try_push(&mut self, dest: u32, header: Header, payload: &[u8]) -> Result<bool, ShmError> {
+        let me = self.config.rank;
+        let peer = self.peers[dest as usize]
+            .as_mut()
+            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        let mut p = peer.segment.producer_at(me, peer.tx);
+        let pushed = p.try_push(|cell| header.write(cell, payload));
+        peer.tx = p.pos();
+        Ok(pushed)
+    }
+
+    /// Pushes one cell to `dest`, draining our own rings while its ring is full (so two
+    /// ranks sending to each other cannot deadlock).
+    fn push(&mut self, dest: u32, header: Header, payload: &[u8]) -> Result<(), ShmError> {
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            if self.try_push(dest, header, payload)? {
+                return Ok(());
+            }
+            self.progress()?;
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
+    }
+
+    /// Sends `data` to local rank `dest` with `tag`; returns once the data is out of
+    /// `data` (copied into a cell, or read by the receiver).
+    ///
+    /// # Errors
+    /// [`ShmError::PeerDead`] when `dest` dies first; [`ShmError::InvalidArgument`] for a
+    /// bad rank; [`ShmError::Timeout`] past the configured timeout.
+    pub fn send(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        self.check_rank(dest)?;
+        if self.dead[dest as usize] {
+            return Err(ShmError::PeerDead(dest));
+        }
+        if data.len() <= INLINE_MAX {
+            let h = Header::Inline {
+                tag,
+                len: data.len(),
+            };
+            return self.push(dest, h, data);
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        let h = Header::Rts {
+            tag,
+            addr: data.as_ptr() as u64,
+            len: data.len() as u64,
+            token,
+        };
+        self.push(dest, h, &[])?;
+        // `data` stays borrowed until the receiver's FIN: it reads straight from it.
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            self.progress()?;
+            if let Some(i) = self.fins.iter().position(|f| f.0 == token) {
+                self.fins.swap_remove(i);
+                return Ok(());
+            }
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
+    }
+
+    /// Sends a small message without waiting: [`ShmError::WouldBlock`] when the ring is
+    /// full or the message needs the single-copy path (larger than [`INLINE_MAX`]).
+    ///
+    /// # Errors
+    /// As [`send`](Self::send), plus `WouldBlock`.
+    pub fn try_send(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        self.check_rank(dest)?;
+        if self.peer_dead(dest) {
+            return Err(ShmError::PeerDead(dest));
+        }
+        if data.len() > INLINE_MAX {
+            return Err(ShmError::WouldBlock);
+        }
+        let h = Header::Inline {
+            tag,
+            len: data.len(),
+        };
+        if self.try_push(dest, h, data)? {
+            Ok(())
+        } else {
+            Err(ShmError::WouldBlock)
+        }
+    }
+
+    /// Receives a message from `source` (any when `None`) whose tag equals `tag` on the
+    /// bits not set in `ignore`, into `buf`.
+    ///
+    /// # Errors
+    /// [`ShmError::Truncated`] when the message is longer than `buf` (it is consumed);
+    /// [`ShmError::PeerDead`] when `source` (or, for any source, every peer) is dead;
+    /// [`ShmError::Cma`] when the single-copy read fails; [`ShmError::Timeout`].
+    pub fn recv(
+        &mut self,
+        source: Option<u32>,
+        tag: u64,
+        ignore: u64,
+        buf: &mut [u8],
+    ) -> Result<Received, ShmError> {
+        if let Some(s) = source {
+            self.check_rank(s)?;
+        }
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            if let Some(r) = self.try_recv(source, tag, ignore, buf)? {
+                return Ok(r);
+            }
+            let watched = source.unwrap_or(self.config.rank);
+            waiter.wait(|| self.source_dead(source), watched)?;
+        }
+    }
+
+    fn source_dead(&mut self, source: Option<u32>) -> bool {
+        match source {
+            Some(s) => self.peer_dead(s),
+            None => {
+                let me = self.config.rank;
+                (0..self.config.ranks)
+                    .filter(|&r| r != me)
+                    .all(|r| self.peer_dead(r))
+            }
+        }
+    }
+
+    /// One attempt at [`recv`](Self::recv): `Ok(None)` when nothing matches yet.
+    ///
+    /// # Errors
+    /// As [`recv`](Self::recv), without waiting.
+    pub fn try_recv(
+        &mut self,
+        source: Option<u32>,
+        tag: u64,
+        ignore: u64,
+        buf: &mut [u8],
+    ) -> Result<Option<Received>, ShmError> {
+        let wanted =
+            |u: &Unexpected| source.is_none_or(|s| s == u.source) && matches(u.tag, tag, ignore);
+        if let Some(i) = self.unexpected.iter().position(wanted) {
+            let u = self.unexpected.remove(i).expect("index from position");
+            return self.deliver(u, buf).map(Some);
+        }
+        // Poll the rings: the source's only, or all of them from a rotating start.
+        let n = self.config.ranks;
+        let (first, count) = match source {
+            Some(s) => (s, 1),
+            None => (self.next_ring, n),
+        };
+        for k in 0..count {
+            let ring = (first + k) % n;
+            if ring == self.config.rank {
+                continue;
+            }
+            while let Some(u) = self.pop(ring, Some((tag, ignore)), buf)? {
+                match u {
+                    Popped::Delivered(r) => {
+                        self.next_ring = (ring + 1) % n;
+                        return r.map(Some);
+                    }
+                    Popped::Queued(u) => {
+                        if wanted(&u) {
+                            return self.deliver(u, buf).map(Some);
+                        }
+                        self.unexpected.push_back(u);
+                    }
+                    Popped::Fin(..) | Popped::Other => {}
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Drains every ring into the unexpected queue and the FIN list; returns the number
+    /// of cells taken.
+    ///
+    /// # Errors
+    /// [`ShmError::Corrupt`] for a ring that does not decode.
+    pub fn progress(&mut self) -> Result<usize, ShmError> {
+        let mut taken = 0;
+        for ring in 0..self.config.ranks {
+            if ring == self.config.rank {
+                continue;
+            }
+            while let Some(p) = self.pop(ring, None, &mut [])? {
+                taken += 1;
+                if let Popped::Queued(u) = p {
+                    self.unexpected.push_back(u);
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Pops one cell of `ring`. An inline message matching `want` is copied straight
+    /// into `buf` (no queueing); anything else is returned to be queued, and FINs are
+    /// recorded.
+    fn pop(
+        &mut self,
+        ring: u32,
+        want: Option<(u64, u64)>,
+        buf: &mut [u8],
+    ) -> Result<Option<Popped>, ShmError> {
+        let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+        let capacity = buf.len();
+        let res = c.try_pop(|cell| match Header::read(cell) {
+            None => Err(format!("undecodable cell word0 {:#x}", cell.get(0))),
+            Some(Header::Fin { token, status }) => Ok(Popped::Fin(token, status)),
+            Some(Header::Inline { tag, len }) => {
+                if want.is_some_and(|(t, ig)| matches(tag, t, ig)) {
+                    if len > capacity {
+                        return Ok(Popped::Delivered(Err(ShmError::Truncated {
+                            len,
+                            capacity,
+                        })));
+                    }
+                    cell.read_bytes(2, &mut buf[..len]);
+                    Ok(Popped::Delivered(Ok(Received {
+                        source: ring,
+                        tag,
+                        len,
+                    })))
+                } else {
+                    let mut bytes = vec![0u8; len];
+                    cell.read_bytes(2, &mut bytes);
+                    Ok(Popped::Queued(Unexpected {
+                        source: ring,
+                        tag,
+                        body: Body::Inline(bytes),
+                    }))
+                }
+            }
+            Some(Header::Rts {
+                tag,
+                addr,
+                len,
+                token,
+            }) => Ok(Popped::Queued(Unexpected {
+                source: ring,
+                tag,
+                body: Body::Rts { addr, len, token },
+            })),
+        });
+        self.rx[ring as usize] = c.pos();
+        let corrupt = |what: String| ShmError::Corrupt { rank: ring, what };
+        match res {
+            Err(e) => Err(corrupt(e.to_string())),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(what))) => Err(corrupt(what)),
+            Ok(Some(Ok(Popped::Fin(token, status)))) => {
+                self.fins.push((token, status));
+                Ok(Some(Popped::Other))
+            }
+            Ok(Some(Ok(p))) => Ok(Some(p)),
+        }
+    }
+
+    /// Hands a queued message to the user: copies an inline one, or pulls a large one
+    /// from the sender's memory and releases the sender.
+    fn deliver(&mut self, u: Unexpected, buf: &mut [u8]) -> Result<Received, ShmError> {
+        let capacity = buf.len();
+        match u.body {
+            Body::Inline(bytes) => {
+                if bytes.len() > capacity {
+                    return Err(ShmError::Truncated {
+                        len: bytes.len(),
+                        capacity,
+                    });
+                }
+                buf[..bytes.len()].copy_from_slice(&bytes);
+                Ok(Received {
+                    source: u.source,
+                    tag: u.tag,
+                    len: bytes.len(),
+                })
+            }
+            Body::Rts { addr, len, token } => {
+                let len = len as usize;
+                let pid = self.peers[u.source as usize]
+                    .as_ref()
+                    .map(|p| p.pid)
+                    .ok_or_else(|| {
+                        ShmError::InvalidArgument(format!("rank {} not connected", u.source))
+                    })?;
+                let (result, status) = if len > capacity {
+                    (Err(ShmError::Truncated { len, capacity }), FIN_TRUNCATED)
+                } else {
+                    match cma::read_from(pid, addr, &mut buf[..len]) {
+                        Ok(()) => (
+                            Ok(Received {
+                                source: u.source,
+                                tag: u.tag,
+                                len,
+                            }),
+                            FIN_OK,
+                        ),
+                        Err(source) if source.raw_os_error() == Some(libc::ESRCH) => {
+                            self.dead[u.source as usize] = true;
+                            (Err(ShmError::PeerDead(u.source)), FIN_FAILED)
+                        }
+                        Err(source) => (
+                            Err(ShmError::Cma {
+                                rank: u.source,
+                                source,
+                            }),
+                            FIN_FAILED,
+                        ),
+                    }
+                };
+                if !self.dead[u.source as usize] {
+                    let fin = Header::Fin { token, status };
+                    match self.push(u.source, fin, &[]) {
+                        Ok(()) | Err(ShmError::PeerDead(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                result
+            }
+        }
+    }
+}
+
+enum Popped {
+    Delivered(Result<Received, ShmError>),
+    Queued(Unexpected),
+    Fin(u64, u8),
+    Other,
+}
+
+/// Spin, then yield; check the peer every [`SPINS_PER_CHECK`] polls; enforce the timeout.
+struct Waiter {
+    spins: u32,
+    start: Option<Instant>,
+    timeout: Option<Duration>,
+}
+
+impl Waiter {
+    fn new(timeout: Option<Duration>) -> Self {
+        Waiter {
+            spins: 0,
+            start: None,
+            timeout,
+        }
+    }
+
+    fn wait(&mut self, mut dead: impl FnMut() -> bool, rank: u32) -> Result<(), ShmError> {
+        self.spins = self.spins.wrapping_add(1);
+        if self.spins % SPINS_PER_CHECK == 0 {
+            if dead() {
+                return Err(ShmError::PeerDead(rank));
+            }
+            if let Some(t) = self.timeout {
+                let start = *self.start.get_or_insert_with(Instant::now);
+                if start.elapsed() >= t {
+                    return Err(ShmError::Timeout(t));
+                }
+            }
+        }
+        if self.spins >= SPINS_BEFORE_YIELD {
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! How a message sits in a ring cell.
+//!
+//! | word | Inline | Rts (single copy) | Fin |
+//! |---|---|---|---|
+//! | 0 | kind 1, length << 32 | kind 2 | kind 3, status << 8 |
+//! | 1 | tag | tag | token |
+//! | 2.. | payload (up to 240 bytes) | sender address, length, token | |
+
+use crate::ring::{Cell, CELL_WORDS};
+
+/// Largest message carried inside one cell.
+pub const INLINE_MAX: usize = (CELL_WORDS - 2) * 8;
+
+/// Decoded cell header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Header {
+    /// A small message; its bytes follow in the cell.
+    Inline {
+        /// User tag.
+        tag: u64,
+        /// Length (at most [`INLINE_MAX`]).
+        len: usize,
+    },
+    /// A large message waiting in the sender's memory.
+    Rts {
+        /// User tag.
+        tag: u64,
+        /// Address in the sender's address space.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// The sender's handle for the matching FIN.
+        token: u64,
+    },
+    /// The receiver is done with the sender's buffer.
+    Fin {
+        /// The RTS's token.
+        token: u64,
+        /// 0: delivered; 1: receiver's buffer too small; 2: read failed.
+        status: u8,
+    },
+}
+
+/// FIN status: delivered.
+pub const FIN_OK: u8 = 0;
+/// FIN status: the receive was truncated.
+pub const FIN_TRUNCATED: u8 = 1;
+/// FIN status: the single-copy read failed.
+pub const FIN_FAILED: u8 = 2;
+
+impl Header {
+    /// Writes this header (and, for Inline, `payload`) into `cell`.
+    pub fn write(&self, cell: &Cell, payload: &[u8]) {
+        match *self {
+            Header::Inline { tag, len } => {
+                debug_assert!(len == payload.len() && len <= INLINE_MAX);
+                cell.set(0, 1 | (len as u64) << 32);
+                cell.set(1, tag);
+                cell.write_bytes(2, payload);
+            }
+            Header::Rts {
+                tag,
+                addr,
+                len,
+                token,
+            } => {
+                cell.set(0, 2);
+                cell.set(1, tag);
+                cell.set(2, addr);
+                cell.set(3, len);
+                cell.set(4, token);
+            }
+            Header::Fin { token, status } => {
+                cell.set(0, 3 | (status as u64) << 8);
+                cell.set(1, token);
+            }
+        }
+    }
+
+    /// Reads a header; `None` for a cell no correct peer writes.
+    pub fn read(cell: &Cell) -> Option<Header> {
+        let w0 = cell.get(0);
+        match w0 & 0xff {
+            1 => {
+                let len = (w0 >> 32) as usize;
+                (len <= INLINE_MAX && w0 & 0xffff_ff00 == 0).then(|| Header::Inline {
+                    tag: cell.get(1),
+                    len,
+                })
+            }
+            2 => Some(Header::Rts {
+                tag: cell.get(1),
+                addr: cell.get(2),
+                len: cell.get(3),
+                token: cell.get(4),
+            }),
+            3 => {
+                let status = (w0 >> 8) as u8;
+                (status <= FIN_FAILED).then(|| Header::Fin {
+                    token: cell.get(1),
+                    status,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_garbage_is_refused() {
+        let cell = Cell::new();
+        let payload: Vec<u8> = (0..INLINE_MAX as u8).collect();
+        for h in [
+            Header::Inline {
+                tag: 9,
+                len: INLINE_MAX,
+            },
+            Header::Rts {
+                tag: 1,
+                addr: 0xdead,
+                len: 1 << 30,
+                token: 5,
+            },
+            Header::Fin {
+                token: 5,
+                status: FIN_TRUNCATED,
+            },
+        ] {
+            h.write(&cell, &payload);
+            assert_eq!(Header::read(&cell), Some(h));
+        }
+        let mut out = vec![0u8; INLINE_MAX];
+        Header::Inline {
+            tag: 0,
+            len: INLINE_MAX,
+        }
+        .write(&cell, &payload);
+        cell.read_bytes(2, &mut out);
+        assert_eq!(out, payload);
+        cell.set(0, 1 | 999 << 32);
+        assert_eq!(Header::read(&cell), None);
+        cell.set(0, 77);
+        assert_eq!(Header::read(&cell), None);
+    }
+}
