@@ -13,7 +13,11 @@
 
 use crate::cma;
 use crate::error::ShmError;
-use crate::message::{Header, FIN_FAILED, FIN_OK, FIN_TRUNCATED, INLINE_MAX};
+use crate::message::{
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_TRUNCATED,
+    INLINE_MAX,
+};
+use crate::ring::Cell;
 use crate::ring::{ConsumerPos, ProducerPos};
 use crate::segment::{process_alive, remove_stale, Geometry, Segment, SegmentError};
 use std::collections::VecDeque;
@@ -37,10 +41,16 @@ pub struct EndpointConfig {
     pub connect_timeout: Duration,
     /// Give up a wait after this long (`None`: only a dead peer ends a wait).
     pub operation_timeout: Option<Duration>,
+    /// Largest message copied through the ring cell by cell; larger ones are read by
+    /// the receiver straight from the sender's memory (single copy). Default 2 KiB: the
+    /// crossover measured here (`shm_pingpong --eager`: 1-2 KiB when the host is slow,
+    /// 4-8 KiB when it is fast).
+    pub eager_max: usize,
 }
 
 impl EndpointConfig {
-    /// Defaults for rank `rank` of `ranks` in `job`: 64 cells per ring (16 KiB).
+    /// Defaults for rank `rank` of `ranks` in `job`: 64 cells per ring (16 KiB), eager
+    /// up to 2 KiB.
     pub fn new(job: u64, rank: u32, ranks: u32) -> Self {
         EndpointConfig {
             job,
@@ -49,6 +59,7 @@ impl EndpointConfig {
             ring_cells: 64,
             connect_timeout: Duration::from_secs(30),
             operation_timeout: None,
+            eager_max: 2 << 10,
         }
     }
 }
@@ -214,29 +225,50 @@ impl Endpoint {
         self.dead[rank as usize]
     }
 
-    /// Pushes one cell to `dest`; `Ok(false)` when its ring is full.
-    fn try_push(&mut self, dest: u32, header: Header, payload: &[u8]) -> Result<bool, ShmError> {
+    /// Fills and pushes one cell to `dest`; `Ok(false)` when its ring is full.
+    fn try_push_with(&mut self, dest: u32, fill: impl FnOnce(&Cell)) -> Result<bool, ShmError> {
         let me = self.config.rank;
         let peer = self.peers[dest as usize]
             .as_mut()
             .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
         let mut p = peer.segment.producer_at(me, peer.tx);
-        let pushed = p.try_push(|cell| header.write(cell, payload));
+        let pushed = p.try_push(fill);
         peer.tx = p.pos();
         Ok(pushed)
     }
 
-    /// Pushes one cell to `dest`, draining our own rings while its ring is full (so two
-    /// ranks sending to each other cannot deadlock).
-    fn push(&mut self, dest: u32, header: Header, payload: &[u8]) -> Result<(), ShmError> {
+    fn try_push(&mut self, dest: u32, header: Header, payload: &[u8]) -> Result<bool, ShmError> {
+        self.try_push_with(dest, |cell| header.write(cell, payload))
+    }
+
+    /// Fills and pushes one cell to `dest`, draining our own rings while its ring is
+    /// full (so two ranks sending to each other cannot deadlock).
+    fn push_with(&mut self, dest: u32, fill: impl Fn(&Cell)) -> Result<(), ShmError> {
         let mut waiter = Waiter::new(self.config.operation_timeout);
         loop {
-            if self.try_push(dest, header, payload)? {
+            if self.try_push_with(dest, &fill)? {
                 return Ok(());
             }
             self.progress()?;
             waiter.wait(|| self.peer_dead(dest), dest)?;
         }
+    }
+
+    fn push(&mut self, dest: u32, header: Header, payload: &[u8]) -> Result<(), ShmError> {
+        self.push_with(dest, |cell| header.write(cell, payload))
+    }
+
+    /// Copies a medium message through consecutive cells.
+    fn push_eager(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        let h = Header::Eager {
+            tag,
+            len: data.len(),
+        };
+        self.push(dest, h, &data[..EAGER_FIRST])?;
+        for chunk in data[EAGER_FIRST..].chunks(EAGER_CONT) {
+            self.push_with(dest, |cell| cell.write_bytes(0, chunk))?;
+        }
+        Ok(())
     }
 
     /// Sends `data` to local rank `dest` with `tag`; returns once the data is out of
@@ -256,6 +288,9 @@ impl Endpoint {
                 len: data.len(),
             };
             return self.push(dest, h, data);
+        }
+        if data.len() <= self.config.eager_max {
+            return self.push_eager(dest, tag, data);
         }
         let token = self.next_token;
         self.next_token += 1;
@@ -381,7 +416,7 @@ impl Endpoint {
                         }
                         self.unexpected.push_back(u);
                     }
-                    Popped::Fin(..) | Popped::Other => {}
+                    Popped::Fin(..) | Popped::Eager { .. } | Popped::Other => {}
                 }
             }
         }
@@ -447,6 +482,31 @@ impl Endpoint {
                     }))
                 }
             }
+            Some(Header::Eager { tag, len }) => {
+                let wanted = want.is_some_and(|(t, ig)| matches(tag, t, ig));
+                if wanted && len <= capacity {
+                    cell.read_bytes(2, &mut buf[..EAGER_FIRST]);
+                    Ok(Popped::Eager {
+                        tag,
+                        len,
+                        bytes: None,
+                    })
+                } else if wanted {
+                    Ok(Popped::Eager {
+                        tag,
+                        len,
+                        bytes: Some(Vec::new()), // truncated: read and dropped
+                    })
+                } else {
+                    let mut bytes = vec![0u8; len];
+                    cell.read_bytes(2, &mut bytes[..EAGER_FIRST]);
+                    Ok(Popped::Eager {
+                        tag,
+                        len,
+                        bytes: Some(bytes),
+                    })
+                }
+            }
             Some(Header::Rts {
                 tag,
                 addr,
@@ -468,8 +528,64 @@ impl Endpoint {
                 self.fins.push((token, status));
                 Ok(Some(Popped::Other))
             }
+            Ok(Some(Ok(Popped::Eager { tag, len, bytes }))) => {
+                self.finish_eager(ring, tag, len, bytes, buf).map(Some)
+            }
             Ok(Some(Ok(p))) => Ok(Some(p)),
         }
+    }
+
+    /// Reads an eager message's continuation cells: into `buf` (`bytes` None), into
+    /// `bytes` (queued for later), or nowhere (`bytes` empty: truncated receive).
+    fn finish_eager(
+        &mut self,
+        ring: u32,
+        tag: u64,
+        len: usize,
+        mut bytes: Option<Vec<u8>>,
+        buf: &mut [u8],
+    ) -> Result<Popped, ShmError> {
+        let mut offset = EAGER_FIRST;
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        for _ in 0..eager_continuations(len) {
+            let n = EAGER_CONT.min(len - offset);
+            loop {
+                let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+                let got = c.try_pop(|cell| match bytes.as_mut() {
+                    None => cell.read_bytes(0, &mut buf[offset..offset + n]),
+                    Some(v) if v.is_empty() => {}
+                    Some(v) => cell.read_bytes(0, &mut v[offset..offset + n]),
+                });
+                self.rx[ring as usize] = c.pos();
+                match got {
+                    Err(e) => {
+                        return Err(ShmError::Corrupt {
+                            rank: ring,
+                            what: e.to_string(),
+                        })
+                    }
+                    Ok(Some(())) => break,
+                    Ok(None) => waiter.wait(|| self.peer_dead(ring), ring)?,
+                }
+            }
+            offset += n;
+        }
+        let capacity = buf.len();
+        Ok(match bytes {
+            None => Popped::Delivered(Ok(Received {
+                source: ring,
+                tag,
+                len,
+            })),
+            Some(v) if v.is_empty() => {
+                Popped::Delivered(Err(ShmError::Truncated { len, capacity }))
+            }
+            Some(v) => Popped::Queued(Unexpected {
+                source: ring,
+                tag,
+                body: Body::Inline(v),
+            }),
+        })
     }
 
     /// Hands a queued message to the user: copies an inline one, or pulls a large one
@@ -541,6 +657,13 @@ enum Popped {
     Delivered(Result<Received, ShmError>),
     Queued(Unexpected),
     Fin(u64, u8),
+    /// First cell of an eager message; `bytes`: None = into the user's buffer, empty =
+    /// truncated, else the queue copy.
+    Eager {
+        tag: u64,
+        len: usize,
+        bytes: Option<Vec<u8>>,
+    },
     Other,
 }
 

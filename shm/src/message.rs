@@ -1,15 +1,28 @@
 //! How a message sits in a ring cell.
 //!
-//! | word | Inline | Rts (single copy) | Fin |
-//! |---|---|---|---|
-//! | 0 | kind 1, length << 32 | kind 2 | kind 3, status << 8 |
-//! | 1 | tag | tag | token |
-//! | 2.. | payload (up to 240 bytes) | sender address, length, token | |
+//! | word | Inline | Eager (first cell) | Rts (single copy) | Fin |
+//! |---|---|---|---|---|
+//! | 0 | kind 1, length << 32 | kind 4, length << 32 | kind 2 | kind 3, status << 8 |
+//! | 1 | tag | tag | tag | token |
+//! | 2.. | payload (up to 240 bytes) | first 240 bytes | sender address, length, token | |
+//!
+//! An eager message continues in the next `ceil((length - 240) / 256)` cells of the same
+//! ring, each carrying 256 raw bytes (a ring has one producer, so they are contiguous).
 
 use crate::ring::{Cell, CELL_WORDS};
 
 /// Largest message carried inside one cell.
 pub const INLINE_MAX: usize = (CELL_WORDS - 2) * 8;
+
+/// Bytes of an eager message in its first cell.
+pub const EAGER_FIRST: usize = INLINE_MAX;
+/// Bytes of an eager message in each continuation cell.
+pub const EAGER_CONT: usize = CELL_WORDS * 8;
+
+/// Continuation cells an eager message of `len` bytes needs after its first cell.
+pub fn eager_continuations(len: usize) -> usize {
+    len.saturating_sub(EAGER_FIRST).div_ceil(EAGER_CONT)
+}
 
 /// Decoded cell header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +32,13 @@ pub enum Header {
         /// User tag.
         tag: u64,
         /// Length (at most [`INLINE_MAX`]).
+        len: usize,
+    },
+    /// A medium message copied through this and the following cells.
+    Eager {
+        /// User tag.
+        tag: u64,
+        /// Total length.
         len: usize,
     },
     /// A large message waiting in the sender's memory.
@@ -58,6 +78,11 @@ impl Header {
                 cell.set(1, tag);
                 cell.write_bytes(2, payload);
             }
+            Header::Eager { tag, len } => {
+                cell.set(0, 4 | (len as u64) << 32);
+                cell.set(1, tag);
+                cell.write_bytes(2, &payload[..EAGER_FIRST.min(payload.len())]);
+            }
             Header::Rts {
                 tag,
                 addr,
@@ -94,6 +119,10 @@ impl Header {
                 len: cell.get(3),
                 token: cell.get(4),
             }),
+            4 => (w0 & 0xffff_ff00 == 0).then(|| Header::Eager {
+                tag: cell.get(1),
+                len: (w0 >> 32) as usize,
+            }),
             3 => {
                 let status = (w0 >> 8) as u8;
                 (status <= FIN_FAILED).then(|| Header::Fin {
@@ -129,6 +158,7 @@ mod tests {
                 token: 5,
                 status: FIN_TRUNCATED,
             },
+            Header::Eager { tag: 3, len: 16384 },
         ] {
             h.write(&cell, &payload);
             assert_eq!(Header::read(&cell), Some(h));
@@ -143,6 +173,9 @@ mod tests {
         assert_eq!(out, payload);
         cell.set(0, 1 | 999 << 32);
         assert_eq!(Header::read(&cell), None);
+        assert_eq!(eager_continuations(240), 0);
+        assert_eq!(eager_continuations(241), 1);
+        assert_eq!(eager_continuations(240 + 512), 2);
         cell.set(0, 77);
         assert_eq!(Header::read(&cell), None);
     }
