@@ -14,8 +14,8 @@
 use crate::cma;
 use crate::error::ShmError;
 use crate::message::{
-    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_TRUNCATED,
-    INLINE_MAX,
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND,
+    FIN_TRUNCATED, INLINE_MAX,
 };
 use crate::ring::Cell;
 use crate::ring::{ConsumerPos, ProducerPos};
@@ -46,6 +46,20 @@ pub struct EndpointConfig {
     /// crossover measured here (`shm_pingpong --eager`: 1-2 KiB when the host is slow,
     /// 4-8 KiB when it is fast).
     pub eager_max: usize,
+    /// Whether this process reads large messages straight from senders' memory. When
+    /// off (or when the kernel refuses, e.g. a yama ptrace policy), senders are asked to
+    /// stream large messages through the ring instead, and remember it.
+    pub single_copy: bool,
+}
+
+/// How large messages travel to a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyPath {
+    /// The receiver reads the sender's buffer with process_vm_readv (one copy).
+    SingleCopy,
+    /// Copied through the ring cell by cell (two copies, pipelined): the peer refused
+    /// single copy.
+    Pipelined,
 }
 
 impl EndpointConfig {
@@ -60,6 +74,7 @@ impl EndpointConfig {
             connect_timeout: Duration::from_secs(30),
             operation_timeout: None,
             eager_max: 2 << 10,
+            single_copy: true,
         }
     }
 }
@@ -93,6 +108,7 @@ struct Peer {
     segment: Segment,
     pid: u32,
     tx: ProducerPos,
+    path: CopyPath,
 }
 
 /// The shared-memory endpoint of one local rank.
@@ -119,8 +135,8 @@ fn matches(msg_tag: u64, tag: u64, ignore: u64) -> bool {
 }
 
 impl Endpoint {
-    /// Creates this rank's segment (removing stale segments of dead processes of the
-    /// same job first).
+    /// Creates this rank's segment, first removing every segment in /dev/shm whose
+    /// owner process is dead (of this job or an earlier one).
     ///
     /// # Errors
     /// [`ShmError::InvalidArgument`] for a rank outside `ranks` or a bad ring size;
@@ -138,7 +154,7 @@ impl Endpoint {
                 config.ring_cells
             )));
         }
-        remove_stale(Some(config.job));
+        remove_stale(None);
         let geometry = Geometry {
             senders: config.ranks,
             ring_cells: config.ring_cells,
@@ -162,6 +178,12 @@ impl Endpoint {
     /// This endpoint's local rank.
     pub fn rank(&self) -> u32 {
         self.config.rank
+    }
+
+    /// How large messages currently travel to `peer` (it switches to
+    /// [`CopyPath::Pipelined`] the first time the peer refuses single copy).
+    pub fn copy_path(&self, peer: u32) -> Option<CopyPath> {
+        self.peers.get(peer as usize)?.as_ref().map(|p| p.path)
     }
 
     /// Maps every other local rank's segment, waiting for them to exist.
@@ -189,7 +211,12 @@ impl Endpoint {
             };
             let pid = segment.owner_pid();
             let tx = segment.producer(self.config.rank).pos();
-            self.peers[r as usize] = Some(Peer { segment, pid, tx });
+            self.peers[r as usize] = Some(Peer {
+                segment,
+                pid,
+                tx,
+                path: CopyPath::SingleCopy,
+            });
         }
         Ok(())
     }
@@ -289,7 +316,10 @@ impl Endpoint {
             };
             return self.push(dest, h, data);
         }
-        if data.len() <= self.config.eager_max {
+        let pipelined = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::Pipelined);
+        if data.len() <= self.config.eager_max || pipelined {
             return self.push_eager(dest, tag, data);
         }
         let token = self.next_token;
@@ -306,7 +336,15 @@ impl Endpoint {
         loop {
             self.progress()?;
             if let Some(i) = self.fins.iter().position(|f| f.0 == token) {
-                self.fins.swap_remove(i);
+                let (_, status) = self.fins.swap_remove(i);
+                if status == FIN_RESEND {
+                    // The receiver cannot read our memory: stream it, and from now on
+                    // send large messages to this peer that way directly.
+                    if let Some(p) = self.peers[dest as usize].as_mut() {
+                        p.path = CopyPath::Pipelined;
+                    }
+                    return self.push_eager(dest, tag, data);
+                }
                 return Ok(());
             }
             waiter.wait(|| self.peer_dead(dest), dest)?;
@@ -617,6 +655,8 @@ impl Endpoint {
                     })?;
                 let (result, status) = if len > capacity {
                     (Err(ShmError::Truncated { len, capacity }), FIN_TRUNCATED)
+                } else if !self.config.single_copy {
+                    return self.resend_through_ring(u.source, u.tag, token, buf);
                 } else {
                     match cma::read_from(pid, addr, &mut buf[..len]) {
                         Ok(()) => (
@@ -627,6 +667,12 @@ impl Endpoint {
                             }),
                             FIN_OK,
                         ),
+                        Err(source) if source.raw_os_error() == Some(libc::EPERM) => {
+                            // The kernel forbids reading the sender (ptrace policy):
+                            // fall back to the pipelined copy, now and from now on.
+                            self.config.single_copy = false;
+                            return self.resend_through_ring(u.source, u.tag, token, buf);
+                        }
                         Err(source) if source.raw_os_error() == Some(libc::ESRCH) => {
                             self.dead[u.source as usize] = true;
                             (Err(ShmError::PeerDead(u.source)), FIN_FAILED)
@@ -648,6 +694,42 @@ impl Endpoint {
                     }
                 }
                 result
+            }
+        }
+    }
+}
+
+impl Endpoint {
+    /// Answers an RTS with RESEND and receives the same message streamed through the
+    /// ring. The sender pushes nothing else to us before the stream (it is blocked in
+    /// that send), so the next cells of its ring are the message.
+    fn resend_through_ring(
+        &mut self,
+        source: u32,
+        tag: u64,
+        token: u64,
+        buf: &mut [u8],
+    ) -> Result<Received, ShmError> {
+        self.push(
+            source,
+            Header::Fin {
+                token,
+                status: FIN_RESEND,
+            },
+            &[],
+        )?;
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            match self.pop(source, Some((tag, 0)), buf)? {
+                Some(Popped::Delivered(r)) => return r,
+                Some(Popped::Queued(u)) => {
+                    return Err(ShmError::Corrupt {
+                        rank: source,
+                        what: format!("expected the resent message, got tag {:#x}", u.tag),
+                    })
+                }
+                Some(_) => {}
+                None => waiter.wait(|| self.peer_dead(source), source)?,
             }
         }
     }

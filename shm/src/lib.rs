@@ -14,5 +14,5 @@ pub mod ring;
 pub mod segment;
 mod sync;
 
-pub use endpoint::{Endpoint, EndpointConfig, Received, ANY_TAG};
+pub use endpoint::{CopyPath, Endpoint, EndpointConfig, Received, ANY_TAG};
 pub use error::ShmError;

@@ -67,6 +67,9 @@ pub const FIN_OK: u8 = 0;
 pub const FIN_TRUNCATED: u8 = 1;
 /// FIN status: the single-copy read failed.
 pub const FIN_FAILED: u8 = 2;
+/// FIN status: single copy refused here (ptrace policy, or configured off): send the
+/// message again through the ring.
+pub const FIN_RESEND: u8 = 3;
 
 impl Header {
     /// Writes this header (and, for Inline, `payload`) into `cell`.
@@ -125,7 +128,7 @@ impl Header {
             }),
             3 => {
                 let status = (w0 >> 8) as u8;
-                (status <= FIN_FAILED).then(|| Header::Fin {
+                (status <= FIN_RESEND).then(|| Header::Fin {
                     token: cell.get(1),
                     status,
                 })

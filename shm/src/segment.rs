@@ -8,8 +8,9 @@
 //! | 0 | [`SegmentHeader`] (magic, version, sizes, owner, job), padded to 4096 |
 //! | 4096 + k * stride | ring of sender k: [`RingHeader`] then `ring_cells` [`Cell`]s |
 //!
-//! The owner creates the file (mode 0600, `O_EXCL`), sizes it, initialises it and sets
-//! `ready` last; senders map it and wait for `ready` before touching a ring. The owner
+//! The owner creates the file under a private name (mode 0600, `O_EXCL`), sizes it,
+//! initialises it, sets `ready`, and only then links it under its public name (which
+//! fails if the name exists); senders map it and check `ready` before touching a ring. The owner
 //! removes the name when dropped; a starting job removes the segments of dead owners
 //! ([`remove_stale`]).
 
@@ -125,36 +126,42 @@ impl Segment {
     pub fn create(job: u64, rank: u32, geometry: Geometry) -> Result<Segment, SegmentError> {
         assert!(geometry.ring_cells.is_power_of_two() && geometry.senders > 0);
         let path = segment_path(job, rank);
+        // Built under a private name, then linked into place complete: a sender never
+        // sees a file that is not yet sized or initialised, and `link` fails when the
+        // name exists, so creation stays exclusive.
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
         let io = |what, source| SegmentError::Io {
             what,
             path: path.clone(),
             source,
         };
+        let _ = std::fs::remove_file(&tmp);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&path)
+            .open(&tmp)
             .map_err(|e| io("creating", e))?;
         let total = geometry.total_bytes();
-        let mut segment = (|| {
+        let built = (|| {
             file.set_len(total as u64).map_err(|e| io("sizing", e))?;
-            // SAFETY: a fresh file of ours; other processes map it only after `ready`,
-            // and every shared field is accessed through atomics.
+            // SAFETY: a fresh private file of ours; others map it only once linked, and
+            // every shared field is accessed through atomics.
             let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| io("mapping", e))?;
-            Ok(Segment {
+            let mut segment = Segment {
                 map,
                 geometry,
                 path: path.clone(),
-                owned: true,
-            })
-        })()
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&path);
-        })?;
-        segment.init(job, rank, total);
-        Ok(segment)
+                owned: false,
+            };
+            segment.init(job, rank, total);
+            std::fs::hard_link(&tmp, &path).map_err(|e| io("publishing", e))?;
+            segment.owned = true;
+            Ok(segment)
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        built
     }
 
     fn init(&mut self, job: u64, rank: u32, total: usize) {
@@ -360,10 +367,19 @@ pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
             continue;
         }
         let path = entry.path();
-        if let Some(pid) = owner_pid_of(&path) {
-            if !process_alive(pid) && std::fs::remove_file(&path).is_ok() {
-                removed.push(path);
-            }
+        let stale = match owner_pid_of(&path) {
+            Some(pid) => !process_alive(pid),
+            // Unreadable: a crashed creator's leftover (or a foreign file) once it has
+            // not been touched for a minute; a segment being built is never public.
+            None => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > std::time::Duration::from_secs(60)),
+        };
+        if stale && std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
         }
     }
     removed

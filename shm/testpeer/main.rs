@@ -11,17 +11,21 @@ const STOP: u64 = 0xdead;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
-        eprintln!("usage: shm-test-peer JOB RANK RANKS echo|hang|stream");
+        eprintln!("usage: shm-test-peer JOB RANK RANKS echo|echo-pipelined|hang|stream");
         std::process::exit(2);
     }
     let job = u64::from_str_radix(&args[1], 16).expect("job in hex");
     let rank: u32 = args[2].parse().expect("rank");
     let ranks: u32 = args[3].parse().expect("ranks");
-    let mut ep = Endpoint::open(EndpointConfig::new(job, rank, ranks)).expect("open");
+    let mut config = EndpointConfig::new(job, rank, ranks);
+    // "echo-pipelined": this process refuses single copy, as under a strict ptrace
+    // policy; senders must fall back to streaming through the ring.
+    config.single_copy = args[4] != "echo-pipelined";
+    let mut ep = Endpoint::open(config).expect("open");
     ep.connect().expect("connect");
     println!("ready");
     match args[4].as_str() {
-        "echo" => {
+        "echo" | "echo-pipelined" => {
             let mut buf = vec![0u8; (64 << 20) + 1];
             loop {
                 let r = ep.recv(Some(0), 0, ANY_TAG, &mut buf).expect("recv");

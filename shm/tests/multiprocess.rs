@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use steadfast_shm::{Endpoint, EndpointConfig, ShmError, ANY_TAG};
+use steadfast_shm::{CopyPath, Endpoint, EndpointConfig, ShmError, ANY_TAG};
 
 const STOP: u64 = 0xdead;
 
@@ -130,6 +130,31 @@ fn every_size_round_trips_byte_for_byte() {
             ),
             "{err}"
         );
+        ep.send(1, STOP, &[]).unwrap();
+        assert!(peer.0.wait().unwrap().success());
+    }
+    assert_clean(job);
+}
+
+#[test]
+fn refused_single_copy_falls_back_to_the_ring_and_is_reported() {
+    let job = new_job();
+    {
+        let mut ep = Endpoint::open(EndpointConfig::new(job, 0, 2)).unwrap();
+        let mut peer = Peer::start(job, 1, 2, "echo-pipelined");
+        ep.connect().unwrap();
+        peer.wait_ready();
+        assert_eq!(ep.copy_path(1), Some(CopyPath::SingleCopy));
+        let mut back = vec![0u8; 64 << 20];
+        for (i, &len) in [1usize << 20, 64 << 20, 5000].iter().enumerate() {
+            let msg = pattern(len, 40 + i as u8);
+            ep.send(1, i as u64, &msg).unwrap();
+            // The peer refused to read our memory: we switched to the ring.
+            assert_eq!(ep.copy_path(1), Some(CopyPath::Pipelined));
+            let r = ep.recv(Some(1), i as u64, 0, &mut back).unwrap();
+            assert_eq!(r.len, len);
+            assert!(back[..len] == msg[..], "content differs at {len}");
+        }
         ep.send(1, STOP, &[]).unwrap();
         assert!(peer.0.wait().unwrap().success());
     }
