@@ -4,6 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
+use steadfast_shm::message::{Header, FIN_OK};
 use steadfast_shm::ring::{Cell, Consumer, Producer, RingHeader};
 
 fn push_pop(c: &mut Criterion) {
@@ -26,6 +27,35 @@ fn push_pop(c: &mut Criterion) {
             assert!(p.try_push(|cell| cell.write_bytes(1, black_box(&msg))));
             q.try_pop(|cell| cell.read_bytes(1, &mut out)).unwrap();
             black_box(&out);
+        })
+    });
+    // Descriptor round trip: an RTS pushed and decoded one way, its FIN the other way
+    // (the protocol's CPU cost per large message, without the copy).
+    let back_header = RingHeader::new();
+    let back_cells: Vec<Cell> = (0..64).map(|_| Cell::new()).collect();
+    let mut bp = Producer::new(&back_header, &back_cells);
+    let mut bq = Consumer::new(&back_header, &back_cells);
+    g.bench_function("descriptor_round_trip", |b| {
+        let mut token = 0u64;
+        b.iter(|| {
+            token += 1;
+            let rts = Header::Rts {
+                tag: 5,
+                addr: 0x7f00_0000_0000,
+                len: 1 << 20,
+                token,
+            };
+            assert!(p.try_push(|cell| rts.write(cell, &[])));
+            let got = q.try_pop(Header::read).unwrap().flatten();
+            let Some(Header::Rts { token: t, .. }) = got else {
+                panic!("not an RTS")
+            };
+            let fin = Header::Fin {
+                token: t,
+                status: FIN_OK,
+            };
+            assert!(bp.try_push(|cell| fin.write(cell, &[])));
+            black_box(bq.try_pop(Header::read).unwrap())
         })
     });
     g.finish();

@@ -3,8 +3,9 @@
 //! - single-core memcpy bandwidth and process_vm_readv bandwidth at 1 MiB and 64 MiB.
 //!
 //! ```text
-//! cargo run --release -p steadfast-shm --example floors
+//! cargo run --release -p steadfast-shm --example floors [bounce]
 //! ```
+//! `bounce` prints only the cache-line time (ns), for pairing with other measurements.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -72,6 +73,11 @@ fn bandwidth(size: usize, reps: usize, mut copy: impl FnMut(&[u8], &mut [u8])) -
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("bounce") {
+        // Quick mode: only the cache-line one-way time, in ns.
+        println!("{:.1}", cache_line_bounce(200_000));
+        return;
+    }
     println!("# physical floors (this machine)");
     println!(
         "cache line one-way, cores 0<->1   {:>8.1} ns",
