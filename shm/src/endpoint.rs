@@ -8,7 +8,8 @@
 //! messages that arrive before their receive wait in an unexpected queue (small ones
 //! copied out of the ring, large ones as descriptors: nothing is copied twice).
 //!
-//! Peer death: every wait checks the peer's pid now and then and turns a dead peer into
+//! Peer death: every wait checks the peer's process now and then (a pidfd where the
+//! kernel has them, else `kill(pid, 0)`) and turns a dead peer into
 //! [`ShmError::PeerDead`] instead of waiting forever.
 
 use crate::cma;
@@ -107,8 +108,33 @@ struct Unexpected {
 struct Peer {
     segment: Segment,
     pid: u32,
+    /// A pidfd of the peer's process when the kernel offers them: it becomes readable
+    /// when the process exits, and cannot be fooled by pid reuse.
+    pidfd: Option<std::os::fd::OwnedFd>,
     tx: ProducerPos,
     path: CopyPath,
+}
+
+/// Opens a pidfd for `pid` (Linux 5.3+); `None` where unavailable.
+fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a non-negative return is a fresh fd we now own.
+    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Whether the process behind `pidfd` has exited (the fd polls readable).
+fn pidfd_exited(pidfd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLIN | libc::POLLHUP) != 0
 }
 
 /// The shared-memory endpoint of one local rank.
@@ -210,10 +236,12 @@ impl Endpoint {
                 }
             };
             let pid = segment.owner_pid();
+            let pidfd = pidfd_open(pid);
             let tx = segment.producer(self.config.rank).pos();
             self.peers[r as usize] = Some(Peer {
                 segment,
                 pid,
+                pidfd,
                 tx,
                 path: CopyPath::SingleCopy,
             });
@@ -242,7 +270,11 @@ impl Endpoint {
             return true;
         }
         if let Some(p) = &self.peers[rank as usize] {
-            if !process_alive(p.pid) {
+            let gone = match &p.pidfd {
+                Some(fd) => pidfd_exited(fd),
+                None => !process_alive(p.pid),
+            };
+            if gone {
                 self.dead[rank as usize] = true;
                 // Its owner cannot remove it any more; every survivor tries (the first
                 // succeeds), keeping /dev/shm clean.

@@ -11,7 +11,7 @@ const STOP: u64 = 0xdead;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
-        eprintln!("usage: shm-test-peer JOB RANK RANKS echo|echo-pipelined|hang|stream");
+        eprintln!("usage: shm-test-peer JOB RANK RANKS echo|echo-pipelined|echo-1g|hang|stream");
         std::process::exit(2);
     }
     let job = u64::from_str_radix(&args[1], 16).expect("job in hex");
@@ -25,8 +25,13 @@ fn main() {
     ep.connect().expect("connect");
     println!("ready");
     match args[4].as_str() {
-        "echo" | "echo-pipelined" => {
-            let mut buf = vec![0u8; (64 << 20) + 1];
+        "echo" | "echo-pipelined" | "echo-1g" => {
+            let cap = if args[4] == "echo-1g" {
+                1 << 30
+            } else {
+                (64 << 20) + 1
+            };
+            let mut buf = vec![0u8; cap];
             loop {
                 let r = ep.recv(Some(0), 0, ANY_TAG, &mut buf).expect("recv");
                 if r.tag == STOP {

@@ -222,6 +222,42 @@ fn killed_peer_becomes_peer_dead_and_its_segment_goes() {
     assert_clean(job);
 }
 
+/// A 1 GiB message each way, single copy, when the machine has the memory for it
+/// (three 1 GiB buffers across the two processes); skipped with a message otherwise.
+#[test]
+fn one_gib_message_round_trips() {
+    let available_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0);
+    if available_kib < 6 << 20 {
+        eprintln!("skipped: needs 6 GiB available, {available_kib} KiB here");
+        return;
+    }
+    let job = new_job();
+    {
+        let mut ep = Endpoint::open(EndpointConfig::new(job, 0, 2)).unwrap();
+        let mut peer = Peer::start(job, 1, 2, "echo-1g");
+        ep.connect().unwrap();
+        peer.wait_ready();
+        let len = 1usize << 30;
+        let msg = pattern(len, 3);
+        ep.send(1, 9, &msg).unwrap();
+        drop(msg);
+        let mut back = vec![0u8; len];
+        let r = ep.recv(Some(1), 9, 0, &mut back).unwrap();
+        assert_eq!(r.len, len);
+        assert!(back == pattern(len, 3), "1 GiB content differs");
+        ep.send(1, STOP, &[]).unwrap();
+        assert!(peer.0.wait().unwrap().success());
+    }
+    assert_clean(job);
+}
+
 #[test]
 fn bad_arguments_are_errors() {
     let job = new_job();
