@@ -51,6 +51,9 @@ pub struct EndpointConfig {
     /// off (or when the kernel refuses, e.g. a yama ptrace policy), senders are asked to
     /// stream large messages through the ring instead, and remember it.
     pub single_copy: bool,
+    /// Place the segment on the NUMA node this process runs on (only acts on machines
+    /// with more than one node).
+    pub numa_place: bool,
 }
 
 /// How large messages travel to a peer.
@@ -76,6 +79,7 @@ impl EndpointConfig {
             operation_timeout: None,
             eager_max: 2 << 10,
             single_copy: true,
+            numa_place: true,
         }
     }
 }
@@ -186,6 +190,15 @@ impl Endpoint {
             ring_cells: config.ring_cells,
         };
         let own = Segment::create(config.job, config.rank, geometry)?;
+        if config.numa_place && crate::topology::numa_nodes_from_sysfs() > 1 {
+            // Senders write into it, we read it: it belongs near us. Best effort: a
+            // refusal leaves the kernel's first-touch placement.
+            if let Ok(t) = crate::topology::Topology::detect() {
+                if let Some(node) = t.current_numa_node() {
+                    let _ = t.place_on_node(own.as_words(), node);
+                }
+            }
+        }
         let rx = (0..config.ranks).map(|s| own.consumer(s).pos()).collect();
         let n = config.ranks as usize;
         Ok(Endpoint {

@@ -4,6 +4,7 @@
 //! - [`segment`]: the /dev/shm segments that hold the rings (one per receiving process).
 //! - [`message`]: how a message sits in a cell (inline, single-copy descriptor, FIN).
 //! - [`cma`]: single-copy reads from a peer's memory (`process_vm_readv`).
+//! - [`topology`]: cores, NUMA nodes, binding, segment placement (hwloc).
 //! - [`Endpoint`]: tagged send/receive between the local ranks of a job.
 
 pub mod cma;
@@ -13,6 +14,7 @@ pub mod message;
 pub mod ring;
 pub mod segment;
 mod sync;
+pub mod topology;
 
 pub use endpoint::{CopyPath, Endpoint, EndpointConfig, Received, ANY_TAG};
 pub use error::ShmError;

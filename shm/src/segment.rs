@@ -293,6 +293,17 @@ impl Segment {
         unsafe { &*(self.map.as_ptr() as *const SegmentHeader) }
     }
 
+    /// The whole mapping viewed as atomic words (for placing it in memory; every byte
+    /// of a segment is only ever accessed atomically once it is published).
+    pub fn as_words(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is page aligned and its length a multiple of 64 (header
+        // and ring sizes are), any bit pattern is a valid AtomicU64, and shared
+        // references to atomics are sound while other processes write them.
+        unsafe {
+            std::slice::from_raw_parts(self.map.as_ptr() as *const AtomicU64, self.map.len() / 8)
+        }
+    }
+
     /// The ring of `sender`: its header and cells.
     fn ring(&self, sender: u32) -> (&RingHeader, &[Cell]) {
         assert!(

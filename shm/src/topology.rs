@@ -1,0 +1,144 @@
+//! The node's topology through hwloc (`hwlocality`): cores, NUMA nodes, binding the
+//! calling process to a core, and placing a segment on its receiver's NUMA node.
+//!
+//! `hwlocality` rather than `hwloc2`: the latter panics on the NUMA nodes of hwloc 2.x.
+
+use hwlocality::cpu::binding::CpuBindingFlags;
+use hwlocality::memory::binding::{MemoryBindingFlags, MemoryBindingPolicy};
+use hwlocality::object::types::ObjectType;
+use hwlocality::Topology as Hwloc;
+
+/// Topology errors.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// hwloc failed (discovery, binding).
+    #[error("hwloc: {0}")]
+    Hwloc(String),
+    /// A core index beyond the machine's cores.
+    #[error("no core {index}: the machine has {cores}")]
+    NoSuchCore {
+        /// Index asked for.
+        index: usize,
+        /// Cores present.
+        cores: usize,
+    },
+}
+
+/// NUMA nodes the kernel reports in sysfs (cheap: no hwloc discovery); 1 if unknown.
+pub fn numa_nodes_from_sysfs() -> usize {
+    std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.starts_with("node") && n[4..].parse::<u32>().is_ok()
+                })
+                .count()
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// What hwloc found on this node.
+#[derive(Debug)]
+pub struct Topology {
+    hw: Hwloc,
+}
+
+impl Topology {
+    /// Discovers the node.
+    ///
+    /// # Errors
+    /// [`TopologyError::Hwloc`] when discovery fails.
+    pub fn detect() -> Result<Self, TopologyError> {
+        Hwloc::new()
+            .map(|hw| Topology { hw })
+            .map_err(|e| TopologyError::Hwloc(e.to_string()))
+    }
+
+    /// Physical cores (PUs where the OS has no notion of cores).
+    pub fn cores(&self) -> usize {
+        match self.hw.objects_with_type(ObjectType::Core).count() {
+            0 => self.pus(),
+            n => n,
+        }
+    }
+
+    /// Hardware threads (processing units).
+    pub fn pus(&self) -> usize {
+        self.hw.objects_with_type(ObjectType::PU).count()
+    }
+
+    /// NUMA nodes (at least 1).
+    pub fn numa_nodes(&self) -> usize {
+        self.hw
+            .objects_with_type(ObjectType::NUMANode)
+            .count()
+            .max(1)
+    }
+
+    fn core_type(&self) -> ObjectType {
+        if self.hw.objects_with_type(ObjectType::Core).count() > 0 {
+            ObjectType::Core
+        } else {
+            ObjectType::PU
+        }
+    }
+
+    /// Binds the calling process to core `index` (logical order).
+    ///
+    /// # Errors
+    /// [`TopologyError::NoSuchCore`]; [`TopologyError::Hwloc`] when binding is refused.
+    pub fn bind_to_core(&self, index: usize) -> Result<(), TopologyError> {
+        let cores = self.cores();
+        let core = self
+            .hw
+            .objects_with_type(self.core_type())
+            .nth(index)
+            .ok_or(TopologyError::NoSuchCore { index, cores })?;
+        let cpuset = core
+            .cpuset()
+            .ok_or_else(|| TopologyError::Hwloc(format!("core {index} has no cpuset")))?;
+        self.hw
+            .bind_cpu(cpuset, CpuBindingFlags::PROCESS)
+            .map_err(|e| TopologyError::Hwloc(e.to_string()))
+    }
+
+    /// The NUMA node (logical index) of the CPU the calling process last ran on.
+    pub fn current_numa_node(&self) -> Option<usize> {
+        let here = self.hw.last_cpu_location(CpuBindingFlags::PROCESS).ok()?;
+        self.hw
+            .objects_with_type(ObjectType::NUMANode)
+            .position(|node| node.cpuset().is_some_and(|set| set.intersects(&here)))
+    }
+
+    /// Places `area` on NUMA node `node` (logical index), migrating pages already
+    /// touched. Returns whether anything was done: on a single-node machine there is
+    /// nothing to place and the call returns `Ok(false)` at once.
+    ///
+    /// # Errors
+    /// [`TopologyError::Hwloc`] when the node does not exist or binding is refused.
+    pub fn place_on_node<T: ?Sized>(&self, area: &T, node: usize) -> Result<bool, TopologyError> {
+        if self.numa_nodes() <= 1 || std::mem::size_of_val(area) == 0 {
+            return Ok(false);
+        }
+        let obj = self
+            .hw
+            .objects_with_type(ObjectType::NUMANode)
+            .nth(node)
+            .ok_or_else(|| TopologyError::Hwloc(format!("no NUMA node {node}")))?;
+        let nodeset = obj
+            .nodeset()
+            .ok_or_else(|| TopologyError::Hwloc(format!("NUMA node {node} has no nodeset")))?;
+        self.hw
+            .bind_memory_area(
+                area,
+                nodeset,
+                MemoryBindingPolicy::Bind,
+                MemoryBindingFlags::MIGRATE,
+            )
+            .map_err(|e| TopologyError::Hwloc(e.to_string()))?;
+        Ok(true)
+    }
+}
