@@ -84,6 +84,19 @@ impl EndpointConfig {
     }
 }
 
+/// A send in flight (from [`Endpoint::isend`]); finish it with
+/// [`Endpoint::test_send`] or [`Endpoint::wait_send`].
+#[derive(Debug)]
+#[must_use = "a send request must be waited for before its buffer is reused"]
+pub struct SendRequest {
+    dest: u32,
+    tag: u64,
+    data: *const u8,
+    len: usize,
+    /// 0 when already complete (inline / eager), else the RTS token.
+    token: u64,
+}
+
 /// What a receive got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Received {
@@ -390,6 +403,103 @@ impl Endpoint {
                     }
                     return self.push_eager(dest, tag, data);
                 }
+                return Ok(());
+            }
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
+    }
+
+    /// Starts a send without waiting for a large message to be read.
+    ///
+    /// Inline and eager messages are copied into the ring at once (the request is
+    /// already complete); a larger one posts its descriptor and completes when the
+    /// receiver has read it ([`test_send`](Self::test_send) /
+    /// [`wait_send`](Self::wait_send)).
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until the request completes: the receiver
+    /// reads it from this process's memory.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send); [`ShmError::WouldBlock`] when the ring has no room for
+    /// the descriptor (nothing was sent).
+    pub unsafe fn isend(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        data: &[u8],
+    ) -> Result<SendRequest, ShmError> {
+        self.check_rank(dest)?;
+        if self.peer_dead(dest) {
+            return Err(ShmError::PeerDead(dest));
+        }
+        let pipelined = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::Pipelined);
+        let mut req = SendRequest {
+            dest,
+            tag,
+            data: data.as_ptr(),
+            len: data.len(),
+            token: 0,
+        };
+        if data.len() <= self.config.eager_max || pipelined {
+            self.send(dest, tag, data)?;
+            return Ok(req);
+        }
+        let token = self.next_token;
+        let h = Header::Rts {
+            tag,
+            addr: data.as_ptr() as u64,
+            len: data.len() as u64,
+            token,
+        };
+        if !self.try_push(dest, h, &[])? {
+            return Err(ShmError::WouldBlock);
+        }
+        self.next_token += 1;
+        req.token = token;
+        Ok(req)
+    }
+
+    /// Progresses once; `Ok(true)` when `request` is complete (its buffer is free).
+    ///
+    /// # Errors
+    /// [`ShmError::PeerDead`] when the receiver died before reading; ring errors.
+    pub fn test_send(&mut self, request: &mut SendRequest) -> Result<bool, ShmError> {
+        if request.token == 0 {
+            return Ok(true);
+        }
+        self.progress()?;
+        let Some(i) = self.fins.iter().position(|f| f.0 == request.token) else {
+            if self.peer_dead(request.dest) {
+                return Err(ShmError::PeerDead(request.dest));
+            }
+            return Ok(false);
+        };
+        let (_, status) = self.fins.swap_remove(i);
+        request.token = 0;
+        if status == FIN_RESEND {
+            if let Some(p) = self.peers[request.dest as usize].as_mut() {
+                p.path = CopyPath::Pipelined;
+            }
+            // SAFETY: the caller of `isend` keeps the buffer valid until completion,
+            // which is now.
+            let data = unsafe { std::slice::from_raw_parts(request.data, request.len) };
+            self.push_eager(request.dest, request.tag, data)?;
+        }
+        Ok(true)
+    }
+
+    /// Waits until `request` is complete.
+    ///
+    /// # Errors
+    /// As [`test_send`](Self::test_send), plus [`ShmError::Timeout`].
+    pub fn wait_send(&mut self, mut request: SendRequest) -> Result<(), ShmError> {
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        let dest = request.dest;
+        loop {
+            if self.test_send(&mut request)? {
                 return Ok(());
             }
             waiter.wait(|| self.peer_dead(dest), dest)?;

@@ -16,5 +16,5 @@ pub mod segment;
 mod sync;
 pub mod topology;
 
-pub use endpoint::{CopyPath, Endpoint, EndpointConfig, Received, ANY_TAG};
+pub use endpoint::{CopyPath, Endpoint, EndpointConfig, Received, SendRequest, ANY_TAG};
 pub use error::ShmError;
