@@ -21,6 +21,7 @@ use crate::message::{
 use crate::ring::Cell;
 use crate::ring::{ConsumerPos, ProducerPos};
 use crate::segment::{process_alive, remove_stale, Geometry, Segment, SegmentError};
+use crate::xpmem::Xpmem;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,8 @@ pub struct EndpointConfig {
     /// Place the segment on the NUMA node this process runs on (only acts on machines
     /// with more than one node).
     pub numa_place: bool,
+    /// Use XPMEM for single copy where `/dev/xpmem` exists (else process_vm_readv).
+    pub xpmem: bool,
 }
 
 /// How large messages travel to a peer.
@@ -80,6 +83,7 @@ impl EndpointConfig {
             eager_max: 2 << 10,
             single_copy: true,
             numa_place: true,
+            xpmem: true,
         }
     }
 }
@@ -130,6 +134,8 @@ struct Peer {
     pidfd: Option<std::os::fd::OwnedFd>,
     tx: ProducerPos,
     path: CopyPath,
+    /// XPMEM access to the peer's memory, where both sides have the device.
+    apid: Option<i64>,
 }
 
 /// Opens a pidfd for `pid` (Linux 5.3+); `None` where unavailable.
@@ -166,6 +172,7 @@ pub struct Endpoint {
     fins: Vec<(u64, u8)>,
     next_token: u64,
     next_ring: u32,
+    xpmem: Option<Xpmem>,
 }
 
 /// Polls between liveness checks of a peer while waiting.
@@ -202,7 +209,9 @@ impl Endpoint {
             senders: config.ranks,
             ring_cells: config.ring_cells,
         };
-        let own = Segment::create(config.job, config.rank, geometry)?;
+        let xpmem = if config.xpmem { Xpmem::open() } else { None };
+        let segid = xpmem.as_ref().map_or(0, Xpmem::segid);
+        let own = Segment::create_with_xpmem(config.job, config.rank, geometry, segid)?;
         if config.numa_place && crate::topology::numa_nodes_from_sysfs() > 1 {
             // Senders write into it, we read it: it belongs near us. Best effort: a
             // refusal leaves the kernel's first-touch placement.
@@ -223,6 +232,7 @@ impl Endpoint {
             fins: Vec::new(),
             next_token: 1,
             next_ring: 0,
+            xpmem,
             config,
         })
     }
@@ -263,6 +273,10 @@ impl Endpoint {
             };
             let pid = segment.owner_pid();
             let pidfd = pidfd_open(pid);
+            let apid = match (&self.xpmem, segment.xpmem_segid()) {
+                (Some(x), segid) if segid > 0 => x.get(segid),
+                _ => None,
+            };
             let tx = segment.producer(self.config.rank).pos();
             self.peers[r as usize] = Some(Peer {
                 segment,
@@ -270,6 +284,7 @@ impl Endpoint {
                 pidfd,
                 tx,
                 path: CopyPath::SingleCopy,
+                apid,
             });
         }
         Ok(())
@@ -802,9 +817,9 @@ impl Endpoint {
             }
             Body::Rts { addr, len, token } => {
                 let len = len as usize;
-                let pid = self.peers[u.source as usize]
+                let (pid, apid) = self.peers[u.source as usize]
                     .as_ref()
-                    .map(|p| p.pid)
+                    .map(|p| (p.pid, p.apid))
                     .ok_or_else(|| {
                         ShmError::InvalidArgument(format!("rank {} not connected", u.source))
                     })?;
@@ -813,7 +828,18 @@ impl Endpoint {
                 } else if !self.config.single_copy {
                     return self.resend_through_ring(u.source, u.tag, token, buf);
                 } else {
-                    match cma::read_from(pid, addr, &mut buf[..len]) {
+                    // XPMEM where both sides have it; process_vm_readv otherwise, and
+                    // whenever the XPMEM path fails.
+                    let via_xpmem = match (&self.xpmem, apid) {
+                        (Some(x), Some(apid)) => x.read(apid, addr, &mut buf[..len]).is_ok(),
+                        _ => false,
+                    };
+                    let read = if via_xpmem {
+                        Ok(())
+                    } else {
+                        cma::read_from(pid, addr, &mut buf[..len])
+                    };
+                    match read {
                         Ok(()) => (
                             Ok(Received {
                                 source: u.source,

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// "SFSHMSEG", little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
 /// Layout version; a segment of another version is refused.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
@@ -47,6 +47,8 @@ pub struct SegmentHeader {
     _pad: u32,
     job: u64,
     total_bytes: u64,
+    /// The owner's XPMEM segment id (its whole address space), 0 without XPMEM.
+    xpmem_segid: i64,
     /// 0 while the owner initialises, 1 once every ring is usable.
     ready: AtomicU64,
 }
@@ -124,6 +126,19 @@ impl Segment {
     /// # Errors
     /// [`SegmentError::Io`] from create / size / map.
     pub fn create(job: u64, rank: u32, geometry: Geometry) -> Result<Segment, SegmentError> {
+        Segment::create_with_xpmem(job, rank, geometry, 0)
+    }
+
+    /// As [`create`](Self::create), publishing the owner's XPMEM segment id (0: none).
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_with_xpmem(
+        job: u64,
+        rank: u32,
+        geometry: Geometry,
+        xpmem_segid: i64,
+    ) -> Result<Segment, SegmentError> {
         assert!(geometry.ring_cells.is_power_of_two() && geometry.senders > 0);
         let path = segment_path(job, rank);
         // Built under a private name, then linked into place complete: a sender never
@@ -155,7 +170,7 @@ impl Segment {
                 path: path.clone(),
                 owned: false,
             };
-            segment.init(job, rank, total);
+            segment.init(job, rank, total, xpmem_segid);
             std::fs::hard_link(&tmp, &path).map_err(|e| io("publishing", e))?;
             segment.owned = true;
             Ok(segment)
@@ -164,7 +179,7 @@ impl Segment {
         built
     }
 
-    fn init(&mut self, job: u64, rank: u32, total: usize) {
+    fn init(&mut self, job: u64, rank: u32, total: usize, xpmem_segid: i64) {
         // The file is zero-filled: counters start at 0, cells are zero. Only the header
         // needs writing, through the mapping, before `ready` is published.
         let g = self.geometry;
@@ -182,6 +197,7 @@ impl Segment {
         h.owner_pid = std::process::id();
         h.job = job;
         h.total_bytes = total as u64;
+        h.xpmem_segid = xpmem_segid;
         // ORDERING: Release; pairs with the Acquire load in `attach`: a sender that sees
         // ready = 1 sees the header fields above.
         h.ready.store(1, Ordering::Release);
@@ -281,6 +297,11 @@ impl Segment {
     /// The owner's pid as recorded in the header.
     pub fn owner_pid(&self) -> u32 {
         self.header().owner_pid
+    }
+
+    /// The owner's XPMEM segment id, 0 when it has none.
+    pub fn xpmem_segid(&self) -> i64 {
+        self.header().xpmem_segid
     }
 
     /// Where the segment lives.
