@@ -1,7 +1,10 @@
 //! steadfast: a fault-tolerant, zero-copy transport layer for HPC runtimes.
 //!
-//! For now this crate gives access to the libfabric layer ([`fabric`]); the bootstrap,
-//! communicators and ULFM operations that compose it with the shared-memory transport
-//! and the fault-tolerance core are built on top of it here.
+//! - [`fabric`]: the libfabric layer (re-exported crate `steadfast-fabric`).
+//! - [`bootstrap`]: how a rank learns its rank and exchanges addresses with the others.
+//! - [`launcher`]: the service side of the built-in launcher `steadfast-run`.
+
+pub mod bootstrap;
+pub mod launcher;
 
 pub use steadfast_fabric as fabric;

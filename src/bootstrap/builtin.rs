@@ -1,0 +1,166 @@
+//! The rank side of `steadfast-run`'s key-value service.
+
+use super::wire::{Frame, SECRET_LEN};
+use super::{Bootstrap, BootstrapError, FailureEvent};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// A connection to the launcher of this job.
+#[derive(Debug)]
+pub struct Builtin {
+    rank: u32,
+    size: u32,
+    stream: TcpStream,
+    events: Vec<FailureEvent>,
+}
+
+fn env(name: &'static str) -> Result<String, BootstrapError> {
+    std::env::var(name).map_err(|_| BootstrapError::BadEnv {
+        name,
+        why: "missing or not UTF-8".into(),
+    })
+}
+
+fn parse<T: std::str::FromStr>(name: &'static str) -> Result<T, BootstrapError> {
+    let v = env(name)?;
+    v.parse().map_err(|_| BootstrapError::BadEnv {
+        name,
+        why: format!("{v:?} is not a number"),
+    })
+}
+
+/// Decodes the hex secret handed down by the launcher.
+pub fn parse_secret(hex: &str) -> Option<[u8; SECRET_LEN]> {
+    if hex.len() != 2 * SECRET_LEN {
+        return None;
+    }
+    let mut s = [0u8; SECRET_LEN];
+    for (i, b) in s.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(s)
+}
+
+/// Whether `stream` has bytes to read within `wait`.
+fn readable(stream: &TcpStream, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, ms) > 0 }
+}
+
+impl Builtin {
+    /// Connects using STEADFAST_RUN_ADDR, STEADFAST_RUN_SECRET, STEADFAST_RANK and
+    /// STEADFAST_SIZE.
+    ///
+    /// # Errors
+    /// [`BootstrapError::BadEnv`] naming the variable; connection errors; a refusal.
+    pub fn from_env() -> Result<Self, BootstrapError> {
+        let addr = env("STEADFAST_RUN_ADDR")?;
+        let secret = parse_secret(&env("STEADFAST_RUN_SECRET")?).ok_or(BootstrapError::BadEnv {
+            name: "STEADFAST_RUN_SECRET",
+            why: format!("not {} hex digits", 2 * SECRET_LEN),
+        })?;
+        let rank: u32 = parse("STEADFAST_RANK")?;
+        let size: u32 = parse("STEADFAST_SIZE")?;
+        if rank >= size {
+            return Err(BootstrapError::BadEnv {
+                name: "STEADFAST_RANK",
+                why: format!("{rank} not below STEADFAST_SIZE {size}"),
+            });
+        }
+        let stream = TcpStream::connect(&addr).map_err(|e| BootstrapError::BadEnv {
+            name: "STEADFAST_RUN_ADDR",
+            why: format!("cannot connect to {addr}: {e}"),
+        })?;
+        stream.set_nodelay(true).ok();
+        let mut b = Builtin {
+            rank,
+            size,
+            stream,
+            events: Vec::new(),
+        };
+        b.request(&Frame::Hello { rank, secret })?;
+        Ok(b)
+    }
+
+    /// Sends a request and returns its answer, keeping failure events aside.
+    fn request(&mut self, f: &Frame) -> Result<Frame, BootstrapError> {
+        f.write_to(&mut self.stream)
+            .map_err(super::wire::FrameError::from)?;
+        loop {
+            match Frame::read_from(&mut self.stream)? {
+                Frame::Failed { rank, how } => self.events.push(FailureEvent { rank, how }),
+                Frame::Error(m) => return Err(BootstrapError::Refused(m)),
+                other => return Ok(other),
+            }
+        }
+    }
+}
+
+impl Bootstrap for Builtin {
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
+        match self.request(&Frame::Put {
+            key: key.into(),
+            value: value.into(),
+        })? {
+            Frame::Ok => Ok(()),
+            other => Err(BootstrapError::Refused(format!(
+                "unexpected answer {other:?}"
+            ))),
+        }
+    }
+
+    fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, BootstrapError> {
+        match self.request(&Frame::Get {
+            rank,
+            key: key.into(),
+        }) {
+            Ok(Frame::Value(v)) => Ok(v),
+            Ok(other) => Err(BootstrapError::Refused(format!(
+                "unexpected answer {other:?}"
+            ))),
+            Err(BootstrapError::Refused(m)) if m.starts_with("dead:") => {
+                Err(BootstrapError::RankDied {
+                    rank,
+                    how: m.trim_start_matches("dead:").trim().into(),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn fence(&mut self) -> Result<(), BootstrapError> {
+        match self.request(&Frame::Fence)? {
+            Frame::Ok => Ok(()),
+            other => Err(BootstrapError::Refused(format!(
+                "unexpected answer {other:?}"
+            ))),
+        }
+    }
+
+    fn failures(&mut self, wait: Duration) -> Result<Vec<FailureEvent>, BootstrapError> {
+        if self.events.is_empty() && !wait.is_zero() && readable(&self.stream, wait) {
+            // A whole frame is read once its first byte is there (frames are written in
+            // one piece), so a wait never leaves the stream mid-frame.
+            match Frame::read_from(&mut self.stream)? {
+                Frame::Failed { rank, how } => self.events.push(FailureEvent { rank, how }),
+                other => return Err(BootstrapError::Refused(format!("unsolicited {other:?}"))),
+            }
+        }
+        Ok(std::mem::take(&mut self.events))
+    }
+}

@@ -1,0 +1,110 @@
+//! How a rank learns who it is and exchanges endpoint addresses with the others.
+//!
+//! [`from_env`] picks the bootstrap that launched this process. Today: the built-in
+//! launcher `steadfast-run` ([`builtin`]). PMI-1 (Hydra, `srun --mpi=pmi2`) and PMIx
+//! (`mpirun`, `srun --mpi=pmix`) come next; their variables are already recognised so
+//! the error says what was found.
+
+pub mod builtin;
+pub mod wire;
+
+use std::time::Duration;
+
+/// Errors of bootstrapping.
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    /// No launcher environment recognised.
+    #[error(
+        "no bootstrap found: looked for {looked_for}; start the program with steadfast-run -n N"
+    )]
+    NotLaunched {
+        /// The variables checked.
+        looked_for: &'static str,
+    },
+    /// A launcher was found that this build does not speak yet.
+    #[error("launched by {0}, which is not supported yet (use steadfast-run)")]
+    Unsupported(&'static str),
+    /// A variable is present but unusable.
+    #[error("bad value of {name}: {why}")]
+    BadEnv {
+        /// Variable name.
+        name: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// The launcher refused or failed a request.
+    #[error("bootstrap: {0}")]
+    Refused(String),
+    /// A rank whose data was needed is dead.
+    #[error("rank {rank} died: {how}")]
+    RankDied {
+        /// The dead rank.
+        rank: u32,
+        /// How it ended.
+        how: String,
+    },
+    /// The connection to the launcher failed.
+    #[error(transparent)]
+    Frame(#[from] wire::FrameError),
+}
+
+/// A failure the launcher reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailureEvent {
+    /// The dead rank.
+    pub rank: u32,
+    /// How it ended.
+    pub how: String,
+}
+
+/// What every launcher offers a rank.
+pub trait Bootstrap: Send {
+    /// This process's rank.
+    fn rank(&self) -> u32;
+    /// Number of ranks.
+    fn size(&self) -> u32;
+    /// Publishes `value` under `key` for this rank.
+    ///
+    /// # Errors
+    /// Connection failures; refusals.
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError>;
+    /// The value `rank` published under `key`, waiting for it.
+    ///
+    /// # Errors
+    /// [`BootstrapError::RankDied`] when `rank` dies first; connection failures.
+    fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, BootstrapError>;
+    /// Waits until every live rank has reached the fence (dead ranks do not block it).
+    ///
+    /// # Errors
+    /// Connection failures.
+    fn fence(&mut self) -> Result<(), BootstrapError>;
+    /// Failures reported by the launcher since the last call (waits up to `wait`).
+    ///
+    /// # Errors
+    /// Connection failures.
+    fn failures(&mut self, wait: Duration) -> Result<Vec<FailureEvent>, BootstrapError>;
+}
+
+/// Variables checked, in order, by [`from_env`].
+pub const LOOKED_FOR: &str =
+    "STEADFAST_RUN_ADDR (steadfast-run), PMI_FD / PMI_PORT (PMI-1: mpiexec.hydra, srun --mpi=pmi2), PMIX_RANK (PMIx: mpirun, srun --mpi=pmix)";
+
+/// The bootstrap of the launcher that started this process.
+///
+/// # Errors
+/// [`BootstrapError::NotLaunched`] naming what was looked for; `Unsupported` for PMI
+/// launchers not spoken yet; connection errors.
+pub fn from_env() -> Result<Box<dyn Bootstrap>, BootstrapError> {
+    if std::env::var_os("STEADFAST_RUN_ADDR").is_some() {
+        return Ok(Box::new(builtin::Builtin::from_env()?));
+    }
+    if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() {
+        return Err(BootstrapError::Unsupported("a PMI-1 launcher"));
+    }
+    if std::env::var_os("PMIX_RANK").is_some() {
+        return Err(BootstrapError::Unsupported("a PMIx launcher"));
+    }
+    Err(BootstrapError::NotLaunched {
+        looked_for: LOOKED_FOR,
+    })
+}
