@@ -112,6 +112,7 @@ fn main() {
         std::process::id() as u64 | (u64::from(secret[0]) << 40)
     );
     let mut children: Vec<Option<Child>> = Vec::new();
+    let mut taggers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     for rank in 0..o.n {
         let mut cmd = Command::new(&o.prog[0]);
         cmd.args(&o.prog[1..])
@@ -133,8 +134,8 @@ fn main() {
         match cmd.spawn() {
             Ok(mut child) => {
                 if o.tag_output {
-                    tag(child.stdout.take(), rank, false);
-                    tag(child.stderr.take(), rank, true);
+                    taggers.extend(tag(child.stdout.take(), rank, false));
+                    taggers.extend(tag(child.stderr.take(), rank, true));
                 }
                 children.push(Some(child));
             }
@@ -186,6 +187,11 @@ fn main() {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    // Every rank has exited, so their pipes are closed: let the taggers print the rest
+    // before we exit (lines would otherwise be lost).
+    for t in taggers {
+        let _ = t.join();
+    }
     let failed: Vec<(usize, ExitStatus)> = outcomes
         .iter()
         .enumerate()
@@ -201,9 +207,13 @@ fn main() {
     std::process::exit(1);
 }
 
-fn tag(stream: Option<impl Read + Send + 'static>, rank: u32, err: bool) {
-    let Some(stream) = stream else { return };
-    std::thread::spawn(move || {
+fn tag(
+    stream: Option<impl Read + Send + 'static>,
+    rank: u32,
+    err: bool,
+) -> Option<std::thread::JoinHandle<()>> {
+    let stream = stream?;
+    Some(std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
             if err {
                 eprintln!("[{rank}] {line}");
@@ -211,5 +221,5 @@ fn tag(stream: Option<impl Read + Send + 'static>, rank: u32, err: bool) {
                 println!("[{rank}] {line}");
             }
         }
-    });
+    }))
 }
