@@ -41,6 +41,8 @@ fn cache_line_bounce(rounds: u64) -> f64 {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         pin(1);
+        // ORDERING: Acquire/Release pairs with the parent's loop below; the line's value
+        // is the whole message, so this is the cheapest correct handoff.
         for i in 0..rounds {
             while line.load(Ordering::Acquire) != 2 * i + 1 {}
             line.store(2 * i + 2, Ordering::Release);
@@ -50,6 +52,7 @@ fn cache_line_bounce(rounds: u64) -> f64 {
     }
     pin(0);
     let start = Instant::now();
+    // ORDERING: pairs with the child's Acquire/Release loop above.
     for i in 0..rounds {
         line.store(2 * i + 1, Ordering::Release);
         while line.load(Ordering::Acquire) != 2 * i + 2 {}

@@ -161,18 +161,13 @@ impl<'a> Producer<'a> {
     /// # Panics
     /// If the cell count is not a power of two.
     pub fn new(header: &'a RingHeader, cells: &'a [Cell]) -> Self {
-        let mask = check_capacity(cells);
         // ORDERING: Acquire on both: we continue after whatever the previous producer
         // (a restarted process) and the consumer last published.
-        let head = header.head.load(Ordering::Acquire);
-        let cached_tail = header.tail.load(Ordering::Acquire);
-        Producer {
-            header,
-            cells,
-            mask,
-            head,
-            cached_tail,
-        }
+        let pos = ProducerPos {
+            head: header.head.load(Ordering::Acquire),
+            cached_tail: header.tail.load(Ordering::Acquire),
+        };
+        Producer::resume(header, cells, pos)
     }
 
     /// Capacity in cells.
@@ -236,17 +231,12 @@ impl<'a> Consumer<'a> {
     /// # Panics
     /// If the cell count is not a power of two.
     pub fn new(header: &'a RingHeader, cells: &'a [Cell]) -> Self {
-        let mask = check_capacity(cells);
         // ORDERING: Acquire, as in `Producer::new`.
-        let tail = header.tail.load(Ordering::Acquire);
-        let cached_head = header.head.load(Ordering::Acquire);
-        Consumer {
-            header,
-            cells,
-            mask,
-            tail,
-            cached_head,
-        }
+        let pos = ConsumerPos {
+            tail: header.tail.load(Ordering::Acquire),
+            cached_head: header.head.load(Ordering::Acquire),
+        };
+        Consumer::resume(header, cells, pos)
     }
 
     /// Resumes a consumer from a position saved by [`Consumer::pos`] on the same ring.
@@ -356,6 +346,7 @@ mod tests {
     fn impossible_counters_are_reported() {
         let (h, cells) = ring(4);
         let mut c = Consumer::new(&h, &cells);
+        // ORDERING: Release, as the producer publishes head (here: an impossible value).
         h.head.store(99, Ordering::Release);
         assert!(c.try_pop(|_| ()).is_err());
     }

@@ -12,6 +12,7 @@ const STOP: u64 = 0xdead;
 
 fn new_job() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    // ORDERING: Relaxed; only uniqueness of the counter matters, nothing is published.
     ((std::process::id() as u64) << 24) | NEXT.fetch_add(1, Ordering::Relaxed)
 }
 

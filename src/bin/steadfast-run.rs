@@ -85,6 +85,7 @@ fn describe(status: ExitStatus) -> String {
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: i32) {
+    // ORDERING: Relaxed; the signal number is the whole message, read by the main loop.
     SIGNALLED.store(sig, Ordering::Relaxed);
 }
 
@@ -151,6 +152,7 @@ fn main() {
     let mut outcomes: Vec<Option<ExitStatus>> = vec![None; o.n as usize];
     let mut killing = false;
     while outcomes.iter().any(Option::is_none) {
+        // ORDERING: Relaxed, as in `on_signal`: nothing else is published with it.
         let sig = SIGNALLED.swap(0, Ordering::Relaxed);
         if sig != 0 {
             for c in children.iter().flatten() {

@@ -383,13 +383,9 @@ impl Era {
     /// someone else: adopted children always, our own heap children only when `all`
     /// (a new root that was waiting for DOWN).
     fn request_missing(&mut self, idx: usize, all: bool, out: &mut Vec<EraAction>) {
-        let (mut kids, mut stack) = (
-            std::mem::take(&mut self.kids),
-            std::mem::take(&mut self.stack),
-        );
+        let kids = self.take_children(idx);
         let inst = &mut self.instances[idx];
         let view = TreeView::new(self.n, &inst.excluded, &self.known_failed);
-        view.children(self.me, &mut kids, &mut stack);
         for &c in &kids {
             let own_child = view.parent_position_is(c, self.me);
             if (all || !own_child)
@@ -406,23 +402,17 @@ impl Era {
             }
         }
         self.kids = kids;
-        self.stack = stack;
     }
 
     /// In `Gathering`: once every child is covered, send UP to the parent or, at the
     /// root, decide.
     fn progress(&mut self, idx: usize, out: &mut Vec<EraAction>) {
-        let (mut kids, mut stack) = (
-            std::mem::take(&mut self.kids),
-            std::mem::take(&mut self.stack),
-        );
+        let kids = self.take_children(idx);
         let inst = &self.instances[idx];
         let view = TreeView::new(self.n, &inst.excluded, &self.known_failed);
-        view.children(self.me, &mut kids, &mut stack);
         let ready = kids.iter().all(|&c| view.covered(c, self.me, &inst.got));
         let parent = view.parent(self.me);
         self.kids = kids;
-        self.stack = stack;
         if !ready {
             return;
         }
@@ -499,13 +489,9 @@ impl Era {
         from: Option<Rank>,
         out: &mut Vec<EraAction>,
     ) {
-        let (mut kids, mut stack) = (
-            std::mem::take(&mut self.kids),
-            std::mem::take(&mut self.stack),
-        );
+        let kids = self.take_children(idx);
         let inst = &mut self.instances[idx];
         let view = TreeView::new(self.n, &inst.excluded, &self.known_failed);
-        view.children(self.me, &mut kids, &mut stack);
         let parent = view.parent(self.me);
         let seq = inst.seq;
         let mut targets = std::mem::take(&mut inst.requesters);
@@ -527,7 +513,15 @@ impl Era {
             }
         }
         self.kids = kids;
-        self.stack = stack;
+    }
+
+    /// This process's children in instance `idx`'s current view, in the reused scratch
+    /// vector (hand it back with `self.kids = kids` so nothing is allocated next time).
+    fn take_children(&mut self, idx: usize) -> Vec<Rank> {
+        let mut kids = std::mem::take(&mut self.kids);
+        let view = TreeView::new(self.n, &self.instances[idx].excluded, &self.known_failed);
+        view.children(self.me, &mut kids, &mut self.stack);
+        kids
     }
 
     fn find(&self, seq: Seq) -> Option<usize> {
