@@ -631,6 +631,63 @@ impl Endpoint {
         Ok(None)
     }
 
+    /// Whether a message matching (`source`, `tag`, `ignore`) has arrived, without
+    /// receiving it: its source, tag and length.
+    ///
+    /// # Errors
+    /// As [`progress`](Self::progress).
+    pub fn probe(
+        &mut self,
+        source: Option<u32>,
+        tag: u64,
+        ignore: u64,
+    ) -> Result<Option<Received>, ShmError> {
+        let found = |q: &VecDeque<Unexpected>| {
+            q.iter()
+                .find(|u| source.is_none_or(|s| s == u.source) && matches(u.tag, tag, ignore))
+                .map(|u| Received {
+                    source: u.source,
+                    tag: u.tag,
+                    len: match &u.body {
+                        Body::Inline(b) => b.len(),
+                        Body::Rts { len, .. } => *len as usize,
+                    },
+                })
+        };
+        if let Some(r) = found(&self.unexpected) {
+            return Ok(Some(r));
+        }
+        self.progress()?;
+        Ok(found(&self.unexpected))
+    }
+
+    /// Checks every peer's process; appends to `out` the local ranks found dead since
+    /// the last call (each reported once).
+    pub fn poll_deaths(&mut self, out: &mut Vec<u32>) {
+        for r in 0..self.config.ranks {
+            if r == self.config.rank || self.peers[r as usize].is_none() {
+                continue;
+            }
+            let was = self.dead[r as usize];
+            if !was && self.peer_dead(r) {
+                out.push(r);
+            }
+        }
+    }
+
+    /// Records that local rank `rank` is dead (learnt elsewhere, e.g. from the
+    /// launcher): waits on it end with [`ShmError::PeerDead`].
+    pub fn declare_dead(&mut self, rank: u32) {
+        if rank == self.config.rank || rank >= self.config.ranks {
+            return;
+        }
+        // Checking first removes its segment when its process is indeed gone.
+        self.peer_dead(rank);
+        if let Some(d) = self.dead.get_mut(rank as usize) {
+            *d = true;
+        }
+    }
+
     /// Drains every ring into the unexpected queue and the FIN list; returns the number
     /// of cells taken.
     ///

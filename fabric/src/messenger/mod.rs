@@ -354,6 +354,15 @@ impl Messenger {
         Ok(())
     }
 
+    /// Records that `peer` is dead (learnt elsewhere: a launcher, a failure detector):
+    /// its pending operations fail with [`Error::PeerUnreachable`] and new ones are
+    /// refused.
+    pub fn declare_dead(&mut self, peer: PeerId, reason: &str) {
+        if self.peers.get(peer as usize).is_some_and(Option::is_some) {
+            self.mark_peer_dead(peer, reason.to_string());
+        }
+    }
+
     /// Whether `peer` is known to be dead, and why.
     pub fn peer_failure(&self, peer: PeerId) -> Option<&str> {
         self.peers.get(peer as usize)?.as_ref()?.dead.as_deref()
@@ -472,6 +481,42 @@ impl Messenger {
             return Ok(None);
         }
         self.take_outcome(request.index).map(Some)
+    }
+
+    /// Gives up a request: a posted receive is cancelled, a send stops waiting for its
+    /// peer. Returns once libfabric no longer holds the buffer: `Some` when the
+    /// operation completed before the cancel took effect (a received message is then
+    /// in the buffer and must be delivered), `None` when it was cancelled.
+    ///
+    /// # Errors
+    /// The operation's own error if it failed first; [`Error::InvalidArgument`] for a
+    /// request already finished.
+    pub fn cancel(&mut self, request: Request) -> Result<Option<Completion>> {
+        self.check_request(request)?;
+        let index = request.index;
+        self.abandon(index, Error::Cancelled);
+        let mut waiter = Waiter::grace();
+        loop {
+            self.poll_completions()?;
+            if !matches!(self.slots.get(index).outcome, Outcome::Pending) {
+                return match self.take_outcome(index) {
+                    Ok(c) => Ok(Some(c)),
+                    Err(Error::Cancelled) => Ok(None),
+                    Err(e) => Err(e),
+                };
+            }
+            if waiter.timed_out().is_some() {
+                eprintln!("steadfast-fabric: the provider did not release a buffer after cancel; aborting");
+                std::process::abort();
+            }
+            waiter.pause();
+        }
+    }
+
+    /// Checks whether `peer` is alive now (its process on this host, else a probe whose
+    /// failure shows later); see [`peer_failure`](Self::peer_failure) for the verdict.
+    pub fn check_peer(&mut self, peer: PeerId) {
+        self.check_liveness(peer);
     }
 
     /// Polls the completion queue once, handling what completed; returns how many

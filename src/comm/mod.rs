@@ -1,0 +1,334 @@
+//! Communicators with ULFM semantics over the real transports.
+//!
+//! - point to point: [`Comm::send`] / [`Comm::recv`] with [`ANY_SOURCE`] / [`ANY_TAG`];
+//! - an operation involving a failed peer returns [`CommError::ProcFailed`]; after a
+//!   failure, [`ANY_SOURCE`] receives return [`CommError::ProcFailedPending`] until it is
+//!   acknowledged ([`Comm::ack_failed`], [`Comm::get_failed`]);
+//! - [`Comm::revoke`]: every pending and future operation on the communicator, on every
+//!   rank, returns [`CommError::Revoked`] (a blocked receive included);
+//! - [`Comm::agree`]: the ERA agreement, over control messages that revocation does not
+//!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`].
+
+mod p2p;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use steadfast_agreement::{CommId, CommKey, Outcome, Rank, RankSet};
+
+use crate::world::engine::Engine;
+use crate::world::tags::CONTEXT_MASK;
+
+/// Receive from any source.
+pub const ANY_SOURCE: Option<u32> = None;
+/// Receive any tag.
+pub const ANY_TAG: Option<u32> = None;
+
+/// Errors of communicator operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommError {
+    /// A peer the operation involves has failed (comm ranks).
+    #[error("process failed: ranks {ranks:?}")]
+    ProcFailed {
+        /// The failed ranks (in this communicator).
+        ranks: Vec<u32>,
+    },
+    /// A wildcard receive cannot proceed: failures not acknowledged yet (comm ranks).
+    #[error("process failure pending acknowledgement: ranks {ranks:?}")]
+    ProcFailedPending {
+        /// The unacknowledged failed ranks.
+        ranks: Vec<u32>,
+    },
+    /// The communicator was revoked.
+    #[error("communicator revoked")]
+    Revoked,
+    /// The message is longer than the buffer (the message is consumed).
+    #[error("message of {len:?} bytes truncated to a {capacity}-byte buffer")]
+    Truncated {
+        /// Message length, when the transport reports it.
+        len: Option<usize>,
+        /// Buffer length.
+        capacity: usize,
+    },
+    /// Bad input from the caller.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The other processes declared this one failed: it must stop.
+    #[error("this process was declared failed by the others")]
+    Excluded,
+    /// A transport error that is not a peer failure.
+    #[error("transport: {0}")]
+    Transport(String),
+}
+
+/// What a receive got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// Sender (comm rank).
+    pub source: u32,
+    /// Tag.
+    pub tag: u32,
+    /// Bytes received.
+    pub len: usize,
+}
+
+/// The outcome of an agreement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agreement {
+    /// Bitwise AND of the contributed values.
+    pub value: u64,
+    /// Ranks (of this communicator) agreed to have failed.
+    pub failed: Vec<u32>,
+    /// Whether every contributor had acknowledged every failure in `failed` (else
+    /// [`Comm::agree`] reports `ProcFailed`).
+    pub all_acked: bool,
+}
+
+/// A communicator: a group of ranks with its own message space and fault-tolerance
+/// state. Cloning gives another handle to the same communicator.
+#[derive(Clone)]
+pub struct Comm {
+    pub(crate) engine: Rc<RefCell<Engine>>,
+    pub(crate) id: CommId,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("id", &self.id.0)
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+/// Bounded spinning, then yielding the core (a wake-up costs ~85 µs here, so waits
+/// poll).
+pub(crate) struct Spin(u32);
+
+impl Spin {
+    pub(crate) fn new() -> Self {
+        Spin(0)
+    }
+
+    pub(crate) fn pause(&mut self) {
+        self.0 = self.0.saturating_add(1);
+        if self.0 > 2000 {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// The id of the `child`-th communicator of `kind` derived from `key` (equal on every
+/// member, which all derive in the same order).
+fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = [
+        key.comm.0.to_le_bytes().as_slice(),
+        &key.epoch.0.to_le_bytes(),
+        &[kind],
+        &child.to_le_bytes(),
+    ]
+    .concat();
+    for b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // 0 and 1 are the detector's and the world's.
+    CommId(h.max(2))
+}
+
+/// The message context of communicator `id`: 15 bits of its id, never the world's.
+fn context_of(id: CommId) -> u64 {
+    let c = id.0 & CONTEXT_MASK;
+    if c < 2 {
+        c + 2
+    } else {
+        c
+    }
+}
+
+impl Comm {
+    pub(crate) fn new(engine: Rc<RefCell<Engine>>, id: CommId) -> Self {
+        Comm { engine, id }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&crate::world::engine::CommState) -> T) -> T {
+        let e = self.engine.borrow();
+        f(e.comms
+            .get(&self.id)
+            .expect("a live handle names a registered comm"))
+    }
+
+    /// This process's rank in the communicator.
+    pub fn rank(&self) -> u32 {
+        self.with(|c| c.me)
+    }
+
+    /// Number of ranks (failed ones included, until a shrink).
+    pub fn size(&self) -> u32 {
+        self.with(|c| c.group.len() as u32)
+    }
+
+    /// The world rank of comm rank `r`.
+    pub fn world_rank(&self, r: u32) -> Option<u32> {
+        self.with(|c| c.group.get(r as usize).copied())
+    }
+
+    /// Whether the communicator is revoked here.
+    pub fn is_revoked(&self) -> bool {
+        self.with(|c| c.revoked)
+    }
+
+    /// Ranks of this communicator known failed here (acknowledged or not).
+    pub fn failed_ranks(&self) -> Vec<u32> {
+        let e = self.engine.borrow();
+        let c = &e.comms[&self.id];
+        (0..c.group.len() as u32)
+            .filter(|&r| e.failed.contains(Rank(c.group[r as usize])))
+            .collect()
+    }
+
+    /// Acknowledges every failure known now (`MPIX_Comm_failure_ack`): wildcard
+    /// receives proceed again and agreements count them as acknowledged. Returns how
+    /// many ranks are acknowledged failed.
+    pub fn ack_failed(&self) -> usize {
+        let failed = self.failed_ranks();
+        let mut e = self.engine.borrow_mut();
+        let c = e.comms.get_mut(&self.id).expect("live comm");
+        c.acked = RankSet::from_ranks(failed.into_iter().map(Rank));
+        c.acked.len()
+    }
+
+    /// The failures acknowledged so far (`MPIX_Comm_failure_get_acked`).
+    pub fn get_failed(&self) -> Vec<u32> {
+        self.with(|c| c.acked.iter().map(|r| r.0).collect())
+    }
+
+    /// Revokes the communicator on every rank (`MPIX_Comm_revoke`): a reliable
+    /// broadcast; pending and future operations on it return [`CommError::Revoked`].
+    /// Agreements and shrink still work on a revoked communicator.
+    pub fn revoke(&self) {
+        let mut e = self.engine.borrow_mut();
+        e.revoke(self.id);
+    }
+
+    /// Agrees with every live rank on the AND of `flag` and on the failed set
+    /// (`MPIX_Comm_agree`). Returns the full outcome; errors only when this process
+    /// was excluded.
+    ///
+    /// # Errors
+    /// [`CommError::Excluded`].
+    pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
+        let mut e = self.engine.borrow_mut();
+        let seq = e.start_agreement(self.id, flag);
+        let mut spin = Spin::new();
+        loop {
+            let c = e.comms.get_mut(&self.id).expect("live comm");
+            if let Some(d) = c.decisions.remove(&seq) {
+                return Ok(Agreement {
+                    value: d.value,
+                    failed: d.failed.iter().map(|r| r.0).collect(),
+                    all_acked: d.outcome == Outcome::Success,
+                });
+            }
+            e.progress();
+            if e.excluded {
+                return Err(CommError::Excluded);
+            }
+            spin.pause();
+        }
+    }
+
+    /// As [`agree_full`](Self::agree_full), returning the agreed value, or
+    /// [`CommError::ProcFailed`] (naming the agreed failed ranks) when some failure was
+    /// not acknowledged by every contributor.
+    ///
+    /// # Errors
+    /// `ProcFailed`; `Excluded`.
+    pub fn agree(&self, flag: u64) -> Result<u64, CommError> {
+        let a = self.agree_full(flag)?;
+        if a.all_acked {
+            Ok(a.value)
+        } else {
+            Err(CommError::ProcFailed { ranks: a.failed })
+        }
+    }
+
+    /// The survivors' communicator (`MPIX_Comm_shrink`): acknowledges and agrees on the
+    /// failed set until an agreement succeeds, then builds the communicator of every
+    /// rank outside that set, in the same order. Works on a revoked communicator.
+    ///
+    /// # Errors
+    /// `Excluded`.
+    pub fn shrink(&self) -> Result<Comm, CommError> {
+        let failed = loop {
+            self.ack_failed();
+            let a = self.agree_full(1)?;
+            if a.all_acked {
+                break a.failed;
+            }
+        };
+        self.derive_comm(3, |group| {
+            group
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !failed.contains(&(*i as u32)))
+                .map(|(_, &w)| w)
+                .collect()
+        })
+    }
+
+    /// A new communicator with the same group (`MPI_Comm_dup`); no communication.
+    ///
+    /// # Errors
+    /// [`CommError::Revoked`] on a revoked communicator.
+    pub fn dup(&self) -> Result<Comm, CommError> {
+        if self.is_revoked() {
+            return Err(CommError::Revoked);
+        }
+        self.derive_comm(1, |group| group.to_vec())
+    }
+
+    fn derive_comm(
+        &self,
+        kind: u8,
+        group_of: impl FnOnce(&[u32]) -> Vec<u32>,
+    ) -> Result<Comm, CommError> {
+        let mut e = self.engine.borrow_mut();
+        let c = e.comms.get_mut(&self.id).expect("live comm");
+        let child = c.children;
+        c.children += 1;
+        let id = derive(c.key, kind, child);
+        let group = group_of(&c.group);
+        let key = CommKey {
+            comm: id,
+            epoch: Default::default(),
+        };
+        if e.comms.contains_key(&id) {
+            return Err(CommError::InvalidArgument(format!(
+                "derived communicator id {:#x} already in use",
+                id.0
+            )));
+        }
+        e.add_comm(key, context_of(id), group)
+            .ok_or(CommError::Excluded)?;
+        Ok(Comm::new(Rc::clone(&self.engine), id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_ids_differ_by_kind_and_child_and_avoid_reserved() {
+        let k = CommKey::default();
+        assert_ne!(derive(k, 1, 0), derive(k, 1, 1));
+        assert_ne!(derive(k, 1, 0), derive(k, 3, 0));
+        assert!(derive(k, 1, 0).0 >= 2);
+        for i in 0..1000u64 {
+            assert!(context_of(CommId(i)) >= 2);
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Point-to-point operations of a communicator: each waits by polling its transport
+//! and the progress engine, and gives up with `Revoked` / `ProcFailed` as soon as the
+//! engine learns the reason.
+
+use steadfast_agreement::Rank;
+use steadfast_fabric::{Completion, Error as FabricError, Request};
+use steadfast_shm::ShmError;
+
+use super::{Comm, CommError, Spin, Status};
+use crate::world::engine::{Engine, Route, SelfMessage};
+use crate::world::tags::{user_match, user_tag, MAX_TAG};
+
+fn shm_error(e: ShmError, world: &mut Engine, peer_world: Option<u32>) -> CommError {
+    match e {
+        ShmError::Truncated { len, capacity } => CommError::Truncated {
+            len: Some(len),
+            capacity,
+        },
+        ShmError::PeerDead(l) => {
+            let w = world.local_world[l as usize];
+            world.report_failure(w, "process exited".into());
+            world.apply_failures();
+            CommError::Transport(format!("local peer {w} dead"))
+        }
+        other => {
+            let _ = peer_world;
+            CommError::Transport(other.to_string())
+        }
+    }
+}
+
+fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
+    match e {
+        FabricError::Truncated {
+            message_len,
+            buffer_len,
+        } => CommError::Truncated {
+            len: message_len,
+            capacity: buffer_len,
+        },
+        FabricError::PeerUnreachable { peer, reason } => {
+            world.report_failure(peer, format!("fabric: {reason}"));
+            world.apply_failures();
+            CommError::Transport(format!("peer {peer} unreachable"))
+        }
+        other => CommError::Transport(other.to_string()),
+    }
+}
+
+impl Comm {
+    /// Why an operation on this communicator involving world rank `peer` (or any
+    /// member, for a wildcard receive, when `wildcard`) cannot go on, if it cannot.
+    fn interrupted(&self, e: &Engine, peer: Option<u32>, wildcard: bool) -> Option<CommError> {
+        if e.excluded {
+            return Some(CommError::Excluded);
+        }
+        let c = &e.comms[&self.id];
+        if c.revoked {
+            return Some(CommError::Revoked);
+        }
+        if let Some(w) = peer {
+            if e.failed.contains(Rank(w)) {
+                let r = c.comm_rank(w).unwrap_or(u32::MAX);
+                return Some(CommError::ProcFailed { ranks: vec![r] });
+            }
+        }
+        if wildcard {
+            let pending: Vec<u32> = (0..c.group.len() as u32)
+                .filter(|&r| {
+                    e.failed.contains(Rank(c.group[r as usize])) && !c.acked.contains(Rank(r))
+                })
+                .collect();
+            if !pending.is_empty() {
+                return Some(CommError::ProcFailedPending { ranks: pending });
+            }
+        }
+        None
+    }
+
+    fn check_tag(tag: u32) -> Result<(), CommError> {
+        if tag > MAX_TAG {
+            return Err(CommError::InvalidArgument(format!(
+                "tag {tag} above the largest, {MAX_TAG}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sends `data` to comm rank `dest` with `tag`; returns once `data` may be reused.
+    ///
+    /// # Errors
+    /// [`CommError::ProcFailed`] when `dest` has failed or fails first;
+    /// [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a bad rank or tag.
+    pub fn send(&self, dest: u32, tag: u32, data: &[u8]) -> Result<(), CommError> {
+        Self::check_tag(tag)?;
+        let mut guard = self.engine.borrow_mut();
+        let e = &mut *guard;
+        let c = &e.comms[&self.id];
+        let Some(&w) = c.group.get(dest as usize) else {
+            return Err(CommError::InvalidArgument(format!(
+                "destination {dest} outside a communicator of {}",
+                c.group.len()
+            )));
+        };
+        let ctx = c.ctx;
+        if let Some(err) = self.interrupted(e, Some(w), false) {
+            return Err(err);
+        }
+        let (wire_tag, _) = user_match(ctx, Some(tag));
+        let mut spin = Spin::new();
+        match e.routes[w as usize] {
+            Route::Local => {
+                e.self_queue.push_back(SelfMessage {
+                    ctx,
+                    tag,
+                    data: data.to_vec(),
+                });
+                e.stats.self_sent += 1;
+                Ok(())
+            }
+            Route::Shm(l) => {
+                let mut req = loop {
+                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    // SAFETY: `data` is borrowed for this whole call, and we return only
+                    // when the send completed, or on an interruption (revoke, failure),
+                    // after which the receiver no longer reads it for this comm (a late
+                    // read of a reused buffer only affects the revoked receive).
+                    match unsafe { shm.isend(l, wire_tag, data) } {
+                        Ok(req) => break req,
+                        Err(ShmError::WouldBlock) => {}
+                        Err(err) => {
+                            let err = shm_error(err, e, Some(w));
+                            return Err(self.after_error(e, err, w));
+                        }
+                    }
+                    e.progress();
+                    if let Some(err) = self.interrupted(e, Some(w), false) {
+                        return Err(err);
+                    }
+                    spin.pause();
+                };
+                loop {
+                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    match shm.test_send(&mut req) {
+                        Ok(true) => {
+                            e.stats.shm_sent += 1;
+                            return Ok(());
+                        }
+                        Ok(false) => {}
+                        Err(err) => {
+                            let err = shm_error(err, e, Some(w));
+                            return Err(self.after_error(e, err, w));
+                        }
+                    }
+                    e.progress();
+                    if let Some(err) = self.interrupted(e, Some(w), false) {
+                        return Err(err);
+                    }
+                    spin.pause();
+                }
+            }
+            Route::Fabric => {
+                let fab = e.fab.as_mut().expect("fabric route without messenger");
+                // SAFETY: `data` outlives the request: we return only after it completed
+                // or was cancelled (cancel waits until libfabric releases the buffer).
+                let req = match unsafe { fab.isend(w, wire_tag, data) } {
+                    Ok(None) => {
+                        e.stats.fabric_sent += 1;
+                        return Ok(());
+                    }
+                    Ok(Some(req)) => req,
+                    Err(err) => {
+                        let err = fabric_error(err, e);
+                        return Err(self.after_error(e, err, w));
+                    }
+                };
+                loop {
+                    let fab = e.fab.as_mut().expect("fabric route without messenger");
+                    match fab.test(req) {
+                        Ok(Some(_)) => {
+                            e.stats.fabric_sent += 1;
+                            return Ok(());
+                        }
+                        Ok(None) => {}
+                        Err(err) => {
+                            let err = fabric_error(err, e);
+                            return Err(self.after_error(e, err, w));
+                        }
+                    }
+                    e.progress();
+                    if let Some(err) = self.interrupted(e, Some(w), false) {
+                        let fab = e.fab.as_mut().expect("fabric route without messenger");
+                        return match fab.cancel(req) {
+                            Ok(Some(_)) => Ok(()),
+                            _ => Err(err),
+                        };
+                    }
+                    spin.pause();
+                }
+            }
+        }
+    }
+
+    /// A transport error on an operation with world rank `w`: the engine's verdict
+    /// (ProcFailed, Revoked) when it has one, else the error itself.
+    fn after_error(&self, e: &mut Engine, err: CommError, w: u32) -> CommError {
+        match err {
+            CommError::Truncated { .. } => err,
+            _ => self.interrupted(e, Some(w), false).unwrap_or(err),
+        }
+    }
+
+    /// Receives into `buf` a message from comm rank `source` ([`super::ANY_SOURCE`]:
+    /// any) with `tag` ([`super::ANY_TAG`]: any).
+    ///
+    /// # Errors
+    /// [`CommError::Truncated`] when the message is longer than `buf`;
+    /// [`CommError::ProcFailed`] when `source` has failed;
+    /// [`CommError::ProcFailedPending`] for a wildcard receive while a failure is not
+    /// acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`].
+    pub fn recv(
+        &self,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &mut [u8],
+    ) -> Result<Status, CommError> {
+        if let Some(t) = tag {
+            Self::check_tag(t)?;
+        }
+        let mut guard = self.engine.borrow_mut();
+        let e = &mut *guard;
+        let c = &e.comms[&self.id];
+        let ctx = c.ctx;
+        let src_world = match source {
+            None => None,
+            Some(s) => Some(*c.group.get(s as usize).ok_or_else(|| {
+                CommError::InvalidArgument(format!(
+                    "source {s} outside a communicator of {}",
+                    c.group.len()
+                ))
+            })?),
+        };
+        let fabric_members = match src_world {
+            Some(w) => e.routes[w as usize] == Route::Fabric,
+            None => c
+                .group
+                .iter()
+                .any(|&w| e.routes[w as usize] == Route::Fabric),
+        };
+        let shm_source = match src_world {
+            Some(w) => match e.routes[w as usize] {
+                Route::Shm(l) => Some(Some(l)),
+                _ => None,
+            },
+            None => e.shm.is_some().then_some(None),
+        };
+        let self_allowed = src_world.is_none_or(|w| w == e.rank);
+        let (wire_tag, ignore) = user_match(ctx, tag);
+        let mut fab_req: Option<Request> = None;
+        let mut spin = Spin::new();
+        let result = loop {
+            if self_allowed {
+                let hit = e
+                    .self_queue
+                    .iter()
+                    .position(|m| m.ctx == ctx && tag.is_none_or(|t| t == m.tag));
+                if let Some(i) = hit {
+                    let m = e.self_queue.remove(i).expect("index from position");
+                    let me = e.comms[&self.id].me;
+                    break if m.data.len() > buf.len() {
+                        Err(CommError::Truncated {
+                            len: Some(m.data.len()),
+                            capacity: buf.len(),
+                        })
+                    } else {
+                        buf[..m.data.len()].copy_from_slice(&m.data);
+                        Ok(Status {
+                            source: me,
+                            tag: m.tag,
+                            len: m.data.len(),
+                        })
+                    };
+                }
+            }
+            if let Some(local) = shm_source {
+                let shm = e.shm.as_mut().expect("shm source without endpoint");
+                // With a fabric receive posted too, take the shm message only after
+                // that receive is cancelled, or the message would be lost.
+                let ready = if fab_req.is_some() {
+                    match shm.probe(local, wire_tag, ignore) {
+                        Ok(found) => found.is_some(),
+                        Err(err) => break Err(shm_error(err, e, None)),
+                    }
+                } else {
+                    true
+                };
+                if ready {
+                    if let Some(req) = fab_req.take() {
+                        let fab = e.fab.as_mut().expect("posted without messenger");
+                        match fab.cancel(req) {
+                            Ok(Some(done)) => break Ok(self.status_of_fabric(e, done)),
+                            Ok(None) => {}
+                            Err(err) => break Err(fabric_error(err, e)),
+                        }
+                    }
+                    let shm = e.shm.as_mut().expect("shm source without endpoint");
+                    match shm.try_recv(local, wire_tag, ignore, buf) {
+                        Ok(Some(r)) => {
+                            let w = e.local_world[r.source as usize];
+                            let c = &e.comms[&self.id];
+                            break Ok(Status {
+                                source: c.comm_rank(w).unwrap_or(u32::MAX),
+                                tag: user_tag(r.tag),
+                                len: r.len,
+                            });
+                        }
+                        Ok(None) => {}
+                        Err(err) => break Err(shm_error(err, e, src_world)),
+                    }
+                }
+            }
+            if fabric_members {
+                let fab = e.fab.as_mut().expect("fabric members without messenger");
+                if fab_req.is_none() {
+                    // SAFETY: `buf` is borrowed for this whole call and the receive is
+                    // completed or cancelled (cancel waits for libfabric to release the
+                    // buffer) before we return.
+                    match unsafe { fab.irecv(src_world, wire_tag, ignore, buf) } {
+                        Ok(req) => fab_req = Some(req),
+                        Err(err) => break Err(fabric_error(err, e)),
+                    }
+                }
+                let fab = e.fab.as_mut().expect("fabric members without messenger");
+                match fab.test(fab_req.expect("posted above")) {
+                    Ok(Some(done)) => {
+                        fab_req = None;
+                        break Ok(self.status_of_fabric(e, done));
+                    }
+                    Ok(None) => {}
+                    Err(err) => {
+                        fab_req = None;
+                        break Err(fabric_error(err, e));
+                    }
+                }
+            }
+            e.progress();
+            if let Some(err) = self.interrupted(e, src_world, source.is_none()) {
+                break Err(err);
+            }
+            spin.pause();
+        };
+        if let Some(req) = fab_req {
+            let fab = e.fab.as_mut().expect("posted without messenger");
+            if let Ok(Some(done)) = fab.cancel(req) {
+                // The message landed before the cancel: deliver it rather than lose it.
+                return Ok(self.status_of_fabric(e, done));
+            }
+        }
+        match result {
+            Err(err @ CommError::Transport(_)) => Err(src_world
+                .and_then(|w| self.interrupted(e, Some(w), false))
+                .unwrap_or(err)),
+            other => other,
+        }
+    }
+
+    fn status_of_fabric(&self, e: &Engine, done: Completion) -> Status {
+        let c = &e.comms[&self.id];
+        Status {
+            source: c.comm_rank(done.source).unwrap_or(u32::MAX),
+            tag: user_tag(done.tag),
+            len: done.len,
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! The world: this process's place in the job, its transports and its progress engine.
+//!
+//! [`World::init`] bootstraps from the launcher's environment, exchanges node
+//! identities to build the node map (same node: shared memory; otherwise: the fabric),
+//! opens the transports the map needs, and returns the world with its communicator
+//! [`World::comm`]. Dropping the world (or [`World::finalize`]) never waits on a dead
+//! rank.
+
+pub(crate) mod engine;
+pub mod tags;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use steadfast_agreement::detector::DetectorConfig;
+use steadfast_agreement::{CommId, CommKey, Epoch};
+use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig};
+use steadfast_shm::{Endpoint as ShmEndpoint, EndpointConfig};
+
+use crate::bootstrap::{self, Bootstrap, BootstrapError};
+use crate::comm::Comm;
+use crate::params::{ParamError, Params};
+use engine::{Engine, EngineParts};
+pub use engine::{FailureNote, Route, Stats};
+
+/// The id of the world communicator.
+pub const WORLD_COMM: CommId = CommId(1);
+/// The context of the world communicator's messages.
+pub const WORLD_CTX: u64 = 1;
+
+/// Why [`World::init`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// No launcher, or the launcher failed.
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    /// A bad parameter.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// The fabric could not be opened or a peer's address was bad.
+    #[error("fabric: {0}")]
+    Fabric(#[from] steadfast_fabric::Error),
+    /// Shared memory could not be set up.
+    #[error("shared memory: {0}")]
+    Shm(#[from] steadfast_shm::ShmError),
+    /// A peer published something unusable.
+    #[error("rank {rank} published a bad {what}")]
+    BadPeerData {
+        /// The peer.
+        rank: u32,
+        /// Which key.
+        what: &'static str,
+    },
+}
+
+/// This process's identity of its node: `STEADFAST_NODE_ID` if set, else hostname plus
+/// boot id (two containers of one kernel with different hostnames are different
+/// nodes; namespaces used as test "hosts" set the parameter).
+fn node_identity(params: &Params) -> String {
+    let set = params.text("node_id");
+    if !set.is_empty() {
+        return set.to_string();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{}/{}", host.trim(), boot.trim())
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A job id drawn by rank 0: random enough that two jobs on one node never share
+/// segment names.
+fn fresh_job_id() -> u64 {
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
+        .is_err()
+    {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        b = (t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)).to_le_bytes();
+    }
+    u64::from_le_bytes(b)
+}
+
+/// The world of one process (see the module doc). Not `Send`: it lives on the thread
+/// that created it.
+pub struct World {
+    engine: Rc<RefCell<Engine>>,
+    params: Params,
+    provider: Option<String>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = self.engine.borrow();
+        f.debug_struct("World")
+            .field("rank", &e.rank)
+            .field("size", &e.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl World {
+    /// Bootstraps from the environment (see [`bootstrap::from_env`]) with the
+    /// parameters of [`Params::load`].
+    ///
+    /// # Errors
+    /// [`InitError`] naming what failed.
+    pub fn init() -> Result<World, InitError> {
+        let params = Params::load()?;
+        let boot = bootstrap::from_env()?;
+        Self::init_with(boot, params)
+    }
+
+    /// Bootstraps over `boot` with `params`.
+    ///
+    /// # Errors
+    /// [`InitError`] naming what failed.
+    pub fn init_with(mut boot: Box<dyn Bootstrap>, params: Params) -> Result<World, InitError> {
+        let (rank, size) = (boot.rank(), boot.size());
+        let route_mode = params.choice("route", &["auto", "fabric"])?.to_string();
+        let heartbeat = params.number("heartbeat_ms")?.max(1);
+        let timeout = params.number("detect_timeout_ms")?;
+        if timeout <= heartbeat {
+            return Err(ParamError::BadValue {
+                name: "detect_timeout_ms",
+                value: timeout.to_string(),
+                origin: params.raw("detect_timeout_ms").1.clone(),
+                why: format!("must exceed heartbeat_ms ({heartbeat})"),
+            }
+            .into());
+        }
+        let eager = params.number("shm_eager_max")? as usize;
+        let heartbeat_only = params.choice("detectors", &["all", "heartbeat"])? == "heartbeat";
+
+        // Node map.
+        let node = node_identity(&params);
+        boot.put("node", node.as_bytes())?;
+        if rank == 0 {
+            boot.put("job", &fresh_job_id().to_le_bytes())?;
+        }
+        boot.fence()?;
+        let job_bytes = boot.get(0, "job")?;
+        let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
+            InitError::BadPeerData {
+                rank: 0,
+                what: "job id",
+            }
+        })?);
+        let mut nodes = Vec::with_capacity(size as usize);
+        for r in 0..size {
+            nodes.push(if r == rank {
+                node.as_bytes().to_vec()
+            } else {
+                boot.get(r, "node")?
+            });
+        }
+        let forced_fabric = route_mode == "fabric";
+        let same = |r: usize| nodes[r] == nodes[rank as usize];
+        let local_world: Vec<u32> = (0..size)
+            .filter(|&r| same(r as usize) && (!forced_fabric || r == rank))
+            .collect();
+        let mut routes = Vec::with_capacity(size as usize);
+        for r in 0..size {
+            routes.push(if r == rank {
+                engine::Route::Local
+            } else if let Some(l) = local_world.iter().position(|&w| w == r) {
+                engine::Route::Shm(l as u32)
+            } else {
+                engine::Route::Fabric
+            });
+        }
+        let needs_fabric = routes.contains(&engine::Route::Fabric);
+        let one_host = nodes.iter().all(|n| *n == nodes[0]);
+
+        // Fabric, only when some peer needs it.
+        let mut fab = None;
+        let mut provider = None;
+        if needs_fabric {
+            let mut fc = FabricConfig::new(params.text("provider"));
+            let domain = params.text("domain");
+            if !domain.is_empty() {
+                fc = fc.domain(domain);
+            } else if one_host {
+                fc = fc.domain("lo");
+            }
+            let mut m = Messenger::open(MessengerConfig::new(fc, rank))?;
+            provider = Some(m.info().provider_name());
+            boot.put("fabric", &m.address().to_bytes())?;
+            boot.fence()?;
+            for r in 0..size {
+                if routes[r as usize] == engine::Route::Fabric {
+                    let addr = boot.get(r, "fabric")?;
+                    m.add_peer(r, &addr)?;
+                }
+            }
+            fab = Some(m);
+        }
+
+        // Shared memory among the ranks of this node.
+        let mut shm = None;
+        if local_world.len() > 1 {
+            let me = local_world
+                .iter()
+                .position(|&w| w == rank)
+                .expect("self is local") as u32;
+            let seg_job = fnv1a(&[job.to_le_bytes().as_slice(), node.as_bytes()].concat());
+            let mut cfg = EndpointConfig::new(seg_job, me, local_world.len() as u32);
+            cfg.eager_max = eager;
+            let mut ep = ShmEndpoint::open(cfg)?;
+            ep.connect()?;
+            shm = Some(ep);
+        }
+
+        let detector = DetectorConfig::new(heartbeat * 1_000_000, timeout * 1_000_000);
+        let mut engine = Engine::new(EngineParts {
+            rank,
+            size,
+            routes,
+            local_world,
+            fab,
+            shm,
+            boot,
+            detector,
+            heartbeat_only,
+        })?;
+        // Every rank's transports are up before anyone sends.
+        engine.boot.fence()?;
+        engine.start_detector();
+        let key = CommKey {
+            comm: WORLD_COMM,
+            epoch: Epoch(0),
+        };
+        engine.add_comm(key, WORLD_CTX, (0..size).collect());
+        Ok(World {
+            engine: Rc::new(RefCell::new(engine)),
+            params,
+            provider,
+        })
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> u32 {
+        self.engine.borrow().rank
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        self.engine.borrow().size
+    }
+
+    /// The communicator of every rank.
+    pub fn comm(&self) -> Comm {
+        Comm::new(Rc::clone(&self.engine), WORLD_COMM)
+    }
+
+    /// How world rank `rank` is reached.
+    pub fn route(&self, rank: u32) -> Option<Route> {
+        self.engine.borrow().routes.get(rank as usize).copied()
+    }
+
+    /// The libfabric provider in use between nodes, if any peer needs it.
+    pub fn provider(&self) -> Option<&str> {
+        self.provider.as_deref()
+    }
+
+    /// The parameters this world was built with.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Traffic counters.
+    pub fn stats(&self) -> Stats {
+        self.engine.borrow().stats
+    }
+
+    /// Every failure learnt so far: rank, how, when.
+    pub fn failures(&self) -> Vec<FailureNote> {
+        self.engine.borrow().notes.clone()
+    }
+
+    /// Runs the progress engine once (heartbeats, failure reports, control messages).
+    /// Applications that compute for long stretches call it now and then, or the
+    /// detector's timeout suspects them.
+    pub fn progress(&self) {
+        self.engine.borrow_mut().progress();
+    }
+
+    /// Progresses for `d` (heartbeats keep flowing), e.g. instead of sleeping.
+    pub fn progress_for(&self, d: Duration) {
+        let end = std::time::Instant::now() + d;
+        while std::time::Instant::now() < end {
+            self.progress();
+            std::thread::yield_now();
+        }
+    }
+
+    /// Tears the world down. Never waits on a dead rank: a peer that is gone is simply
+    /// not waited for.
+    pub fn finalize(self) {
+        drop(self);
+    }
+}

@@ -1,0 +1,310 @@
+//! A rank program for the runtime's multi-process tests (not a user tool). Each scenario
+//! prints lines the test checks; every failure of an expectation panics (exit 101).
+//!
+//! - `p2p`: every pair exchanges messages of several sizes (content checked), wildcard
+//!   receives, a self-send, a truncated receive; prints `P2P OK` and the route counters.
+//! - `agree-loop N VICTIM SEED`: N agreements; VICTIM SIGKILLs itself from a thread after
+//!   a random delay; survivors ack and go on; each prints `DIGEST <hex>` of every
+//!   agreement's (value, failed set, outcome) and `FAILED <ranks>`.
+//! - `revoke`: everyone but rank 0 blocks in a receive nobody matches; rank 0 revokes
+//!   after 200 ms; everyone prints `REVOKED after <µs>`.
+//! - `detect VICTIM`: VICTIM sends everyone a time stamp and SIGKILLs itself; the others
+//!   block in a receive from it and print `DETECTED in <µs>` when it fails.
+//! - `hang VICTIM`: VICTIM computes for 3 s without progressing; the others are told by
+//!   the heartbeat detector (`SUSPECTED after <ms>`), shrink; VICTIM, resuming, finds
+//!   itself excluded (`EXCLUDED`).
+//! - `shrink VICTIM`: VICTIM dies; survivors agree (ProcFailed), shrink, run a ring
+//!   exchange and an agreement on the new communicator, print `SHRUNK <size> RING OK`.
+
+use std::time::{Duration, Instant};
+use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(31).wrapping_add(seed) as u8)
+        .collect()
+}
+
+fn die_now() -> ! {
+    // SAFETY: raising a signal at ourselves.
+    unsafe { libc::raise(libc::SIGKILL) };
+    unreachable!("SIGKILL returned")
+}
+
+fn p2p(world: &World, comm: &Comm) {
+    let (me, n) = (comm.rank(), comm.size());
+    for peer in 0..n {
+        if peer == me {
+            continue;
+        }
+        for (k, &len) in [0usize, 1, 8, 240, 241, 4096, 65536, 1 << 20]
+            .iter()
+            .enumerate()
+        {
+            let tag = k as u32;
+            let out = pattern(len, me * 1000 + peer);
+            let mut buf = vec![0u8; len];
+            // Lower rank sends first: no two ranks wait on each other's rendezvous.
+            if me < peer {
+                comm.send(peer, tag, &out).unwrap();
+                let st = comm.recv(Some(peer), Some(tag), &mut buf).unwrap();
+                assert_eq!(st.len, len);
+            } else {
+                let st = comm.recv(Some(peer), Some(tag), &mut buf).unwrap();
+                assert_eq!(st.len, len);
+                comm.send(peer, tag, &out).unwrap();
+            }
+            assert_eq!(
+                buf,
+                pattern(len, peer * 1000 + me),
+                "{len} bytes from {peer}"
+            );
+        }
+    }
+    // Wildcards: everyone sends one message to rank 0, which takes them in any order.
+    if me == 0 {
+        let mut seen = vec![false; n as usize];
+        for _ in 1..n {
+            let mut b = [0u8; 4];
+            let st = comm.recv(ANY_SOURCE, ANY_TAG, &mut b).unwrap();
+            assert_eq!(st.tag, 100 + st.source);
+            assert_eq!(u32::from_le_bytes(b), st.source);
+            seen[st.source as usize] = true;
+        }
+        assert!(seen[1..].iter().all(|&s| s));
+    } else {
+        comm.send(0, 100 + me, &me.to_le_bytes()).unwrap();
+    }
+    // A barrier, so that no later message meets the wildcard receives.
+    comm.agree(1).unwrap();
+    // Self-send.
+    comm.send(me, 7, b"self").unwrap();
+    let mut b = [0u8; 4];
+    let st = comm.recv(Some(me), Some(7), &mut b).unwrap();
+    assert_eq!((&b, st.source), (b"self", me));
+    // Truncation: the next rank sends 64 bytes into a 16-byte buffer.
+    let next = (me + 1) % n;
+    let prev = (me + n - 1) % n;
+    comm.send(next, 9, &[1u8; 64]).unwrap();
+    let mut small = [0u8; 16];
+    match comm.recv(Some(prev), Some(9), &mut small) {
+        Err(CommError::Truncated { capacity: 16, .. }) => {}
+        other => panic!("expected Truncated, got {other:?}"),
+    }
+    comm.agree(1).unwrap();
+    let s = world.stats();
+    println!(
+        "P2P OK shm_sent={} fabric_sent={} self_sent={}",
+        s.shm_sent, s.fabric_sent, s.self_sent
+    );
+}
+
+fn agree_loop(comm: &Comm, iterations: u32, victim: u32, seed: u64) {
+    let me = comm.rank();
+    let mut rng = seed ^ 0x5eed;
+    let delay_us = splitmix(&mut rng) % 20_000;
+    if me == victim {
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_micros(delay_us));
+            die_now();
+        });
+    }
+    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |x: u64| {
+        for b in x.to_le_bytes() {
+            digest ^= b as u64;
+            digest = digest.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let start = Instant::now();
+    let mut first_failure: Option<(u32, Duration)> = None;
+    for i in 0..iterations {
+        let flag = !(1u64 << ((me + i) % 64));
+        let a = comm.agree_full(flag).unwrap();
+        mix(a.value);
+        mix(a.all_acked as u64);
+        for f in &a.failed {
+            mix(*f as u64 + 1000);
+        }
+        if !a.all_acked {
+            first_failure.get_or_insert((i, start.elapsed()));
+            comm.ack_failed();
+        }
+        // A little work between agreements, as an application would do.
+        let until = Instant::now() + Duration::from_micros(2);
+        while Instant::now() < until {}
+    }
+    println!("DIGEST {digest:016x}");
+    println!("FAILED {:?}", comm.failed_ranks());
+    if let Some((i, t)) = first_failure {
+        println!("FIRST PROCFAILED at iteration {i} after {t:?}");
+    }
+}
+
+fn revoke(world: &World, comm: &Comm) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    let start = Instant::now();
+    if me == 0 {
+        world.progress_for(Duration::from_millis(200));
+        comm.revoke();
+    } else {
+        let mut b = [0u8; 8];
+        match comm.recv(Some(0), Some(77), &mut b) {
+            Err(CommError::Revoked) => {}
+            other => panic!("rank {me}: expected Revoked, got {other:?}"),
+        }
+    }
+    // Later operations fail too; agreement still works on the revoked comm.
+    assert_eq!(
+        comm.send((me + 1) % comm.size(), 1, b"x"),
+        Err(CommError::Revoked)
+    );
+    assert_eq!(comm.agree(1), Ok(1));
+    println!("REVOKED after {} us", start.elapsed().as_micros());
+}
+
+fn shrink(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    if me == victim {
+        die_now();
+    }
+    // Some agreement reports the failure (maybe not the first: it may finish before
+    // anyone notices).
+    let start = Instant::now();
+    loop {
+        match comm.agree(1) {
+            Ok(_) => world.progress_for(Duration::from_millis(1)),
+            Err(CommError::ProcFailed { ranks }) => {
+                assert_eq!(ranks, vec![victim]);
+                break;
+            }
+            Err(e) => panic!("rank {me}: {e}"),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "failure never reported"
+        );
+    }
+    let t = Instant::now();
+    let small = comm.shrink().unwrap();
+    let shrink_us = t.elapsed().as_micros();
+    let (r, n) = (small.rank(), small.size());
+    assert_eq!(n, comm.size() - 1);
+    // Ring exchange on the survivors.
+    let next = (r + 1) % n;
+    let prev = (r + n - 1) % n;
+    let mut b = [0u8; 4];
+    if r % 2 == 0 {
+        small.send(next, 5, &r.to_le_bytes()).unwrap();
+        small.recv(Some(prev), Some(5), &mut b).unwrap();
+    } else {
+        small.recv(Some(prev), Some(5), &mut b).unwrap();
+        small.send(next, 5, &r.to_le_bytes()).unwrap();
+    }
+    assert_eq!(u32::from_le_bytes(b), prev);
+    assert_eq!(small.agree(1), Ok(1));
+    println!("SHRUNK {n} RING OK in {shrink_us} us");
+}
+
+fn realtime_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos()
+}
+
+fn detect(comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    if me == victim {
+        let mut last = 0;
+        for r in 0..comm.size() {
+            if r != me {
+                last = realtime_ns();
+                comm.send(r, 3, &last.to_le_bytes()).unwrap();
+            }
+        }
+        let _ = last;
+        die_now();
+    }
+    let mut b = [0u8; 16];
+    comm.recv(Some(victim), Some(3), &mut b).unwrap();
+    let sent_at = u128::from_le_bytes(b);
+    match comm.recv(Some(victim), Some(4), &mut b) {
+        Err(CommError::ProcFailed { ranks }) => assert_eq!(ranks, vec![victim]),
+        other => panic!("rank {me}: expected ProcFailed, got {other:?}"),
+    }
+    // The victim sent the stamp just before SIGKILL; the stamp is an upper bound on
+    // the kill time only up to the send of the remaining messages (microseconds).
+    let us = (realtime_ns() - sent_at) / 1000;
+    println!("DETECTED in {us} us");
+}
+
+fn hang(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    if me == victim {
+        // Compute without progressing for far longer than the detector's timeout.
+        let until = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        match comm.agree(1) {
+            Err(CommError::Excluded) => println!("EXCLUDED"),
+            other => panic!("hung rank: expected Excluded, got {other:?}"),
+        }
+        return;
+    }
+    let start = Instant::now();
+    loop {
+        match comm.agree(1) {
+            Ok(_) => world.progress_for(Duration::from_millis(1)),
+            Err(CommError::ProcFailed { ranks }) => {
+                assert_eq!(ranks, vec![victim]);
+                break;
+            }
+            Err(e) => panic!("rank {me}: {e}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "never suspected");
+    }
+    println!("SUSPECTED after {} ms", start.elapsed().as_millis());
+    let small = comm.shrink().unwrap();
+    assert_eq!(small.agree(1), Ok(1));
+    println!("SHRUNK {}", small.size());
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let world = World::init().unwrap_or_else(|e| {
+        eprintln!("init: {e}");
+        std::process::exit(3)
+    });
+    let comm = world.comm();
+    let arg = |i: usize| -> u64 { args[i].parse().expect("numeric argument") };
+    match args.get(1).map(String::as_str) {
+        Some("p2p") => p2p(&world, &comm),
+        Some("agree-loop") => agree_loop(&comm, arg(2) as u32, arg(3) as u32, arg(4)),
+        Some("revoke") => revoke(&world, &comm),
+        Some("shrink") => shrink(&world, &comm, arg(2) as u32),
+        Some("detect") => detect(&comm, arg(2) as u32),
+        Some("hang") => hang(&world, &comm, arg(2) as u32),
+        other => {
+            eprintln!("unknown scenario {other:?}");
+            std::process::exit(2)
+        }
+    }
+    drop(comm);
+    let t = Instant::now();
+    world.finalize();
+    println!("FINALIZED in {} us", t.elapsed().as_micros());
+}
