@@ -143,6 +143,12 @@ impl World {
         let eager = params.number("shm_eager_max")? as usize;
         let heartbeat_only = params.choice("detectors", &["all", "heartbeat"])? == "heartbeat";
 
+        // A provider named explicitly must exist, even if no peer needs the fabric.
+        if params.raw("provider").1 != &crate::params::Source::Default {
+            let available = steadfast_fabric::available_providers()?;
+            steadfast_fabric::resolve_provider(params.text("provider"), &available)?;
+        }
+
         // Node map.
         let node = node_identity(&params);
         boot.put("node", node.as_bytes())?;
@@ -305,9 +311,13 @@ impl World {
         }
     }
 
-    /// Tears the world down. Never waits on a dead rank: a peer that is gone is simply
-    /// not waited for.
+    /// Tears the world down, collectively: an agreement on the world communicator
+    /// first, so that no rank leaves while another still works with it (a rank that
+    /// has left looks failed to the others). The agreement never waits on a dead rank
+    /// (nor on a rank this one was excluded by); dropping the world without finalize
+    /// skips it.
     pub fn finalize(self) {
+        let _ = self.comm().agree_full(1);
         drop(self);
     }
 }

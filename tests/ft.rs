@@ -1,0 +1,282 @@
+//! The runtime under steadfast-run with real rank processes (`ft-test-rank`): point to
+//! point over shm and over the fabric, and the ULFM operations with ranks really
+//! SIGKILLed: agreement loops, revoke, shrink, detection by every path and by
+//! heartbeats alone, exclusion of a hung rank.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Job {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+}
+
+impl Job {
+    fn lines(&self, prefix: &str) -> Vec<(u32, String)> {
+        self.stdout
+            .lines()
+            .filter_map(|l| {
+                let (r, rest) = l.strip_prefix('[')?.split_once("] ")?;
+                rest.starts_with(prefix)
+                    .then(|| (r.parse().ok(), rest.to_string()))
+                    .and_then(|(r, s)| Some((r?, s)))
+            })
+            .collect()
+    }
+
+    fn context(&self) -> String {
+        format!("stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs `ft-test-rank ARGS` on `n` ranks with `env`; the launcher is killed (and its
+/// ranks with it) if the job outlives `limit`.
+fn run(n: u32, env: &[(&str, &str)], args: &[&str], limit: Duration) -> Job {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args([
+        "-n",
+        &n.to_string(),
+        "--tag-output",
+        env!("CARGO_BIN_EXE_ft-test-rank"),
+    ])
+    .args(args)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start steadfast-run");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > limit {
+            // SIGINT: the launcher relays it to every rank, then exits.
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            std::thread::sleep(Duration::from_secs(2));
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let job = Job {
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+        code: status.and_then(|s| s.code()),
+    };
+    assert!(
+        status.is_some(),
+        "job ft-test-rank {args:?} on {n} ranks hung past {limit:?}\n{}",
+        job.context()
+    );
+    job
+}
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn counter(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+}
+
+#[test]
+fn point_to_point_within_a_node_goes_through_shm() {
+    let job = run(4, &[], &["p2p"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let ok = job.lines("P2P OK");
+    assert_eq!(ok.len(), 4, "{}", job.context());
+    for (_, l) in ok {
+        assert!(
+            counter(&l, "shm_sent") > 0 && counter(&l, "fabric_sent") == 0,
+            "{l}"
+        );
+    }
+}
+
+#[test]
+fn point_to_point_over_the_fabric_when_forced() {
+    let job = run(3, &[("STEADFAST_ROUTE", "fabric")], &["p2p"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let ok = job.lines("P2P OK");
+    assert_eq!(ok.len(), 3, "{}", job.context());
+    for (_, l) in ok {
+        assert!(
+            counter(&l, "fabric_sent") > 0 && counter(&l, "shm_sent") == 0,
+            "{l}"
+        );
+    }
+}
+
+/// The victim is SIGKILLed at a random moment of a loop of agreements: every survivor
+/// must have seen the same value, failed set and outcome in every agreement.
+fn agreement_loop_with_a_kill(n: u32, env: &[(&str, &str)], seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        let victim = (seed % n as u64) as u32;
+        let job = run(
+            n,
+            env,
+            &["agree-loop", "3000", &victim.to_string(), &seed.to_string()],
+            LIMIT,
+        );
+        let ctx = job.context();
+        assert_eq!(job.code, Some(1), "seed {seed}: {ctx}");
+        assert!(
+            job.stderr
+                .contains(&format!("rank {victim}: killed by signal 9")),
+            "seed {seed}: {ctx}"
+        );
+        let digests = job.lines("DIGEST");
+        assert_eq!(digests.len(), n as usize - 1, "seed {seed}: {ctx}");
+        assert!(
+            digests.iter().all(|(r, _)| *r != victim),
+            "seed {seed}: {ctx}"
+        );
+        assert!(
+            digests.iter().all(|(_, d)| *d == digests[0].1),
+            "seed {seed}: survivors disagree: {ctx}"
+        );
+        for (_, f) in job.lines("FAILED") {
+            assert_eq!(f, format!("FAILED [{victim}]"), "seed {seed}: {ctx}");
+        }
+        assert_eq!(
+            job.lines("FINALIZED").len(),
+            n as usize - 1,
+            "seed {seed}: {ctx}"
+        );
+    }
+}
+
+#[test]
+fn agreements_stay_uniform_when_a_rank_is_killed_at_random_points_shm() {
+    agreement_loop_with_a_kill(4, &[], 0..8);
+}
+
+#[test]
+fn agreements_stay_uniform_when_a_rank_is_killed_at_random_points_fabric() {
+    agreement_loop_with_a_kill(3, &[("STEADFAST_ROUTE", "fabric")], 100..103);
+}
+
+fn revoke_interrupts(n: u32, env: &[(&str, &str)]) {
+    let job = run(n, env, &["revoke"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(job.lines("REVOKED").len(), n as usize, "{}", job.context());
+}
+
+#[test]
+fn revoke_interrupts_a_blocked_receive_on_every_rank_shm() {
+    revoke_interrupts(4, &[]);
+}
+
+#[test]
+fn revoke_interrupts_a_blocked_receive_on_every_rank_fabric() {
+    revoke_interrupts(3, &[("STEADFAST_ROUTE", "fabric")]);
+}
+
+#[test]
+fn shrink_then_compute_on_the_survivors() {
+    // Rank 0 is the agreement tree's root: its death exercises the root's replacement.
+    for victim in ["2", "0"] {
+        let job = run(4, &[], &["shrink", victim], LIMIT);
+        let ctx = job.context();
+        assert_eq!(job.code, Some(1), "{ctx}");
+        assert_eq!(job.lines("SHRUNK 3 RING OK").len(), 3, "{ctx}");
+        assert_eq!(job.lines("FINALIZED").len(), 3, "{ctx}");
+    }
+}
+
+#[test]
+fn a_killed_rank_is_detected_without_heartbeats() {
+    // Heartbeat timeout far beyond the test's limit: only the launcher's report, the
+    // pidfd or the transport can tell the survivors.
+    let env = [("STEADFAST_DETECT_TIMEOUT_MS", "600000")];
+    let job = run(3, &env, &["detect", "1"], LIMIT);
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    assert_eq!(job.lines("DETECTED").len(), 2, "{}", job.context());
+}
+
+#[test]
+fn a_killed_rank_is_detected_by_heartbeats_alone() {
+    let env = [
+        ("STEADFAST_DETECTORS", "heartbeat"),
+        ("STEADFAST_DETECT_TIMEOUT_MS", "300"),
+        ("STEADFAST_HEARTBEAT_MS", "20"),
+    ];
+    let job = run(3, &env, &["detect", "1"], LIMIT);
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    let detected = job.lines("DETECTED");
+    assert_eq!(detected.len(), 2, "{}", job.context());
+    for (_, l) in detected {
+        // Heartbeats alone cannot know before the timeout, counted from the last
+        // heartbeat heard (at most one 20 ms period before the kill): an earlier
+        // verdict would mean another path reported it (those take ~1 ms here).
+        let us: u64 = l.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(
+            us >= 250_000,
+            "detected after {us} us, before the timeout: {l}"
+        );
+    }
+}
+
+#[test]
+fn a_hung_rank_is_suspected_excluded_and_shrunk_away() {
+    let env = [
+        ("STEADFAST_DETECT_TIMEOUT_MS", "300"),
+        ("STEADFAST_HEARTBEAT_MS", "20"),
+    ];
+    let job = run(4, &env, &["hang", "2"], LIMIT);
+    let ctx = job.context();
+    assert_eq!(job.code, Some(0), "{ctx}");
+    assert_eq!(job.lines("SUSPECTED").len(), 3, "{ctx}");
+    assert_eq!(job.lines("SHRUNK 3").len(), 3, "{ctx}");
+    assert_eq!(
+        job.lines("EXCLUDED"),
+        vec![(2, "EXCLUDED".to_string())],
+        "{ctx}"
+    );
+}
+
+#[test]
+fn a_bad_parameter_is_an_error_naming_it() {
+    let job = run(2, &[("STEADFAST_ROUTE", "pigeon")], &["p2p"], LIMIT);
+    assert_ne!(job.code, Some(0));
+    assert!(
+        job.stderr.contains("route") && job.stderr.contains("pigeon"),
+        "{}",
+        job.context()
+    );
+    // Checked even when every rank is on one node and the fabric is not opened.
+    let job = run(2, &[("STEADFAST_PROVIDER", "warp")], &["p2p"], LIMIT);
+    assert_ne!(job.code, Some(0));
+    assert!(
+        job.stderr.contains("warp") && job.stderr.contains("shm"),
+        "the error lists the available providers: {}",
+        job.context()
+    );
+}
