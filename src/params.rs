@@ -56,6 +56,11 @@ pub const PARAMS: &[ParamSpec] = &[
         doc: "all: pidfd, launcher reports, transport errors and heartbeats; heartbeat: heartbeats alone (to measure them)",
     },
     ParamSpec {
+        name: "yield_when_idle",
+        default: "auto",
+        doc: "1: a waiting rank yields its core at every poll; 0: spins first; auto: 1 when this node runs more ranks than it has cores",
+    },
+    ParamSpec {
         name: "shm_eager_max",
         default: "2048",
         doc: "largest message copied through the shared-memory ring (larger: single copy)",
@@ -71,6 +76,8 @@ pub enum Source {
     Env(String),
     /// A params file.
     File(PathBuf),
+    /// Set by the program itself ([`Params::set`]).
+    Program,
 }
 
 impl std::fmt::Display for Source {
@@ -79,6 +86,7 @@ impl std::fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::Env(v) => write!(f, "environment {v}"),
             Source::File(p) => write!(f, "file {}", p.display()),
+            Source::Program => f.write_str("set by the program"),
         }
     }
 }
@@ -199,6 +207,19 @@ impl Params {
             }
         }
         Ok(Params { values })
+    }
+
+    /// Sets parameter `name` from the program (overrides every other source).
+    ///
+    /// # Panics
+    /// If `name` is not in [`PARAMS`] (a programming error).
+    pub fn set(&mut self, name: &str, value: &str) {
+        let spec = PARAMS
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("unknown parameter {name}"));
+        self.values
+            .insert(spec.name, (value.to_string(), Source::Program));
     }
 
     /// The text of parameter `name` and its source.

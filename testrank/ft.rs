@@ -142,7 +142,10 @@ fn agree_loop(comm: &Comm, iterations: u32, victim: u32, seed: u64) {
         let until = Instant::now() + Duration::from_micros(2);
         while Instant::now() < until {}
     }
-    println!("DIGEST {digest:016x}");
+    println!(
+        "DIGEST {digest:016x} ({:.2} us per iteration)",
+        start.elapsed().as_secs_f64() * 1e6 / iterations as f64
+    );
     println!("FAILED {:?}", comm.failed_ranks());
     if let Some((i, t)) = first_failure {
         println!("FIRST PROCFAILED at iteration {i} after {t:?}");

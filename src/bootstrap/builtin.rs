@@ -153,9 +153,16 @@ impl Bootstrap for Builtin {
     }
 
     fn failures(&mut self, wait: Duration) -> Result<Vec<FailureEvent>, BootstrapError> {
-        if self.events.is_empty() && !wait.is_zero() && readable(&self.stream, wait) {
-            // A whole frame is read once its first byte is there (frames are written in
-            // one piece), so a wait never leaves the stream mid-frame.
+        // Wait (up to `wait`) only when nothing is queued; then take every frame that
+        // is there. A whole frame is read once its first byte is there (frames are
+        // written in one piece), so this never leaves the stream mid-frame.
+        let mut first_wait = if self.events.is_empty() {
+            wait
+        } else {
+            Duration::ZERO
+        };
+        while readable(&self.stream, first_wait) {
+            first_wait = Duration::ZERO;
             match Frame::read_from(&mut self.stream)? {
                 Frame::Failed { rank, how } => self.events.push(FailureEvent { rank, how }),
                 other => return Err(BootstrapError::Refused(format!("unsolicited {other:?}"))),

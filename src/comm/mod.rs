@@ -104,16 +104,24 @@ impl std::fmt::Debug for Comm {
 
 /// Bounded spinning, then yielding the core (a wake-up costs ~85 µs here, so waits
 /// poll).
-pub(crate) struct Spin(u32);
+/// When the node runs more ranks than cores, waits yield at once: the peer a rank
+/// waits for may need its core.
+pub(crate) struct Spin {
+    polls: u32,
+    limit: u32,
+}
 
 impl Spin {
-    pub(crate) fn new() -> Self {
-        Spin(0)
+    pub(crate) fn new(e: &Engine) -> Self {
+        Spin {
+            polls: 0,
+            limit: if e.yield_when_idle { 0 } else { 2000 },
+        }
     }
 
     pub(crate) fn pause(&mut self) {
-        self.0 = self.0.saturating_add(1);
-        if self.0 > 2000 {
+        self.polls = self.polls.saturating_add(1);
+        if self.polls > self.limit {
             std::thread::yield_now();
         }
     }
@@ -222,7 +230,7 @@ impl Comm {
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
         let mut e = self.engine.borrow_mut();
         let seq = e.start_agreement(self.id, flag);
-        let mut spin = Spin::new();
+        let mut spin = Spin::new(&e);
         loop {
             let c = e.comms.get_mut(&self.id).expect("live comm");
             if let Some(d) = c.decisions.remove(&seq) {

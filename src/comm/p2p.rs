@@ -107,7 +107,7 @@ impl Comm {
             return Err(err);
         }
         let (wire_tag, _) = user_match(ctx, Some(tag));
-        let mut spin = Spin::new();
+        let mut spin = Spin::new(e);
         match e.routes[w as usize] {
             Route::Local => {
                 e.self_queue.push_back(SelfMessage {
@@ -257,7 +257,7 @@ impl Comm {
         let self_allowed = src_world.is_none_or(|w| w == e.rank);
         let (wire_tag, ignore) = user_match(ctx, tag);
         let mut fab_req: Option<Request> = None;
-        let mut spin = Spin::new();
+        let mut spin = Spin::new(e);
         let result = loop {
             if self_allowed {
                 let hit = e

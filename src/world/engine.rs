@@ -135,6 +135,8 @@ pub(crate) struct Engine {
     /// Only the heartbeat detector reports failures (pids, the launcher and the
     /// transports are not consulted).
     heartbeat_only: bool,
+    /// Waits yield the core at every poll (more ranks than cores on this node).
+    pub yield_when_idle: bool,
     started: Instant,
     polls: u32,
     next_slow_ns: u64,
@@ -158,6 +160,7 @@ pub(crate) struct EngineParts {
     pub boot: Box<dyn Bootstrap>,
     pub detector: steadfast_agreement::detector::DetectorConfig,
     pub heartbeat_only: bool,
+    pub yield_when_idle: bool,
 }
 
 impl Engine {
@@ -184,6 +187,7 @@ impl Engine {
             early_count: 0,
             excluded: false,
             heartbeat_only: parts.heartbeat_only,
+            yield_when_idle: parts.yield_when_idle,
             started: Instant::now(),
             polls: 0,
             next_slow_ns: 0,

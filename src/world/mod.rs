@@ -76,6 +76,11 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Cores this process may run on.
+fn cores_available() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// A job id drawn by rank 0: random enough that two jobs on one node never share
 /// segment names.
 fn fresh_job_id() -> u64 {
@@ -142,6 +147,9 @@ impl World {
         }
         let eager = params.number("shm_eager_max")? as usize;
         let heartbeat_only = params.choice("detectors", &["all", "heartbeat"])? == "heartbeat";
+        let yield_mode = params
+            .choice("yield_when_idle", &["auto", "0", "1"])?
+            .to_string();
 
         // A provider named explicitly must exist, even if no peer needs the fabric.
         if params.raw("provider").1 != &crate::params::Source::Default {
@@ -152,6 +160,10 @@ impl World {
         // Node map.
         let node = node_identity(&params);
         boot.put("node", node.as_bytes())?;
+        // The kernel we run on, whatever node id was set: counts the ranks sharing
+        // these cores.
+        let host = steadfast_fabric::liveness::host_identity().to_le_bytes();
+        boot.put("host", &host)?;
         if rank == 0 {
             boot.put("job", &fresh_job_id().to_le_bytes())?;
         }
@@ -228,6 +240,19 @@ impl World {
             shm = Some(ep);
         }
 
+        let yield_when_idle = match yield_mode.as_str() {
+            "1" => true,
+            "0" => false,
+            _ => {
+                let mut sharing = 0;
+                for r in 0..size {
+                    if r == rank || boot.get(r, "host")? == host {
+                        sharing += 1;
+                    }
+                }
+                sharing > cores_available()
+            }
+        };
         let detector = DetectorConfig::new(heartbeat * 1_000_000, timeout * 1_000_000);
         let mut engine = Engine::new(EngineParts {
             rank,
@@ -239,6 +264,7 @@ impl World {
             boot,
             detector,
             heartbeat_only,
+            yield_when_idle,
         })?;
         // Every rank's transports are up before anyone sends.
         engine.boot.fence()?;
