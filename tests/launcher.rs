@@ -62,6 +62,7 @@ fn outside_the_launcher_the_error_says_what_was_looked_for() {
         .env_remove("PMI_FD")
         .env_remove("PMI_PORT")
         .env_remove("PMIX_RANK")
+        .env_remove("PMIX_NAMESPACE")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));

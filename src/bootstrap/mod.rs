@@ -1,11 +1,12 @@
 //! How a rank learns who it is and exchanges endpoint addresses with the others.
 //!
-//! [`from_env`] picks the bootstrap that launched this process. Today: the built-in
-//! launcher `steadfast-run` ([`builtin`]). PMI-1 (Hydra, `srun --mpi=pmi2`) and PMIx
-//! (`mpirun`, `srun --mpi=pmix`) come next; their variables are already recognised so
-//! the error says what was found.
+//! [`from_env`] picks the bootstrap that launched this process: the built-in launcher
+//! `steadfast-run` ([`builtin`]), PMI-1 ([`pmi1`]: Hydra, `srun --mpi=pmi2`) or PMIx
+//! ([`pmix`]: Open MPI's `mpirun`, `srun --mpi=pmix`).
 
 pub mod builtin;
+pub mod pmi1;
+pub mod pmix;
 pub mod wire;
 
 use std::time::Duration;
@@ -21,9 +22,6 @@ pub enum BootstrapError {
         /// The variables checked.
         looked_for: &'static str,
     },
-    /// A launcher was found that this build does not speak yet.
-    #[error("launched by {0}, which is not supported yet (use steadfast-run)")]
-    Unsupported(&'static str),
     /// A variable is present but unusable.
     #[error("bad value of {name}: {why}")]
     BadEnv {
@@ -87,22 +85,21 @@ pub trait Bootstrap: Send {
 
 /// Variables checked, in order, by [`from_env`].
 pub const LOOKED_FOR: &str =
-    "STEADFAST_RUN_ADDR (steadfast-run), PMI_FD / PMI_PORT (PMI-1: mpiexec.hydra, srun --mpi=pmi2), PMIX_RANK (PMIx: mpirun, srun --mpi=pmix)";
+    "STEADFAST_RUN_ADDR (steadfast-run), PMI_FD / PMI_PORT (PMI-1: mpiexec.hydra, srun --mpi=pmi2), PMIX_RANK / PMIX_NAMESPACE (PMIx: mpirun, srun --mpi=pmix)";
 
 /// The bootstrap of the launcher that started this process.
 ///
 /// # Errors
-/// [`BootstrapError::NotLaunched`] naming what was looked for; `Unsupported` for PMI
-/// launchers not spoken yet; connection errors.
+/// [`BootstrapError::NotLaunched`] naming what was looked for; connection errors.
 pub fn from_env() -> Result<Box<dyn Bootstrap>, BootstrapError> {
     if std::env::var_os("STEADFAST_RUN_ADDR").is_some() {
         return Ok(Box::new(builtin::Builtin::from_env()?));
     }
     if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() {
-        return Err(BootstrapError::Unsupported("a PMI-1 launcher"));
+        return Ok(Box::new(pmi1::Pmi1::from_env()?));
     }
-    if std::env::var_os("PMIX_RANK").is_some() {
-        return Err(BootstrapError::Unsupported("a PMIx launcher"));
+    if std::env::var_os("PMIX_RANK").is_some() || std::env::var_os("PMIX_NAMESPACE").is_some() {
+        return Ok(Box::new(pmix::Pmix::from_env()?));
     }
     Err(BootstrapError::NotLaunched {
         looked_for: LOOKED_FOR,
