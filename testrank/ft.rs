@@ -286,6 +286,74 @@ fn hang(world: &World, comm: &Comm, victim: u32) {
     println!("SHRUNK {}", small.size());
 }
 
+/// Two "hosts" (network namespaces): every rank sends to every other, prints its
+/// route counters; then rank 0 runs `STEADFAST_TEST_CUT` (cutting the link) and each
+/// rank waits for the detector to suspect the far side.
+fn netsplit(world: &World, comm: &Comm) {
+    let (me, n) = (comm.rank(), comm.size());
+    for step in 1..n {
+        let to = (me + step) % n;
+        let from = (me + n - step) % n;
+        let mut b = [0u8; 4];
+        if me < to {
+            comm.send(to, 1, &me.to_le_bytes()).unwrap();
+            comm.recv(Some(from), Some(1), &mut b).unwrap();
+        } else {
+            comm.recv(Some(from), Some(1), &mut b).unwrap();
+            comm.send(to, 1, &me.to_le_bytes()).unwrap();
+        }
+        assert_eq!(u32::from_le_bytes(b), from);
+    }
+    let s = world.stats();
+    let routes: Vec<String> = (0..n)
+        .map(|r| format!("{:?}", world.route(r).unwrap()))
+        .collect();
+    println!(
+        "COUNTERS shm_sent={} fabric_sent={} routes={}",
+        s.shm_sent,
+        s.fabric_sent,
+        routes.join(",")
+    );
+    comm.agree(1).unwrap();
+    if me == 0 {
+        let cut = std::env::var("STEADFAST_TEST_CUT").expect("STEADFAST_TEST_CUT");
+        let st = std::process::Command::new("sh")
+            .args(["-c", &cut])
+            .status()
+            .unwrap();
+        assert!(st.success(), "cut command failed");
+    }
+    let my_side: Vec<u32> = (0..n)
+        .filter(|&r| world.route(r) != Some(steadfast::world::Route::Fabric))
+        .collect();
+    let far: Vec<u32> = (0..n).filter(|r| !my_side.contains(r)).collect();
+    let start = Instant::now();
+    loop {
+        let failed: Vec<u32> = world.failures().iter().map(|f| f.rank).collect();
+        if far.iter().all(|r| failed.contains(r)) {
+            let mut how: Vec<String> = world
+                .failures()
+                .iter()
+                .map(|f| format!("{}:{}", f.rank, f.how))
+                .collect();
+            how.sort();
+            println!(
+                "SPLIT far side {far:?} failed after {} ms ({})",
+                start.elapsed().as_millis(),
+                how.join("; ")
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "far side never suspected"
+        );
+        world.progress_for(Duration::from_millis(5));
+    }
+    // The near side still agrees.
+    assert_eq!(comm.agree_full(1).unwrap().value, 1);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let world = World::init().unwrap_or_else(|e| {
@@ -301,6 +369,7 @@ fn main() {
         Some("shrink") => shrink(&world, &comm, arg(2) as u32),
         Some("detect") => detect(&comm, arg(2) as u32),
         Some("hang") => hang(&world, &comm, arg(2) as u32),
+        Some("netsplit") => netsplit(&world, &comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

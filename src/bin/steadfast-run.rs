@@ -1,7 +1,8 @@
-//! `steadfast-run -n N [--no-kill|--kill-on-bad-exit] [--tag-output] prog args...`
+//! `steadfast-run -n N [--no-kill|--kill-on-bad-exit] [--tag-output] [--listen ADDR] prog args...`
 //!
 //! Starts N ranks of `prog` on this machine and serves their bootstrap (a key-value
-//! service on loopback that only accepts the job's secret). With `--no-kill` (the
+//! service that only accepts the job's secret, on loopback unless `--listen` names
+//! another local address, e.g. for ranks placed in other network namespaces). With `--no-kill` (the
 //! default) a rank that dies does not take the job down: the survivors are told at
 //! once, and the summary names who died and how. Ctrl-C and SIGTERM reach every rank;
 //! every rank dies with the launcher (PR_SET_PDEATHSIG), so no orphan is left.
@@ -17,13 +18,14 @@ use steadfast::launcher::Service;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: steadfast-run -n N [--no-kill|--kill-on-bad-exit] [--tag-output] prog [args...]"
+        "usage: steadfast-run -n N [--no-kill|--kill-on-bad-exit] [--tag-output] [--listen ADDR] prog [args...]"
     );
     std::process::exit(2)
 }
 
 struct Options {
     n: u32,
+    listen: String,
     kill_on_bad_exit: bool,
     tag_output: bool,
     prog: Vec<String>,
@@ -33,6 +35,7 @@ fn parse() -> Options {
     let mut args = std::env::args().skip(1);
     let mut o = Options {
         n: 0,
+        listen: "127.0.0.1".into(),
         kill_on_bad_exit: false,
         tag_output: false,
         prog: Vec::new(),
@@ -46,6 +49,7 @@ fn parse() -> Options {
                     .filter(|&n| n > 0)
                     .unwrap_or_else(|| usage())
             }
+            "--listen" => o.listen = args.next().unwrap_or_else(|| usage()),
             "--no-kill" => o.kill_on_bad_exit = false,
             "--kill-on-bad-exit" => o.kill_on_bad_exit = true,
             "--tag-output" => o.tag_output = true,
@@ -91,8 +95,8 @@ extern "C" fn on_signal(sig: i32) {
 
 fn main() {
     let o = parse();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| {
-        eprintln!("steadfast-run: cannot listen on loopback: {e}");
+    let listener = TcpListener::bind((o.listen.as_str(), 0)).unwrap_or_else(|e| {
+        eprintln!("steadfast-run: cannot listen on {}: {e}", o.listen);
         std::process::exit(1)
     });
     let addr = listener.local_addr().expect("bound address").to_string();
