@@ -354,6 +354,52 @@ fn netsplit(world: &World, comm: &Comm) {
     assert_eq!(comm.agree_full(1).unwrap().value, 1);
 }
 
+/// Uniform inter-communicator creation between the even and the odd world ranks, with
+/// `victim` SIGKILLed at `stage` (none, before, between, exchange, after).
+fn intercomm(world: &World, comm: &Comm, stage: &str, victim: u32) {
+    use steadfast::comm::Stage;
+    let me = comm.rank();
+    let side = me % 2;
+    let local = comm.split(side, me).unwrap();
+    let remote_leader = 1 - side; // world ranks 0 and 1 lead
+    let die_at = match stage {
+        "none" => None,
+        "before" => Some(Stage::Start),
+        "between" => Some(Stage::FirstLocalAgreement),
+        "exchange" => Some(Stage::LeaderFlagSent),
+        "after" => Some(Stage::Done),
+        other => panic!("unknown stage {other}"),
+    };
+    let mut observe = |s: Stage| {
+        if me == victim && Some(s) == die_at {
+            die_now();
+        }
+    };
+    match local.intercomm_create_observed(0, comm, remote_leader, 42, &mut observe) {
+        Ok(inter) => {
+            // Each side contributes its own bit; each reads the other side's.
+            let got = loop {
+                match inter.agree(1 << side) {
+                    Ok(v) => break v,
+                    Err(CommError::ProcFailed { .. }) => {
+                        inter.ack_failed();
+                    }
+                    Err(e) => panic!("rank {me}: {e}"),
+                }
+            };
+            assert_eq!(got, 1 << (1 - side), "rank {me}: remote flags");
+            println!(
+                "INTERCOMM ok local={} remote={}",
+                inter.local_size(),
+                inter.remote_size()
+            );
+        }
+        Err(CommError::ProcFailed { .. }) => println!("INTERCOMM failed"),
+        Err(e) => panic!("rank {me}: {e}"),
+    }
+    let _ = world;
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let world = World::init().unwrap_or_else(|e| {
@@ -370,6 +416,7 @@ fn main() {
         Some("detect") => detect(&comm, arg(2) as u32),
         Some("hang") => hang(&world, &comm, arg(2) as u32),
         Some("netsplit") => netsplit(&world, &comm),
+        Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

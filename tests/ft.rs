@@ -282,3 +282,35 @@ fn a_bad_parameter_is_an_error_naming_it() {
         job.context()
     );
 }
+
+#[test]
+fn uniform_intercomm_creation_with_a_failure_at_each_step() {
+    // (stage, victim, expected): victims are a leader (0 or 1) and a non-leader (3).
+    let cases = [
+        ("none", 0, "ok"),
+        ("before", 0, "failed"),
+        ("before", 3, "failed"),
+        ("between", 0, "failed"),
+        ("between", 3, "failed"),
+        ("exchange", 0, "failed"),
+        ("exchange", 1, "failed"),
+        ("after", 1, "ok"),
+        ("after", 3, "ok"),
+    ];
+    for (stage, victim, expected) in cases {
+        let job = run(4, &[], &["intercomm", stage, &victim.to_string()], LIMIT);
+        let ctx = format!("stage {stage}, victim {victim}: {}", job.context());
+        let lines = job.lines("INTERCOMM");
+        let survivors = if stage == "none" { 4 } else { 3 };
+        assert_eq!(lines.len(), survivors, "{ctx}");
+        for (r, l) in &lines {
+            assert!(
+                l.starts_with(&format!("INTERCOMM {expected}")),
+                "rank {r}: {ctx}"
+            );
+            if stage != "none" {
+                assert_ne!(*r, victim, "{ctx}");
+            }
+        }
+    }
+}

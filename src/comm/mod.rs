@@ -9,7 +9,10 @@
 //! - [`Comm::agree`]: the ERA agreement, over control messages that revocation does not
 //!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`].
 
+mod inter;
 mod p2p;
+
+pub use inter::{InterComm, Stage};
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -277,7 +280,7 @@ impl Comm {
                 break a.failed;
             }
         };
-        self.derive_comm(3, |group| {
+        self.derive_comm(3, 0, |group| {
             group
                 .iter()
                 .enumerate()
@@ -295,19 +298,64 @@ impl Comm {
         if self.is_revoked() {
             return Err(CommError::Revoked);
         }
-        self.derive_comm(1, |group| group.to_vec())
+        self.derive_comm(1, 0, |group| group.to_vec())
+    }
+
+    /// Splits the communicator (`MPI_Comm_split`): ranks with equal `color` form a
+    /// communicator, ordered by `key` then by rank here. Collective; every rank learns
+    /// every other's (color, key) by point-to-point exchange, so a failed member makes
+    /// it return `ProcFailed` (acknowledged failed ranks are left out).
+    ///
+    /// # Errors
+    /// `ProcFailed`, `Revoked`, `Excluded`.
+    pub fn split(&self, color: u32, key: u32) -> Result<Comm, CommError> {
+        const TAG: u32 = super::world::tags::MAX_TAG - 1;
+        let (me, n) = (self.rank(), self.size());
+        let acked = self.get_failed();
+        let live: Vec<u32> = (0..n).filter(|r| !acked.contains(r)).collect();
+        let mut table = vec![None; n as usize];
+        table[me as usize] = Some((color, key));
+        let mine = [color.to_le_bytes(), key.to_le_bytes()].concat();
+        // Lower ranks send first to higher ones, so no pair waits on each other.
+        for &r in &live {
+            if r == me {
+                continue;
+            }
+            let mut b = [0u8; 8];
+            if me < r {
+                self.send(r, TAG, &mine)?;
+                self.recv(Some(r), Some(TAG), &mut b)?;
+            } else {
+                self.recv(Some(r), Some(TAG), &mut b)?;
+                self.send(r, TAG, &mine)?;
+            }
+            let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+            let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
+            table[r as usize] = Some((c, k));
+        }
+        let mut members: Vec<(u32, u32)> = table
+            .iter()
+            .enumerate()
+            .filter_map(|(r, ck)| ck.filter(|(c, _)| *c == color).map(|(_, k)| (k, r as u32)))
+            .collect();
+        members.sort_unstable();
+        let ranks: Vec<u32> = members.into_iter().map(|(_, r)| r).collect();
+        self.derive_comm(5, u64::from(color) << 32, move |group| {
+            ranks.iter().map(|&r| group[r as usize]).collect()
+        })
     }
 
     fn derive_comm(
         &self,
         kind: u8,
+        salt: u64,
         group_of: impl FnOnce(&[u32]) -> Vec<u32>,
     ) -> Result<Comm, CommError> {
         let mut e = self.engine.borrow_mut();
         let c = e.comms.get_mut(&self.id).expect("live comm");
         let child = c.children;
         c.children += 1;
-        let id = derive(c.key, kind, child);
+        let id = derive(c.key, kind, child ^ salt);
         let group = group_of(&c.group);
         let key = CommKey {
             comm: id,
