@@ -16,6 +16,19 @@ pub struct ParamSpec {
     pub default: &'static str,
     /// One line of documentation.
     pub doc: &'static str,
+    /// What values it takes.
+    pub kind: Kind,
+}
+
+/// The values a parameter takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Any text.
+    Text,
+    /// An unsigned integer.
+    Number,
+    /// One of these words.
+    Choice(&'static [&'static str]),
 }
 
 /// Every parameter the runtime reads.
@@ -24,46 +37,55 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "provider",
         default: "tcp",
         doc: "libfabric provider between nodes (tcp resolves to the fastest TCP path)",
+        kind: Kind::Text,
     },
     ParamSpec {
         name: "domain",
         default: "",
         doc: "libfabric domain (interface) between nodes; empty: lo for socket providers on one host, else the provider's first",
+        kind: Kind::Text,
     },
     ParamSpec {
         name: "route",
         default: "auto",
         doc: "auto: shm within a node, fabric between nodes; fabric: fabric for every peer",
+        kind: Kind::Choice(&["auto", "fabric"]),
     },
     ParamSpec {
         name: "node_id",
         default: "",
         doc: "this process's node identity (default: hostname + boot id); ranks with equal ids share memory",
+        kind: Kind::Text,
     },
     ParamSpec {
         name: "heartbeat_ms",
         default: "50",
         doc: "failure detector: heartbeat period in milliseconds",
+        kind: Kind::Number,
     },
     ParamSpec {
         name: "detect_timeout_ms",
         default: "2000",
         doc: "failure detector: silence after which the watched rank is suspected (ms)",
+        kind: Kind::Number,
     },
     ParamSpec {
         name: "detectors",
         default: "all",
         doc: "all: pidfd, launcher reports, transport errors and heartbeats; heartbeat: heartbeats alone (to measure them)",
+        kind: Kind::Choice(&["all", "heartbeat"]),
     },
     ParamSpec {
         name: "yield_when_idle",
         default: "auto",
         doc: "1: a waiting rank yields its core at every poll; 0: spins first; auto: 1 when this node runs more ranks than it has cores",
+        kind: Kind::Choice(&["auto", "0", "1"]),
     },
     ParamSpec {
         name: "shm_eager_max",
         default: "2048",
         doc: "largest message copied through the shared-memory ring (larger: single copy)",
+        kind: Kind::Number,
     },
 ];
 
@@ -269,6 +291,25 @@ impl Params {
                 why: format!("expected one of {}", choices.join(", ")),
             })
         }
+    }
+
+    /// Checks every parameter's value against its kind.
+    ///
+    /// # Errors
+    /// The first [`ParamError::BadValue`], naming the parameter and its source.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        for p in PARAMS {
+            match p.kind {
+                Kind::Text => {}
+                Kind::Number => {
+                    self.number(p.name)?;
+                }
+                Kind::Choice(choices) => {
+                    self.choice(p.name, choices)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Every parameter with its value, source and doc line, in declaration order.

@@ -133,6 +133,7 @@ impl World {
     /// [`InitError`] naming what failed.
     pub fn init_with(mut boot: Box<dyn Bootstrap>, params: Params) -> Result<World, InitError> {
         let (rank, size) = (boot.rank(), boot.size());
+        params.validate()?;
         let route_mode = params.choice("route", &["auto", "fabric"])?.to_string();
         let heartbeat = params.number("heartbeat_ms")?.max(1);
         let timeout = params.number("detect_timeout_ms")?;

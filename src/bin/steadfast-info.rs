@@ -1,0 +1,104 @@
+//! `steadfast-info [--params]`: what steadfast finds on this machine: the libfabric
+//! version, the RDM providers and what `tcp` (and the configured provider) resolve to,
+//! the topology, XPMEM and single-copy availability, and every parameter with its value
+//! and where the value came from. `--params` prints only the parameters.
+
+use std::io::Write;
+use steadfast::fabric;
+use steadfast::params::Params;
+
+fn main() {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`steadfast-info | head`) ends the listing quietly.
+    if let Err(e) = run(&mut out) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("steadfast-info: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(out: &mut impl Write) -> std::io::Result<()> {
+    let only_params = match std::env::args().nth(1).as_deref() {
+        None => false,
+        Some("--params") => true,
+        Some(other) => {
+            eprintln!("usage: steadfast-info [--params] (unknown argument {other:?})");
+            std::process::exit(2);
+        }
+    };
+    let params = match Params::load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("steadfast-info: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = params.validate() {
+        eprintln!("steadfast-info: {e}");
+        std::process::exit(1);
+    }
+    if !only_params {
+        let (major, minor) = fabric::libfabric_version();
+        writeln!(out, "libfabric {major}.{minor}")?;
+        match fabric::available_providers() {
+            Ok(providers) => {
+                writeln!(out, "RDM providers: {}", providers.join(", "))?;
+                let mut asked_for = vec!["tcp"];
+                if params.text("provider") != "tcp" {
+                    asked_for.push(params.text("provider"));
+                }
+                for asked in asked_for {
+                    match fabric::resolve_provider(asked, &providers) {
+                        Ok(r) => writeln!(out, "  {r}")?,
+                        Err(e) => writeln!(out, "  {asked}: {e}")?,
+                    }
+                }
+            }
+            Err(e) => writeln!(out, "RDM providers: cannot list ({e})")?,
+        }
+        match steadfast_shm::topology::Topology::detect() {
+            Ok(t) => writeln!(
+                out,
+                "topology: {} cores, {} hardware threads, {} NUMA nodes",
+                t.cores(),
+                t.pus(),
+                t.numa_nodes()
+            )?,
+            Err(e) => writeln!(out, "topology: unavailable ({e})")?,
+        }
+        let xpmem = std::path::Path::new("/dev/xpmem").exists();
+        writeln!(
+            out,
+            "shared memory: single copy through {}",
+            if xpmem {
+                "XPMEM (/dev/xpmem)"
+            } else {
+                "process_vm_readv (no /dev/xpmem)"
+            }
+        )?;
+    }
+    writeln!(
+        out,
+        "parameters (STEADFAST_<NAME>, STEADFAST_PARAM_FILE, ~/.steadfast/params.conf):"
+    )?;
+    let listing = params.listing();
+    let width = listing
+        .iter()
+        .map(|(p, _, _)| p.name.len())
+        .max()
+        .unwrap_or(0);
+    for (spec, value, source) in listing {
+        let shown = if value.is_empty() {
+            "(empty)"
+        } else {
+            value.as_str()
+        };
+        writeln!(
+            out,
+            "  {:width$}  {shown:<10} [{source}]  {}",
+            spec.name, spec.doc
+        )?;
+    }
+    Ok(())
+}
