@@ -90,6 +90,54 @@ fn p2p(world: &World, comm: &Comm) {
     let mut b = [0u8; 4];
     let st = comm.recv(Some(me), Some(7), &mut b).unwrap();
     assert_eq!((&b, st.source), (b"self", me));
+    // Non-blocking: receives from every peer posted first, then sends to every peer,
+    // then everything tested round-robin (a wait on one alone could deadlock on large
+    // messages), with an agreement in flight meanwhile.
+    let big = 1 << 20;
+    let mut inbox: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; big]).collect();
+    let outbox: Vec<Vec<u8>> = (0..n).map(|p| pattern(big, me * 7 + p)).collect();
+    let mut agreement = comm.iagree(!0);
+    let mut recvs: Vec<_> = inbox
+        .iter_mut()
+        .enumerate()
+        .filter(|(p, _)| *p as u32 != me)
+        .map(|(p, b)| Some(comm.irecv(Some(p as u32), Some(11), b).unwrap()))
+        .collect();
+    let mut sends: Vec<_> = (0..n)
+        .filter(|&p| p != me)
+        .map(|p| Some(comm.isend(p, 11, &outbox[p as usize]).unwrap()))
+        .collect();
+    let mut agreed = None;
+    while recvs.iter().any(Option::is_some) || sends.iter().any(Option::is_some) || agreed.is_none()
+    {
+        for slot in recvs.iter_mut() {
+            if let Some(r) = slot {
+                if let Some(st) = r.test().unwrap() {
+                    assert_eq!(st.len, big);
+                    *slot = None;
+                }
+            }
+        }
+        for slot in sends.iter_mut() {
+            if let Some(s) = slot {
+                if s.test().unwrap() {
+                    *slot = None;
+                }
+            }
+        }
+        if agreed.is_none() {
+            agreed = agreement.test().unwrap();
+        }
+    }
+    assert_eq!(agreed.unwrap().value, !0);
+    drop((recvs, sends));
+    for p in (0..n).filter(|&p| p != me) {
+        assert_eq!(
+            inbox[p as usize],
+            pattern(big, p * 7 + me),
+            "non-blocking from {p}"
+        );
+    }
     // Truncation: the next rank sends 64 bytes into a 16-byte buffer.
     let next = (me + 1) % n;
     let prev = (me + n - 1) % n;

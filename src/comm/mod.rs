@@ -10,9 +10,11 @@
 //!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`].
 
 mod inter;
+mod nonblocking;
 mod p2p;
 
 pub use inter::{InterComm, Stage};
+pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 
 use std::cell::RefCell;
 use std::rc::Rc;

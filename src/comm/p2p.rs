@@ -47,10 +47,30 @@ fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
     }
 }
 
+/// Where a receive may find its message (computed once per receive).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecvPlan {
+    ctx: u64,
+    tag: Option<u32>,
+    pub(crate) src_world: Option<u32>,
+    fabric_members: bool,
+    /// `Some(Some(l))`: local rank l; `Some(None)`: any local rank; `None`: not shm.
+    shm_source: Option<Option<u32>>,
+    self_allowed: bool,
+    wire_tag: u64,
+    ignore: u64,
+    pub(crate) wildcard: bool,
+}
+
 impl Comm {
     /// Why an operation on this communicator involving world rank `peer` (or any
     /// member, for a wildcard receive, when `wildcard`) cannot go on, if it cannot.
-    fn interrupted(&self, e: &Engine, peer: Option<u32>, wildcard: bool) -> Option<CommError> {
+    pub(crate) fn interrupted(
+        &self,
+        e: &Engine,
+        peer: Option<u32>,
+        wildcard: bool,
+    ) -> Option<CommError> {
         if e.excluded {
             return Some(CommError::Excluded);
         }
@@ -77,7 +97,7 @@ impl Comm {
         None
     }
 
-    fn check_tag(tag: u32) -> Result<(), CommError> {
+    pub(crate) fn check_tag(tag: u32) -> Result<(), CommError> {
         if tag > MAX_TAG {
             return Err(CommError::InvalidArgument(format!(
                 "tag {tag} above the largest, {MAX_TAG}"
@@ -224,13 +244,35 @@ impl Comm {
         tag: Option<u32>,
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
+        let mut guard = self.engine.borrow_mut();
+        let e = &mut *guard;
+        let plan = self.plan_recv(e, source, tag)?;
+        let mut fab_req: Option<Request> = None;
+        let mut spin = Spin::new(e);
+        let result = loop {
+            if let Some(r) = self.recv_step(e, &plan, &mut fab_req, buf) {
+                break r;
+            }
+            e.progress();
+            if let Some(err) = self.interrupted(e, plan.src_world, plan.wildcard) {
+                break Err(err);
+            }
+            spin.pause();
+        };
+        self.recv_finish(e, &plan, &mut fab_req, result)
+    }
+
+    /// Where a receive may find its message.
+    pub(crate) fn plan_recv(
+        &self,
+        e: &Engine,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<RecvPlan, CommError> {
         if let Some(t) = tag {
             Self::check_tag(t)?;
         }
-        let mut guard = self.engine.borrow_mut();
-        let e = &mut *guard;
         let c = &e.comms[&self.id];
-        let ctx = c.ctx;
         let src_world = match source {
             None => None,
             Some(s) => Some(*c.group.get(s as usize).ok_or_else(|| {
@@ -254,110 +296,144 @@ impl Comm {
             },
             None => e.shm.is_some().then_some(None),
         };
-        let self_allowed = src_world.is_none_or(|w| w == e.rank);
-        let (wire_tag, ignore) = user_match(ctx, tag);
-        let mut fab_req: Option<Request> = None;
-        let mut spin = Spin::new(e);
-        let result = loop {
-            if self_allowed {
-                let hit = e
-                    .self_queue
-                    .iter()
-                    .position(|m| m.ctx == ctx && tag.is_none_or(|t| t == m.tag));
-                if let Some(i) = hit {
-                    let m = e.self_queue.remove(i).expect("index from position");
-                    let me = e.comms[&self.id].me;
-                    break if m.data.len() > buf.len() {
-                        Err(CommError::Truncated {
-                            len: Some(m.data.len()),
-                            capacity: buf.len(),
-                        })
-                    } else {
-                        buf[..m.data.len()].copy_from_slice(&m.data);
-                        Ok(Status {
-                            source: me,
-                            tag: m.tag,
-                            len: m.data.len(),
-                        })
-                    };
-                }
-            }
-            if let Some(local) = shm_source {
-                let shm = e.shm.as_mut().expect("shm source without endpoint");
-                // With a fabric receive posted too, take the shm message only after
-                // that receive is cancelled, or the message would be lost.
-                let ready = if fab_req.is_some() {
-                    match shm.probe(local, wire_tag, ignore) {
-                        Ok(found) => found.is_some(),
-                        Err(err) => break Err(shm_error(err, e, None)),
-                    }
-                } else {
-                    true
-                };
-                if ready {
-                    if let Some(req) = fab_req.take() {
-                        let fab = e.fab.as_mut().expect("posted without messenger");
-                        match fab.cancel(req) {
-                            Ok(Some(done)) => break Ok(self.status_of_fabric(e, done)),
-                            Ok(None) => {}
-                            Err(err) => break Err(fabric_error(err, e)),
-                        }
-                    }
-                    let shm = e.shm.as_mut().expect("shm source without endpoint");
-                    match shm.try_recv(local, wire_tag, ignore, buf) {
-                        Ok(Some(r)) => {
-                            let w = e.local_world[r.source as usize];
-                            let c = &e.comms[&self.id];
-                            break Ok(Status {
-                                source: c.comm_rank(w).unwrap_or(u32::MAX),
-                                tag: user_tag(r.tag),
-                                len: r.len,
-                            });
-                        }
+        let (wire_tag, ignore) = user_match(c.ctx, tag);
+        Ok(RecvPlan {
+            ctx: c.ctx,
+            tag,
+            src_world,
+            fabric_members,
+            shm_source,
+            self_allowed: src_world.is_none_or(|w| w == e.rank),
+            wire_tag,
+            ignore,
+            wildcard: source.is_none(),
+        })
+    }
+
+    /// One attempt at a receive: `Some` once it finished. A fabric receive posted into
+    /// `buf` is kept in `fab_req` between attempts.
+    pub(crate) fn recv_step(
+        &self,
+        e: &mut Engine,
+        plan: &RecvPlan,
+        fab_req: &mut Option<Request>,
+        buf: &mut [u8],
+    ) -> Option<Result<Status, CommError>> {
+        if plan.self_allowed {
+            let hit = e
+                .self_queue
+                .iter()
+                .position(|m| m.ctx == plan.ctx && plan.tag.is_none_or(|t| t == m.tag));
+            if let Some(i) = hit {
+                // A fabric receive must not take a second message for this request.
+                if let Some(req) = fab_req.take() {
+                    let fab = e.fab.as_mut().expect("posted without messenger");
+                    match fab.cancel(req) {
+                        Ok(Some(done)) => return Some(Ok(self.status_of_fabric(e, done))),
                         Ok(None) => {}
-                        Err(err) => break Err(shm_error(err, e, src_world)),
+                        Err(err) => return Some(Err(fabric_error(err, e))),
                     }
                 }
+                let m = e.self_queue.remove(i).expect("index from position");
+                let me = e.comms[&self.id].me;
+                return Some(if m.data.len() > buf.len() {
+                    Err(CommError::Truncated {
+                        len: Some(m.data.len()),
+                        capacity: buf.len(),
+                    })
+                } else {
+                    buf[..m.data.len()].copy_from_slice(&m.data);
+                    Ok(Status {
+                        source: me,
+                        tag: m.tag,
+                        len: m.data.len(),
+                    })
+                });
             }
-            if fabric_members {
-                let fab = e.fab.as_mut().expect("fabric members without messenger");
-                if fab_req.is_none() {
-                    // SAFETY: `buf` is borrowed for this whole call and the receive is
-                    // completed or cancelled (cancel waits for libfabric to release the
-                    // buffer) before we return.
-                    match unsafe { fab.irecv(src_world, wire_tag, ignore, buf) } {
-                        Ok(req) => fab_req = Some(req),
-                        Err(err) => break Err(fabric_error(err, e)),
+        }
+        if let Some(local) = plan.shm_source {
+            let shm = e.shm.as_mut().expect("shm source without endpoint");
+            // With a fabric receive posted too, take the shm message only after that
+            // receive is cancelled, or the message would be lost.
+            let ready = if fab_req.is_some() {
+                match shm.probe(local, plan.wire_tag, plan.ignore) {
+                    Ok(found) => found.is_some(),
+                    Err(err) => return Some(Err(shm_error(err, e, None))),
+                }
+            } else {
+                true
+            };
+            if ready {
+                if let Some(req) = fab_req.take() {
+                    let fab = e.fab.as_mut().expect("posted without messenger");
+                    match fab.cancel(req) {
+                        Ok(Some(done)) => return Some(Ok(self.status_of_fabric(e, done))),
+                        Ok(None) => {}
+                        Err(err) => return Some(Err(fabric_error(err, e))),
                     }
                 }
-                let fab = e.fab.as_mut().expect("fabric members without messenger");
-                match fab.test(fab_req.expect("posted above")) {
-                    Ok(Some(done)) => {
-                        fab_req = None;
-                        break Ok(self.status_of_fabric(e, done));
+                let shm = e.shm.as_mut().expect("shm source without endpoint");
+                match shm.try_recv(local, plan.wire_tag, plan.ignore, buf) {
+                    Ok(Some(r)) => {
+                        let w = e.local_world[r.source as usize];
+                        let c = &e.comms[&self.id];
+                        return Some(Ok(Status {
+                            source: c.comm_rank(w).unwrap_or(u32::MAX),
+                            tag: user_tag(r.tag),
+                            len: r.len,
+                        }));
                     }
                     Ok(None) => {}
-                    Err(err) => {
-                        fab_req = None;
-                        break Err(fabric_error(err, e));
-                    }
+                    Err(err) => return Some(Err(shm_error(err, e, plan.src_world))),
                 }
             }
-            e.progress();
-            if let Some(err) = self.interrupted(e, src_world, source.is_none()) {
-                break Err(err);
+        }
+        if plan.fabric_members {
+            let fab = e.fab.as_mut().expect("fabric members without messenger");
+            if fab_req.is_none() {
+                // SAFETY: the caller keeps `buf` borrowed until the receive completes or
+                // is cancelled (`recv_finish`, or the request's drop), and cancel waits
+                // for libfabric to release the buffer.
+                match unsafe { fab.irecv(plan.src_world, plan.wire_tag, plan.ignore, buf) } {
+                    Ok(req) => *fab_req = Some(req),
+                    Err(err) => return Some(Err(fabric_error(err, e))),
+                }
             }
-            spin.pause();
-        };
-        if let Some(req) = fab_req {
+            let fab = e.fab.as_mut().expect("fabric members without messenger");
+            match fab.test(fab_req.expect("posted above")) {
+                Ok(Some(done)) => {
+                    *fab_req = None;
+                    return Some(Ok(self.status_of_fabric(e, done)));
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    *fab_req = None;
+                    return Some(Err(fabric_error(err, e)));
+                }
+            }
+        }
+        None
+    }
+
+    /// Ends a receive: a fabric receive still posted is cancelled (its message, if it
+    /// landed meanwhile, is delivered instead of `result`); transport errors become the
+    /// engine's verdict on the source when it has one.
+    pub(crate) fn recv_finish(
+        &self,
+        e: &mut Engine,
+        plan: &RecvPlan,
+        fab_req: &mut Option<Request>,
+        result: Result<Status, CommError>,
+    ) -> Result<Status, CommError> {
+        if let Some(req) = fab_req.take() {
             let fab = e.fab.as_mut().expect("posted without messenger");
             if let Ok(Some(done)) = fab.cancel(req) {
-                // The message landed before the cancel: deliver it rather than lose it.
                 return Ok(self.status_of_fabric(e, done));
             }
         }
         match result {
-            Err(err @ CommError::Transport(_)) => Err(src_world
+            Err(err @ CommError::Transport(_)) => Err(plan
+                .src_world
                 .and_then(|w| self.interrupted(e, Some(w), false))
                 .unwrap_or(err)),
             other => other,

@@ -1,0 +1,405 @@
+//! Non-blocking operations: [`Comm::isend`], [`Comm::irecv`], [`Comm::iagree`], each
+//! returning a request to `test` (progress once) or `wait`. Requests borrow their
+//! buffers, so a buffer cannot be reused while an operation may still touch it;
+//! dropping a pending receive cancels it (waiting until the transport releases the
+//! buffer).
+//!
+//! Receives match when they are tested, in the order they are tested, not in the
+//! order they were posted: two pending receives that both match one message may take
+//! it in either order.
+
+use std::marker::PhantomData;
+
+use steadfast_fabric::Request;
+use steadfast_shm::ShmError;
+
+use super::p2p::RecvPlan;
+use super::{Agreement, Comm, CommError, Status};
+use crate::world::engine::{Route, SelfMessage};
+use crate::world::tags::user_match;
+
+/// A receive in flight (from [`Comm::irecv`]).
+#[must_use = "a receive request must be tested or waited for"]
+pub struct RecvRequest<'a> {
+    comm: Comm,
+    plan: RecvPlan,
+    fab_req: Option<Request>,
+    buf: &'a mut [u8],
+    finished: bool,
+}
+
+impl std::fmt::Debug for RecvRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvRequest")
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RecvRequest<'_> {
+    /// Progresses once; the status when the message has arrived.
+    ///
+    /// # Errors
+    /// As [`Comm::recv`]; [`CommError::InvalidArgument`] once finished.
+    pub fn test(&mut self) -> Result<Option<Status>, CommError> {
+        if self.finished {
+            return Err(CommError::InvalidArgument(
+                "receive already finished".into(),
+            ));
+        }
+        let mut guard = self.comm.engine.borrow_mut();
+        let e = &mut *guard;
+        let result = match self
+            .comm
+            .recv_step(e, &self.plan, &mut self.fab_req, self.buf)
+        {
+            Some(r) => r,
+            None => {
+                e.progress();
+                match self
+                    .comm
+                    .interrupted(e, self.plan.src_world, self.plan.wildcard)
+                {
+                    Some(err) => Err(err),
+                    None => return Ok(None),
+                }
+            }
+        };
+        self.finished = true;
+        self.comm
+            .recv_finish(e, &self.plan, &mut self.fab_req, result)
+            .map(Some)
+    }
+
+    /// Waits for the message.
+    ///
+    /// # Errors
+    /// As [`Comm::recv`].
+    pub fn wait(mut self) -> Result<Status, CommError> {
+        let mut spin = {
+            let e = self.comm.engine.borrow();
+            super::Spin::new(&e)
+        };
+        loop {
+            if let Some(st) = self.test()? {
+                return Ok(st);
+            }
+            spin.pause();
+        }
+    }
+}
+
+impl Drop for RecvRequest<'_> {
+    fn drop(&mut self) {
+        if let Some(req) = self.fab_req.take() {
+            if let Ok(mut e) = self.comm.engine.try_borrow_mut() {
+                if let Some(fab) = e.fab.as_mut() {
+                    // Waits until libfabric no longer holds `buf`.
+                    let _ = fab.cancel(req);
+                }
+            }
+        }
+    }
+}
+
+enum SendState {
+    /// Not accepted by the transport yet (ring full).
+    Waiting,
+    Shm(steadfast_shm::SendRequest),
+    Fabric(Request),
+    Done,
+}
+
+/// A send in flight (from [`Comm::isend`]).
+#[must_use = "a send request must be tested or waited for"]
+pub struct SendRequest<'a> {
+    comm: Comm,
+    dest: u32,
+    world: u32,
+    wire_tag: u64,
+    data: *const u8,
+    len: usize,
+    state: SendState,
+    _data: PhantomData<&'a [u8]>,
+}
+
+impl std::fmt::Debug for SendRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendRequest")
+            .field("dest", &self.dest)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SendRequest<'_> {
+    fn data(&self) -> &[u8] {
+        // SAFETY: the request borrows the caller's slice for its lifetime ('a).
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+
+    /// Progresses once; `true` when `data` may be reused.
+    ///
+    /// # Errors
+    /// As [`Comm::send`].
+    pub fn test(&mut self) -> Result<bool, CommError> {
+        let mut guard = self.comm.engine.borrow_mut();
+        let e = &mut *guard;
+        loop {
+            match &mut self.state {
+                SendState::Done => return Ok(true),
+                SendState::Waiting => {
+                    let Route::Shm(l) = e.routes[self.world as usize] else {
+                        unreachable!("only shm sends wait for room")
+                    };
+                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    // SAFETY: the request borrows `data` until it completes.
+                    match unsafe { shm.isend(l, self.wire_tag, self.data()) } {
+                        Ok(req) => self.state = SendState::Shm(req),
+                        Err(ShmError::WouldBlock) => break,
+                        Err(ShmError::PeerDead(_)) => {
+                            e.report_failure(self.world, "process exited".into());
+                            e.apply_failures();
+                            break;
+                        }
+                        Err(err) => return Err(CommError::Transport(err.to_string())),
+                    }
+                }
+                SendState::Shm(req) => {
+                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    match shm.test_send(req) {
+                        Ok(true) => {
+                            e.stats.shm_sent += 1;
+                            self.state = SendState::Done;
+                        }
+                        Ok(false) => break,
+                        Err(ShmError::PeerDead(_)) => {
+                            e.report_failure(self.world, "process exited".into());
+                            e.apply_failures();
+                            break;
+                        }
+                        Err(err) => return Err(CommError::Transport(err.to_string())),
+                    }
+                }
+                SendState::Fabric(req) => {
+                    let req = *req;
+                    let fab = e.fab.as_mut().expect("fabric route without messenger");
+                    match fab.test(req) {
+                        Ok(Some(_)) => {
+                            e.stats.fabric_sent += 1;
+                            self.state = SendState::Done;
+                        }
+                        Ok(None) => break,
+                        Err(err) => {
+                            self.state = SendState::Done;
+                            e.report_failure(self.world, format!("fabric: {err}"));
+                            e.apply_failures();
+                            return Err(self
+                                .comm
+                                .interrupted(e, Some(self.world), false)
+                                .unwrap_or(CommError::Transport(err.to_string())));
+                        }
+                    }
+                }
+            }
+        }
+        e.progress();
+        if let Some(err) = self.comm.interrupted(e, Some(self.world), false) {
+            if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
+                let fab = e.fab.as_mut().expect("fabric route without messenger");
+                if let Ok(Some(_)) = fab.cancel(req) {
+                    return Ok(true);
+                }
+            }
+            self.state = SendState::Done;
+            return Err(err);
+        }
+        Ok(false)
+    }
+
+    /// Waits until `data` may be reused.
+    ///
+    /// # Errors
+    /// As [`Comm::send`].
+    pub fn wait(mut self) -> Result<(), CommError> {
+        let mut spin = {
+            let e = self.comm.engine.borrow();
+            super::Spin::new(&e)
+        };
+        while !self.test()? {
+            spin.pause();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SendRequest<'_> {
+    fn drop(&mut self) {
+        // A fabric send still posted is cancelled (waiting for libfabric to let go of
+        // the buffer). A large shm send cannot be withdrawn: the receiver may still read
+        // the buffer, which only it would notice.
+        if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
+            if let Ok(mut e) = self.comm.engine.try_borrow_mut() {
+                if let Some(fab) = e.fab.as_mut() {
+                    let _ = fab.cancel(req);
+                }
+            }
+        }
+    }
+}
+
+/// An agreement in flight (from [`Comm::iagree`]).
+#[derive(Debug)]
+#[must_use = "an agreement request must be tested or waited for"]
+pub struct AgreeRequest {
+    comm: Comm,
+    seq: u32,
+}
+
+impl AgreeRequest {
+    /// Progresses once; the outcome when decided.
+    ///
+    /// # Errors
+    /// [`CommError::Excluded`].
+    pub fn test(&mut self) -> Result<Option<Agreement>, CommError> {
+        let mut e = self.comm.engine.borrow_mut();
+        let c = e.comms.get_mut(&self.comm.id).expect("live comm");
+        if let Some(d) = c.decisions.remove(&self.seq) {
+            return Ok(Some(Agreement {
+                value: d.value,
+                failed: d.failed.iter().map(|r| r.0).collect(),
+                all_acked: d.outcome == steadfast_agreement::Outcome::Success,
+            }));
+        }
+        e.progress();
+        if e.excluded {
+            return Err(CommError::Excluded);
+        }
+        Ok(None)
+    }
+
+    /// Waits for the outcome.
+    ///
+    /// # Errors
+    /// [`CommError::Excluded`].
+    pub fn wait(mut self) -> Result<Agreement, CommError> {
+        let mut spin = {
+            let e = self.comm.engine.borrow();
+            super::Spin::new(&e)
+        };
+        loop {
+            if let Some(a) = self.test()? {
+                return Ok(a);
+            }
+            spin.pause();
+        }
+    }
+}
+
+impl Comm {
+    /// Starts a receive into `buf` (see [`Comm::recv`] for the arguments).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad source or tag.
+    pub fn irecv<'a>(
+        &self,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &'a mut [u8],
+    ) -> Result<RecvRequest<'a>, CommError> {
+        let plan = {
+            let e = self.engine.borrow();
+            self.plan_recv(&e, source, tag)?
+        };
+        Ok(RecvRequest {
+            comm: self.clone(),
+            plan,
+            fab_req: None,
+            buf,
+            finished: false,
+        })
+    }
+
+    /// Starts a send of `data` to `dest` (see [`Comm::send`]); small messages are
+    /// copied out at once.
+    ///
+    /// # Errors
+    /// As [`Comm::send`], for what is known at once.
+    pub fn isend<'a>(
+        &self,
+        dest: u32,
+        tag: u32,
+        data: &'a [u8],
+    ) -> Result<SendRequest<'a>, CommError> {
+        Self::check_tag(tag)?;
+        let mut guard = self.engine.borrow_mut();
+        let e = &mut *guard;
+        let c = &e.comms[&self.id];
+        let Some(&w) = c.group.get(dest as usize) else {
+            return Err(CommError::InvalidArgument(format!(
+                "destination {dest} outside a communicator of {}",
+                c.group.len()
+            )));
+        };
+        let ctx = c.ctx;
+        if let Some(err) = self.interrupted(e, Some(w), false) {
+            return Err(err);
+        }
+        let (wire_tag, _) = user_match(ctx, Some(tag));
+        let state = match e.routes[w as usize] {
+            Route::Local => {
+                e.self_queue.push_back(SelfMessage {
+                    ctx,
+                    tag,
+                    data: data.to_vec(),
+                });
+                e.stats.self_sent += 1;
+                SendState::Done
+            }
+            Route::Shm(_) => SendState::Waiting,
+            Route::Fabric => {
+                let fab = e.fab.as_mut().expect("fabric route without messenger");
+                // SAFETY: the request borrows `data` until it completes, and its drop
+                // cancels a send still posted (waiting for libfabric to let go).
+                match unsafe { fab.isend(w, wire_tag, data) } {
+                    Ok(None) => {
+                        e.stats.fabric_sent += 1;
+                        SendState::Done
+                    }
+                    Ok(Some(req)) => SendState::Fabric(req),
+                    Err(err) => {
+                        e.report_failure(w, format!("fabric: {err}"));
+                        e.apply_failures();
+                        return Err(self
+                            .interrupted(e, Some(w), false)
+                            .unwrap_or(CommError::Transport(err.to_string())));
+                    }
+                }
+            }
+        };
+        drop(guard);
+        let mut req = SendRequest {
+            comm: self.clone(),
+            dest,
+            world: w,
+            wire_tag,
+            data: data.as_ptr(),
+            len: data.len(),
+            state,
+            _data: PhantomData,
+        };
+        if matches!(req.state, SendState::Waiting) {
+            // Try the ring at once: small messages leave now.
+            req.test()?;
+        }
+        Ok(req)
+    }
+
+    /// Starts an agreement (`MPIX_Comm_iagree`); see [`Comm::agree_full`].
+    pub fn iagree(&self, flag: u64) -> AgreeRequest {
+        let seq = self.engine.borrow_mut().start_agreement(self.id, flag);
+        AgreeRequest {
+            comm: self.clone(),
+            seq,
+        }
+    }
+}
