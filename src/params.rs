@@ -76,6 +76,12 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(&["all", "heartbeat"]),
     },
     ParamSpec {
+        name: "bind",
+        default: "auto",
+        doc: "core: pin each rank to one of the CPUs it may use (spread over the host's ranks); none; auto: core unless the host runs more ranks than cores",
+        kind: Kind::Choice(&["auto", "none", "core"]),
+    },
+    ParamSpec {
         name: "yield_when_idle",
         default: "auto",
         doc: "1: a waiting rank yields its core at every poll; 0: spins first; auto: 1 when this node runs more ranks than it has cores",

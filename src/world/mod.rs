@@ -81,6 +81,32 @@ fn cores_available() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// Pins this process to the `index`-th CPU it may run on (modulo their number): ranks
+/// of one host spread over its cores and stop migrating, which on a latency path
+/// matters (Open MPI binds to cores by default too). Best effort.
+fn bind_to_allowed_cpu(index: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: valid set and size for our own thread (pid 0).
+    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
+        return;
+    }
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: the index is within the set's size.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &allowed) })
+        .collect();
+    if cpus.is_empty() {
+        return;
+    }
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the CPU number comes from the allowed set, within CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpus[index % cpus.len()], &mut one) };
+    // SAFETY: valid set and size for our own thread.
+    unsafe { libc::sched_setaffinity(0, size, &one) };
+}
+
 /// A job id drawn by rank 0: random enough that two jobs on one node never share
 /// segment names.
 fn fresh_job_id() -> u64 {
@@ -177,12 +203,25 @@ impl World {
             }
         })?);
         let mut nodes = Vec::with_capacity(size as usize);
+        let mut host_ranks = Vec::new();
         for r in 0..size {
             nodes.push(if r == rank {
                 node.as_bytes().to_vec()
             } else {
                 boot.get(r, "node")?
             });
+            if r == rank || boot.get(r, "host")? == host {
+                host_ranks.push(r);
+            }
+        }
+        let oversubscribed = host_ranks.len() > cores_available();
+        let bind = params.choice("bind", &["auto", "none", "core"])?;
+        if bind == "core" || (bind == "auto" && !oversubscribed) {
+            let index = host_ranks
+                .iter()
+                .position(|&r| r == rank)
+                .expect("self listed");
+            bind_to_allowed_cpu(index);
         }
         let forced_fabric = route_mode == "fabric";
         let same = |r: usize| nodes[r] == nodes[rank as usize];
@@ -244,15 +283,7 @@ impl World {
         let yield_when_idle = match yield_mode.as_str() {
             "1" => true,
             "0" => false,
-            _ => {
-                let mut sharing = 0;
-                for r in 0..size {
-                    if r == rank || boot.get(r, "host")? == host {
-                        sharing += 1;
-                    }
-                }
-                sharing > cores_available()
-            }
+            _ => oversubscribed,
         };
         let detector = DetectorConfig::new(heartbeat * 1_000_000, timeout * 1_000_000);
         let mut engine = Engine::new(EngineParts {
