@@ -72,8 +72,8 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "detectors",
         default: "all",
-        doc: "all: pidfd, launcher reports, transport errors and heartbeats; heartbeat: heartbeats alone (to measure them)",
-        kind: Kind::Choice(&["all", "heartbeat"]),
+        doc: "all: pidfd, launcher reports, transport errors and heartbeats; launcher: the launcher's reports and heartbeats; heartbeat: heartbeats alone (to measure each path)",
+        kind: Kind::Choice(&["all", "launcher", "heartbeat"]),
     },
     ParamSpec {
         name: "bind",

@@ -224,6 +224,19 @@ fn a_killed_rank_is_detected_without_heartbeats() {
 }
 
 #[test]
+fn a_killed_rank_is_detected_by_the_launchers_report_alone() {
+    // No pidfd, no transport errors, heartbeats far beyond the limit: only the
+    // launcher's report can tell.
+    let env = [
+        ("STEADFAST_DETECTORS", "launcher"),
+        ("STEADFAST_DETECT_TIMEOUT_MS", "600000"),
+    ];
+    let job = run(3, &env, &["detect", "1"], LIMIT);
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    assert_eq!(job.lines("DETECTED").len(), 2, "{}", job.context());
+}
+
+#[test]
 fn a_killed_rank_is_detected_by_heartbeats_alone() {
     let env = [
         ("STEADFAST_DETECTORS", "heartbeat"),

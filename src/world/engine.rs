@@ -162,9 +162,8 @@ pub(crate) struct Engine {
     early_count: usize,
     /// Set when the others declared this process failed.
     pub excluded: bool,
-    /// Only the heartbeat detector reports failures (pids, the launcher and the
-    /// transports are not consulted).
-    heartbeat_only: bool,
+    /// Which failure reports are consulted besides heartbeats.
+    detectors: Detectors,
     /// Waits yield the core at every poll (more ranks than cores on this node).
     pub yield_when_idle: bool,
     started: Instant,
@@ -190,8 +189,19 @@ pub(crate) struct EngineParts {
     pub shm: Option<ShmEndpoint>,
     pub boot: Box<dyn Bootstrap>,
     pub detector: steadfast_agreement::detector::DetectorConfig,
-    pub heartbeat_only: bool,
+    pub detectors: Detectors,
     pub yield_when_idle: bool,
+}
+
+/// Which failure reports the engine consults (parameter `detectors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detectors {
+    /// Local pids, the launcher, transport errors, heartbeats.
+    All,
+    /// The launcher's reports and heartbeats.
+    Launcher,
+    /// Heartbeats alone.
+    Heartbeat,
 }
 
 impl Engine {
@@ -217,7 +227,7 @@ impl Engine {
             early: IdMap::default(),
             early_count: 0,
             excluded: false,
-            heartbeat_only: parts.heartbeat_only,
+            detectors: parts.detectors,
             yield_when_idle: parts.yield_when_idle,
             started: Instant::now(),
             polls: 0,
@@ -315,7 +325,7 @@ impl Engine {
             return;
         }
         self.next_slow_ns = now + SLOW_CHECK_NS;
-        if !self.heartbeat_only {
+        if self.detectors != Detectors::Heartbeat {
             self.other_detectors();
         }
         if now >= self.detector.next_deadline() {
@@ -332,6 +342,9 @@ impl Engine {
             for ev in events {
                 self.report_failure(ev.rank, format!("launcher: {}", ev.how));
             }
+        }
+        if self.detectors == Detectors::Launcher {
+            return;
         }
         if let Some(shm) = self.shm.as_mut() {
             shm.poll_deaths(&mut self.shm_dead);

@@ -173,7 +173,11 @@ impl World {
             .into());
         }
         let eager = params.number("shm_eager_max")? as usize;
-        let heartbeat_only = params.choice("detectors", &["all", "heartbeat"])? == "heartbeat";
+        let detectors = match params.choice("detectors", &["all", "launcher", "heartbeat"])? {
+            "launcher" => engine::Detectors::Launcher,
+            "heartbeat" => engine::Detectors::Heartbeat,
+            _ => engine::Detectors::All,
+        };
         let yield_mode = params
             .choice("yield_when_idle", &["auto", "0", "1"])?
             .to_string();
@@ -295,7 +299,7 @@ impl World {
             shm,
             boot,
             detector,
-            heartbeat_only,
+            detectors,
             yield_when_idle,
         })?;
         // Every rank's transports are up before anyone sends.
