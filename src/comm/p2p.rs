@@ -7,10 +7,10 @@ use steadfast_fabric::{Completion, Error as FabricError, Request};
 use steadfast_shm::ShmError;
 
 use super::{Comm, CommError, Spin, Status};
-use crate::world::engine::{Engine, Route, SelfMessage};
+use crate::world::engine::{Engine, Route};
 use crate::world::tags::{user_match, user_tag, MAX_TAG};
 
-fn shm_error(e: ShmError, world: &mut Engine, peer_world: Option<u32>) -> CommError {
+fn shm_error(e: ShmError, world: &mut Engine) -> CommError {
     match e {
         ShmError::Truncated { len, capacity } => CommError::Truncated {
             len: Some(len),
@@ -22,10 +22,7 @@ fn shm_error(e: ShmError, world: &mut Engine, peer_world: Option<u32>) -> CommEr
             world.apply_failures();
             CommError::Transport(format!("local peer {w} dead"))
         }
-        other => {
-            let _ = peer_world;
-            CommError::Transport(other.to_string())
-        }
+        other => CommError::Transport(other.to_string()),
     }
 }
 
@@ -112,122 +109,9 @@ impl Comm {
     /// [`CommError::ProcFailed`] when `dest` has failed or fails first;
     /// [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a bad rank or tag.
     pub fn send(&self, dest: u32, tag: u32, data: &[u8]) -> Result<(), CommError> {
-        Self::check_tag(tag)?;
-        let mut guard = self.engine.borrow_mut();
-        let e = &mut *guard;
-        let c = &e.comms[&self.id];
-        let Some(&w) = c.group.get(dest as usize) else {
-            return Err(CommError::InvalidArgument(format!(
-                "destination {dest} outside a communicator of {}",
-                c.group.len()
-            )));
-        };
-        let ctx = c.ctx;
-        if let Some(err) = self.interrupted(e, Some(w), false) {
-            return Err(err);
-        }
-        let (wire_tag, _) = user_match(ctx, Some(tag));
-        let mut spin = Spin::new(e);
-        match e.routes[w as usize] {
-            Route::Local => {
-                e.self_queue.push_back(SelfMessage {
-                    ctx,
-                    tag,
-                    data: data.to_vec(),
-                });
-                e.stats.self_sent += 1;
-                Ok(())
-            }
-            Route::Shm(l) => {
-                let mut req = loop {
-                    let shm = e.shm.as_mut().expect("shm route without endpoint");
-                    // SAFETY: `data` is borrowed for this whole call, and we return only
-                    // when the send completed, or on an interruption (revoke, failure),
-                    // after which the receiver no longer reads it for this comm (a late
-                    // read of a reused buffer only affects the revoked receive).
-                    match unsafe { shm.isend(l, wire_tag, data) } {
-                        Ok(req) => break req,
-                        Err(ShmError::WouldBlock) => {}
-                        Err(err) => {
-                            let err = shm_error(err, e, Some(w));
-                            return Err(self.after_error(e, err, w));
-                        }
-                    }
-                    e.progress();
-                    if let Some(err) = self.interrupted(e, Some(w), false) {
-                        return Err(err);
-                    }
-                    spin.pause();
-                };
-                loop {
-                    let shm = e.shm.as_mut().expect("shm route without endpoint");
-                    match shm.test_send(&mut req) {
-                        Ok(true) => {
-                            e.stats.shm_sent += 1;
-                            return Ok(());
-                        }
-                        Ok(false) => {}
-                        Err(err) => {
-                            let err = shm_error(err, e, Some(w));
-                            return Err(self.after_error(e, err, w));
-                        }
-                    }
-                    e.progress();
-                    if let Some(err) = self.interrupted(e, Some(w), false) {
-                        return Err(err);
-                    }
-                    spin.pause();
-                }
-            }
-            Route::Fabric => {
-                let fab = e.fab.as_mut().expect("fabric route without messenger");
-                // SAFETY: `data` outlives the request: we return only after it completed
-                // or was cancelled (cancel waits until libfabric releases the buffer).
-                let req = match unsafe { fab.isend(w, wire_tag, data) } {
-                    Ok(None) => {
-                        e.stats.fabric_sent += 1;
-                        return Ok(());
-                    }
-                    Ok(Some(req)) => req,
-                    Err(err) => {
-                        let err = fabric_error(err, e);
-                        return Err(self.after_error(e, err, w));
-                    }
-                };
-                loop {
-                    let fab = e.fab.as_mut().expect("fabric route without messenger");
-                    match fab.test(req) {
-                        Ok(Some(_)) => {
-                            e.stats.fabric_sent += 1;
-                            return Ok(());
-                        }
-                        Ok(None) => {}
-                        Err(err) => {
-                            let err = fabric_error(err, e);
-                            return Err(self.after_error(e, err, w));
-                        }
-                    }
-                    e.progress();
-                    if let Some(err) = self.interrupted(e, Some(w), false) {
-                        let fab = e.fab.as_mut().expect("fabric route without messenger");
-                        return match fab.cancel(req) {
-                            Ok(Some(_)) => Ok(()),
-                            _ => Err(err),
-                        };
-                    }
-                    spin.pause();
-                }
-            }
-        }
-    }
-
-    /// A transport error on an operation with world rank `w`: the engine's verdict
-    /// (ProcFailed, Revoked) when it has one, else the error itself.
-    fn after_error(&self, e: &mut Engine, err: CommError, w: u32) -> CommError {
-        match err {
-            CommError::Truncated { .. } => err,
-            _ => self.interrupted(e, Some(w), false).unwrap_or(err),
-        }
+        // One code path for both: the request completes or fails as a blocking send
+        // would (inline and eager messages finish inside `isend`).
+        self.isend(dest, tag, data)?.wait()
     }
 
     /// Receives into `buf` a message from comm rank `source` ([`super::ANY_SOURCE`]:
@@ -358,7 +242,7 @@ impl Comm {
             let ready = if fab_req.is_some() {
                 match shm.probe(local, plan.wire_tag, plan.ignore) {
                     Ok(found) => found.is_some(),
-                    Err(err) => return Some(Err(shm_error(err, e, None))),
+                    Err(err) => return Some(Err(shm_error(err, e))),
                 }
             } else {
                 true
@@ -384,7 +268,7 @@ impl Comm {
                         }));
                     }
                     Ok(None) => {}
-                    Err(err) => return Some(Err(shm_error(err, e, plan.src_world))),
+                    Err(err) => return Some(Err(shm_error(err, e))),
                 }
             }
         }
