@@ -136,13 +136,23 @@ fn point_to_point_over_the_fabric_when_forced() {
 
 /// The victim is SIGKILLed at a random moment of a loop of agreements: every survivor
 /// must have seen the same value, failed set and outcome in every agreement.
-fn agreement_loop_with_a_kill(n: u32, env: &[(&str, &str)], seeds: std::ops::Range<u64>) {
+fn agreement_loop_with_a_kill(
+    n: u32,
+    iterations: u32,
+    env: &[(&str, &str)],
+    seeds: std::ops::Range<u64>,
+) {
     for seed in seeds {
         let victim = (seed % n as u64) as u32;
         let job = run(
             n,
             env,
-            &["agree-loop", "3000", &victim.to_string(), &seed.to_string()],
+            &[
+                "agree-loop",
+                &iterations.to_string(),
+                &victim.to_string(),
+                &seed.to_string(),
+            ],
             LIMIT,
         );
         let ctx = job.context();
@@ -177,12 +187,19 @@ fn agreement_loop_with_a_kill(n: u32, env: &[(&str, &str)], seeds: std::ops::Ran
 
 #[test]
 fn agreements_stay_uniform_when_a_rank_is_killed_at_random_points_shm() {
-    agreement_loop_with_a_kill(4, &[], 0..8);
+    agreement_loop_with_a_kill(4, 3000, &[], 0..8);
+}
+
+#[test]
+fn two_rank_agreements_survive_a_kill_at_random_points() {
+    // Two-process communicators agree by one exchange (src/world/two_party.rs).
+    // The kill comes within 20 ms; 20,000 agreements take longer than that.
+    agreement_loop_with_a_kill(2, 20_000, &[], 200..204);
 }
 
 #[test]
 fn agreements_stay_uniform_when_a_rank_is_killed_at_random_points_fabric() {
-    agreement_loop_with_a_kill(3, &[("STEADFAST_ROUTE", "fabric")], 100..103);
+    agreement_loop_with_a_kill(3, 3000, &[("STEADFAST_ROUTE", "fabric")], 100..103);
 }
 
 fn revoke_interrupts(n: u32, env: &[(&str, &str)]) {

@@ -19,6 +19,7 @@ use steadfast_fabric::{Messenger, Request};
 use steadfast_shm::Endpoint as ShmEndpoint;
 
 use super::tags::{CONTROL, CONTROL_IGNORE};
+use super::two_party::{Step, TwoParty};
 use crate::bootstrap::Bootstrap;
 
 /// Hashes integer keys that are already well spread (communicator ids are FNV
@@ -127,6 +128,8 @@ pub(crate) struct CommState {
     pub acked: RankSet,
     /// Communicators derived from this one so far (dup, shrink, split).
     pub children: u64,
+    /// Agreement of a two-process communicator (instead of `era`).
+    pub two: Option<TwoParty>,
 }
 
 impl CommState {
@@ -174,6 +177,7 @@ pub(crate) struct Engine {
     det_out: Vec<DetectorAction>,
     encoded: Vec<u8>,
     batch: Vec<(u32, usize)>,
+    two_steps: Vec<Step>,
     control_buf: Box<[u8]>,
     shm_dead: Vec<u32>,
     pub stats: Stats,
@@ -237,6 +241,7 @@ impl Engine {
             det_out: Vec::new(),
             encoded: Vec::with_capacity(256),
             batch: Vec::new(),
+            two_steps: Vec::new(),
             control_buf: vec![0u8; CONTROL_MAX].into_boxed_slice(),
             shm_dead: Vec::new(),
             stats: Stats::default(),
@@ -287,6 +292,7 @@ impl Engine {
             next_seq: 0,
             acked: RankSet::new(),
             children: 0,
+            two: (n == 2).then(TwoParty::default),
         };
         // Members already known failed.
         for (cr, &w) in state.group.iter().enumerate() {
@@ -418,6 +424,13 @@ impl Engine {
                 if let Some(cr) = c.comm_rank(w) {
                     c.era.on_failure(Rank(cr), &mut self.era_out);
                     c.bcast.on_failure(Rank(cr), &mut self.bcast_out);
+                    if let Some(two) = c.two.as_mut() {
+                        let acked = c.acked.contains(Rank(cr));
+                        let mut steps = std::mem::take(&mut self.two_steps);
+                        two.on_peer_failure(cr, acked, &mut steps);
+                        self.run_two_party(id, &mut steps);
+                        self.two_steps = steps;
+                    }
                     self.run_comm_actions(id);
                 }
             }
@@ -512,6 +525,19 @@ impl Engine {
             self.stats.control_malformed += 1;
             return;
         };
+        let next = c.next_seq;
+        if let (Some(two), Kind::Up) = (c.two.as_mut(), h.kind) {
+            match steadfast_agreement::wire::EraMsg::decode(bytes, 2) {
+                Ok((_, steadfast_agreement::wire::EraMsg::Up(contribution))) => {
+                    let mut steps = std::mem::take(&mut self.two_steps);
+                    two.on_contribution(h.seq, contribution.value, next, &mut steps);
+                    self.run_two_party(id, &mut steps);
+                    self.two_steps = steps;
+                }
+                _ => self.stats.control_malformed += 1,
+            }
+            return;
+        }
         match h.kind {
             Kind::Up | Kind::Down | Kind::ResultRequest => {
                 if c.era.on_bytes(Rank(cr), bytes, &mut self.era_out).is_err() {
@@ -542,11 +568,49 @@ impl Engine {
         let c = self.comms.get_mut(&id).expect("live communicator");
         let seq = c.next_seq;
         c.next_seq += 1;
+        if let Some(two) = c.two.as_mut() {
+            let peer = 1 - c.me;
+            let w = c.group[peer as usize];
+            let failed = self.failed.contains(Rank(w));
+            let acked = c.acked.contains(Rank(peer));
+            let mut steps = std::mem::take(&mut self.two_steps);
+            two.start(seq, value, (peer, failed, acked), &mut steps);
+            self.run_two_party(id, &mut steps);
+            self.two_steps = steps;
+            return seq;
+        }
         let acked = c.acked.clone();
         // A fresh sequence number is never started twice.
         let _ = c.era.start(seq, value, &acked, &mut self.era_out);
         self.run_comm_actions(id);
         seq
+    }
+
+    /// Performs the steps of a two-process communicator's agreement.
+    fn run_two_party(&mut self, id: CommId, steps: &mut Vec<Step>) {
+        let Some(c) = self.comms.get_mut(&id) else {
+            steps.clear();
+            return;
+        };
+        let key = c.key;
+        let peer_world = c.group[(1 - c.me) as usize];
+        let mut bytes = std::mem::take(&mut self.encoded);
+        for step in steps.drain(..) {
+            match step {
+                Step::Send(seq, contribution) => {
+                    bytes.clear();
+                    steadfast_agreement::wire::EraMsg::Up(contribution)
+                        .encode(key, seq, &mut bytes);
+                    self.send_control(peer_world, &bytes);
+                }
+                Step::Decided(seq, decision) => {
+                    if let Some(c) = self.comms.get_mut(&id) {
+                        c.decisions.insert(seq, decision);
+                    }
+                }
+            }
+        }
+        self.encoded = bytes;
     }
 
     /// Performs the actions the engines of communicator `id` produced.

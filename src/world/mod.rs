@@ -8,6 +8,7 @@
 
 pub(crate) mod engine;
 pub mod tags;
+mod two_party;
 
 use std::cell::RefCell;
 use std::rc::Rc;
