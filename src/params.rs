@@ -88,6 +88,12 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: Kind::Choice(&["auto", "0", "1"]),
     },
     ParamSpec {
+        name: "progress_thread",
+        default: "0",
+        doc: "1: a thread runs the engine (heartbeats, failure reports) while the application computes outside the library",
+        kind: Kind::Choice(&["0", "1"]),
+    },
+    ParamSpec {
         name: "shm_eager_max",
         default: "2048",
         doc: "largest message copied through the shared-memory ring (larger: single copy)",

@@ -448,6 +448,27 @@ fn intercomm(world: &World, comm: &Comm, stage: &str, victim: u32) {
     let _ = world;
 }
 
+/// VICTIM computes for 2 s without calling the library; the others keep agreeing for
+/// that long. With `STEADFAST_PROGRESS_THREAD=1` (and a detector timeout well below
+/// 2 s) nobody is suspected: prints `COMPUTE OK failed=[..]`.
+fn compute(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    if me == victim {
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    } else {
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            world.progress_for(Duration::from_millis(10));
+        }
+    }
+    let a = comm.agree_full(1).unwrap();
+    println!("COMPUTE OK failed={:?} all_acked={}", a.failed, a.all_acked);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let world = World::init().unwrap_or_else(|e| {
@@ -464,6 +485,7 @@ fn main() {
         Some("detect") => detect(&comm, arg(2) as u32),
         Some("hang") => hang(&world, &comm, arg(2) as u32),
         Some("netsplit") => netsplit(&world, &comm),
+        Some("compute") => compute(&world, &comm, arg(2) as u32),
         Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
         other => {
             eprintln!("unknown scenario {other:?}");

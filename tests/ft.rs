@@ -344,3 +344,28 @@ fn uniform_intercomm_creation_with_a_failure_at_each_step() {
         }
     }
 }
+
+#[test]
+fn the_progress_thread_keeps_a_computing_rank_alive() {
+    let base = [
+        ("STEADFAST_DETECT_TIMEOUT_MS", "300"),
+        ("STEADFAST_HEARTBEAT_MS", "20"),
+    ];
+    // With the thread: the rank that computes for 2 s is never suspected.
+    let mut env = base.to_vec();
+    env.push(("STEADFAST_PROGRESS_THREAD", "1"));
+    let job = run(3, &env, &["compute", "1"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let ok = job.lines("COMPUTE OK");
+    assert_eq!(ok.len(), 3, "{}", job.context());
+    assert!(
+        ok.iter()
+            .all(|(_, l)| l.contains("failed=[] all_acked=true")),
+        "{}",
+        job.context()
+    );
+    // Without it the same rank is suspected and excluded: the test can fail.
+    let job = run(3, &base, &["compute", "1"], LIMIT);
+    assert_ne!(job.code, Some(0), "{}", job.context());
+    assert!(job.stderr.contains("Excluded"), "{}", job.context());
+}

@@ -16,7 +16,7 @@
 //! other side never waits for it, and every surviving process of both sides returns
 //! the same outcome; on failure the union communicator is revoked.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use steadfast_agreement::pair::{PairAction, PairAgreement};
 use steadfast_agreement::{CommId, CommKey, Rank};
@@ -129,7 +129,7 @@ impl Comm {
                 "leader outside its communicator".into(),
             ));
         }
-        let world_size = self.engine.borrow().size;
+        let world_size = self.engine.lock().size;
         let leader = me == local_leader;
         let local_group = self.world_group();
         // 1. Create: the leaders swap groups; each hands the remote group out.
@@ -188,7 +188,7 @@ impl Comm {
         let inter = self.build_inter(&local_group, &remote_group, tag)?;
         if !d2 {
             // Say no to the other side without waiting for it, then revoke.
-            let mut e = self.engine.borrow_mut();
+            let mut e = self.engine.lock();
             e.start_agreement(inter.union.id, 0);
             drop(e);
             inter.union.revoke();
@@ -271,7 +271,7 @@ impl Comm {
             comm: id,
             epoch: Default::default(),
         };
-        let mut e = self.engine.borrow_mut();
+        let mut e = self.engine.lock();
         if e.comms.contains_key(&id) {
             return Err(CommError::InvalidArgument(format!(
                 "an inter-communicator of these groups with tag {tag} already exists"
@@ -286,7 +286,7 @@ impl Comm {
             (remote.len() as u32, 0)
         };
         Ok(InterComm {
-            union: Comm::new(Rc::clone(&self.engine), id),
+            union: Comm::new(Arc::clone(&self.engine), id),
             local_size: local.len() as u32,
             remote_size: remote.len() as u32,
             remote_offset,

@@ -16,12 +16,12 @@ mod p2p;
 pub use inter::{InterComm, Stage};
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use steadfast_agreement::{CommId, CommKey, Outcome, Rank, RankSet};
 
 use crate::world::engine::Engine;
+use crate::world::shared::Shared;
 use crate::world::tags::CONTEXT_MASK;
 
 /// Receive from any source.
@@ -93,8 +93,10 @@ pub struct Agreement {
 /// state. Cloning gives another handle to the same communicator.
 #[derive(Clone)]
 pub struct Comm {
-    pub(crate) engine: Rc<RefCell<Engine>>,
+    pub(crate) engine: Arc<Shared>,
     pub(crate) id: CommId,
+    /// Not Send: used from the application's thread only.
+    _local: std::marker::PhantomData<*const ()>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -162,12 +164,16 @@ fn context_of(id: CommId) -> u64 {
 }
 
 impl Comm {
-    pub(crate) fn new(engine: Rc<RefCell<Engine>>, id: CommId) -> Self {
-        Comm { engine, id }
+    pub(crate) fn new(engine: Arc<Shared>, id: CommId) -> Self {
+        Comm {
+            engine,
+            id,
+            _local: std::marker::PhantomData,
+        }
     }
 
     fn with<T>(&self, f: impl FnOnce(&crate::world::engine::CommState) -> T) -> T {
-        let e = self.engine.borrow();
+        let e = self.engine.lock();
         f(e.comms
             .get(&self.id)
             .expect("a live handle names a registered comm"))
@@ -195,7 +201,7 @@ impl Comm {
 
     /// Ranks of this communicator known failed here (acknowledged or not).
     pub fn failed_ranks(&self) -> Vec<u32> {
-        let e = self.engine.borrow();
+        let e = self.engine.lock();
         let c = &e.comms[&self.id];
         (0..c.group.len() as u32)
             .filter(|&r| e.failed.contains(Rank(c.group[r as usize])))
@@ -207,7 +213,7 @@ impl Comm {
     /// many ranks are acknowledged failed.
     pub fn ack_failed(&self) -> usize {
         let failed = self.failed_ranks();
-        let mut e = self.engine.borrow_mut();
+        let mut e = self.engine.lock();
         let c = e.comms.get_mut(&self.id).expect("live comm");
         c.acked = RankSet::from_ranks(failed.into_iter().map(Rank));
         c.acked.len()
@@ -222,7 +228,7 @@ impl Comm {
     /// broadcast; pending and future operations on it return [`CommError::Revoked`].
     /// Agreements and shrink still work on a revoked communicator.
     pub fn revoke(&self) {
-        let mut e = self.engine.borrow_mut();
+        let mut e = self.engine.lock();
         e.revoke(self.id);
     }
 
@@ -233,7 +239,7 @@ impl Comm {
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
-        let mut e = self.engine.borrow_mut();
+        let mut e = self.engine.lock();
         let seq = e.start_agreement(self.id, flag);
         let mut spin = Spin::new(&e);
         loop {
@@ -353,7 +359,7 @@ impl Comm {
         salt: u64,
         group_of: impl FnOnce(&[u32]) -> Vec<u32>,
     ) -> Result<Comm, CommError> {
-        let mut e = self.engine.borrow_mut();
+        let mut e = self.engine.lock();
         let c = e.comms.get_mut(&self.id).expect("live comm");
         let child = c.children;
         c.children += 1;
@@ -371,7 +377,7 @@ impl Comm {
         }
         e.add_comm(key, context_of(id), group)
             .ok_or(CommError::Excluded)?;
-        Ok(Comm::new(Rc::clone(&self.engine), id))
+        Ok(Comm::new(Arc::clone(&self.engine), id))
     }
 }
 

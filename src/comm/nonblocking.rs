@@ -47,7 +47,7 @@ impl RecvRequest<'_> {
                 "receive already finished".into(),
             ));
         }
-        let mut guard = self.comm.engine.borrow_mut();
+        let mut guard = self.comm.engine.lock();
         let e = &mut *guard;
         let result = match self
             .comm
@@ -77,7 +77,7 @@ impl RecvRequest<'_> {
     /// As [`Comm::recv`].
     pub fn wait(mut self) -> Result<Status, CommError> {
         let mut spin = {
-            let e = self.comm.engine.borrow();
+            let e = self.comm.engine.lock();
             super::Spin::new(&e)
         };
         loop {
@@ -92,7 +92,8 @@ impl RecvRequest<'_> {
 impl Drop for RecvRequest<'_> {
     fn drop(&mut self) {
         if let Some(req) = self.fab_req.take() {
-            if let Ok(mut e) = self.comm.engine.try_borrow_mut() {
+            {
+                let mut e = self.comm.engine.lock();
                 if let Some(fab) = e.fab.as_mut() {
                     // Waits until libfabric no longer holds `buf`.
                     let _ = fab.cancel(req);
@@ -142,7 +143,7 @@ impl SendRequest<'_> {
     /// # Errors
     /// As [`Comm::send`].
     pub fn test(&mut self) -> Result<bool, CommError> {
-        let mut guard = self.comm.engine.borrow_mut();
+        let mut guard = self.comm.engine.lock();
         let e = &mut *guard;
         loop {
             match &mut self.state {
@@ -222,7 +223,7 @@ impl SendRequest<'_> {
     /// As [`Comm::send`].
     pub fn wait(mut self) -> Result<(), CommError> {
         let mut spin = {
-            let e = self.comm.engine.borrow();
+            let e = self.comm.engine.lock();
             super::Spin::new(&e)
         };
         while !self.test()? {
@@ -238,7 +239,8 @@ impl Drop for SendRequest<'_> {
         // the buffer). A large shm send cannot be withdrawn: the receiver may still read
         // the buffer, which only it would notice.
         if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
-            if let Ok(mut e) = self.comm.engine.try_borrow_mut() {
+            {
+                let mut e = self.comm.engine.lock();
                 if let Some(fab) = e.fab.as_mut() {
                     let _ = fab.cancel(req);
                 }
@@ -261,7 +263,7 @@ impl AgreeRequest {
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn test(&mut self) -> Result<Option<Agreement>, CommError> {
-        let mut e = self.comm.engine.borrow_mut();
+        let mut e = self.comm.engine.lock();
         let c = e.comms.get_mut(&self.comm.id).expect("live comm");
         if let Some(d) = c.decisions.remove(&self.seq) {
             return Ok(Some(Agreement {
@@ -283,7 +285,7 @@ impl AgreeRequest {
     /// [`CommError::Excluded`].
     pub fn wait(mut self) -> Result<Agreement, CommError> {
         let mut spin = {
-            let e = self.comm.engine.borrow();
+            let e = self.comm.engine.lock();
             super::Spin::new(&e)
         };
         loop {
@@ -307,7 +309,7 @@ impl Comm {
         buf: &'a mut [u8],
     ) -> Result<RecvRequest<'a>, CommError> {
         let plan = {
-            let e = self.engine.borrow();
+            let e = self.engine.lock();
             self.plan_recv(&e, source, tag)?
         };
         Ok(RecvRequest {
@@ -331,7 +333,7 @@ impl Comm {
         data: &'a [u8],
     ) -> Result<SendRequest<'a>, CommError> {
         Self::check_tag(tag)?;
-        let mut guard = self.engine.borrow_mut();
+        let mut guard = self.engine.lock();
         let e = &mut *guard;
         let c = &e.comms[&self.id];
         let Some(&w) = c.group.get(dest as usize) else {
@@ -396,7 +398,7 @@ impl Comm {
 
     /// Starts an agreement (`MPIX_Comm_iagree`); see [`Comm::agree_full`].
     pub fn iagree(&self, flag: u64) -> AgreeRequest {
-        let seq = self.engine.borrow_mut().start_agreement(self.id, flag);
+        let seq = self.engine.lock().start_agreement(self.id, flag);
         AgreeRequest {
             comm: self.clone(),
             seq,

@@ -128,7 +128,7 @@ impl Comm {
         tag: Option<u32>,
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
-        let mut guard = self.engine.borrow_mut();
+        let mut guard = self.engine.lock();
         let e = &mut *guard;
         let plan = self.plan_recv(e, source, tag)?;
         let mut fab_req: Option<Request> = None;

@@ -7,11 +7,11 @@
 //! rank.
 
 pub(crate) mod engine;
+pub(crate) mod shared;
 pub mod tags;
 mod two_party;
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use steadfast_agreement::detector::DetectorConfig;
@@ -24,6 +24,7 @@ use crate::comm::Comm;
 use crate::params::{ParamError, Params};
 use engine::{Engine, EngineParts};
 pub use engine::{FailureNote, Route, Stats};
+use shared::Shared;
 
 /// The id of the world communicator.
 pub const WORLD_COMM: CommId = CommId(1);
@@ -45,6 +46,9 @@ pub enum InitError {
     /// Shared memory could not be set up.
     #[error("shared memory: {0}")]
     Shm(#[from] steadfast_shm::ShmError),
+    /// The progress thread could not be started.
+    #[error("cannot start the progress thread: {0}")]
+    Thread(String),
     /// A peer published something unusable.
     #[error("rank {rank} published a bad {what}")]
     BadPeerData {
@@ -127,14 +131,61 @@ fn fresh_job_id() -> u64 {
 /// The world of one process (see the module doc). Not `Send`: it lives on the thread
 /// that created it.
 pub struct World {
-    engine: Rc<RefCell<Engine>>,
+    engine: Arc<Shared>,
     params: Params,
     provider: Option<String>,
+    progress_thread: Option<ProgressThread>,
+    /// Not Send: the application's side of the engine stays on one thread.
+    _local: std::marker::PhantomData<*const ()>,
+}
+
+/// The optional thread that runs the engine while the application computes.
+struct ProgressThread {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl ProgressThread {
+    /// Every `interval`, runs one round of progress if the application is not inside
+    /// the library (it only ever tries for the engine, never waits for it).
+    fn start(engine: Arc<Shared>, interval: Duration) -> std::io::Result<Self> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("steadfast-progress".into())
+            .spawn(move || {
+                // ORDERING: Relaxed; the flag only ends the loop, it publishes nothing
+                // (the join in `stop` orders the teardown).
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(interval);
+                    if let Some(mut e) = engine.try_lock() {
+                        e.progress();
+                        e.slow_checks();
+                    }
+                }
+            })?;
+        Ok(ProgressThread { stop, handle })
+    }
+
+    fn stop(self) {
+        // ORDERING: Relaxed; see the loop: the join waits for the thread to end.
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if let Some(t) = self.progress_thread.take() {
+            t.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let e = self.engine.borrow();
+        let e = self.engine.lock();
         f.debug_struct("World")
             .field("rank", &e.rank)
             .field("size", &e.size)
@@ -311,31 +362,43 @@ impl World {
             epoch: Epoch(0),
         };
         engine.add_comm(key, WORLD_CTX, (0..size).collect());
+        let engine = Arc::new(Shared::new(engine));
+        let progress_thread = if params.choice("progress_thread", &["0", "1"])? == "1" {
+            let interval = Duration::from_millis((heartbeat / 2).max(1));
+            Some(
+                ProgressThread::start(Arc::clone(&engine), interval)
+                    .map_err(|e| InitError::Thread(e.to_string()))?,
+            )
+        } else {
+            None
+        };
         Ok(World {
-            engine: Rc::new(RefCell::new(engine)),
+            engine,
             params,
             provider,
+            progress_thread,
+            _local: std::marker::PhantomData,
         })
     }
 
     /// This process's rank.
     pub fn rank(&self) -> u32 {
-        self.engine.borrow().rank
+        self.engine.lock().rank
     }
 
     /// Number of ranks.
     pub fn size(&self) -> u32 {
-        self.engine.borrow().size
+        self.engine.lock().size
     }
 
     /// The communicator of every rank.
     pub fn comm(&self) -> Comm {
-        Comm::new(Rc::clone(&self.engine), WORLD_COMM)
+        Comm::new(Arc::clone(&self.engine), WORLD_COMM)
     }
 
     /// How world rank `rank` is reached.
     pub fn route(&self, rank: u32) -> Option<Route> {
-        self.engine.borrow().routes.get(rank as usize).copied()
+        self.engine.lock().routes.get(rank as usize).copied()
     }
 
     /// The libfabric provider in use between nodes, if any peer needs it.
@@ -350,19 +413,19 @@ impl World {
 
     /// Traffic counters.
     pub fn stats(&self) -> Stats {
-        self.engine.borrow().stats
+        self.engine.lock().stats
     }
 
     /// Every failure learnt so far: rank, how, when.
     pub fn failures(&self) -> Vec<FailureNote> {
-        self.engine.borrow().notes.clone()
+        self.engine.lock().notes.clone()
     }
 
     /// Runs the progress engine once (heartbeats, failure reports, control messages).
     /// Applications that compute for long stretches call it now and then, or the
     /// detector's timeout suspects them.
     pub fn progress(&self) {
-        self.engine.borrow_mut().progress();
+        self.engine.lock().progress();
     }
 
     /// Progresses for `d` (heartbeats keep flowing), e.g. instead of sleeping.
