@@ -469,6 +469,57 @@ fn compute(world: &World, comm: &Comm, victim: u32) {
     println!("COMPUTE OK failed={:?} all_acked={}", a.failed, a.all_acked);
 }
 
+/// VICTIM dies; every survivor's wildcard receive reports the failure until it is
+/// acknowledged, then receives from a live peer; a receive naming the victim keeps
+/// failing with ProcFailed. Prints `ANYSOURCE OK`.
+fn anysource(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    let n = comm.size();
+    comm.agree(1).unwrap();
+    if me == victim {
+        die_now();
+    }
+    let mut b = [0u8; 4];
+    let start = Instant::now();
+    loop {
+        match comm.recv(None, None, &mut b) {
+            Err(CommError::ProcFailedPending { ranks }) => {
+                assert_eq!(ranks, vec![victim]);
+                break;
+            }
+            other => panic!("rank {me}: expected ProcFailedPending, got {other:?}"),
+        }
+    }
+    assert!(start.elapsed() < Duration::from_secs(30));
+    // Still pending until acknowledged.
+    assert!(matches!(
+        comm.recv(None, None, &mut b),
+        Err(CommError::ProcFailedPending { .. })
+    ));
+    assert_eq!(comm.ack_failed(), 1);
+    assert_eq!(comm.get_failed(), vec![victim]);
+    // A named receive from the victim fails for good.
+    assert!(matches!(
+        comm.recv(Some(victim), None, &mut b),
+        Err(CommError::ProcFailed { .. })
+    ));
+    // Survivors pass a token around the ring of the living with wildcard receives.
+    let live: Vec<u32> = (0..n).filter(|&r| r != victim).collect();
+    let pos = live.iter().position(|&r| r == me).unwrap();
+    let next = live[(pos + 1) % live.len()];
+    if pos == 0 {
+        comm.send(next, 8, &me.to_le_bytes()).unwrap();
+        let st = comm.recv(None, Some(8), &mut b).unwrap();
+        assert_eq!(st.source, *live.last().unwrap());
+    } else {
+        let st = comm.recv(None, Some(8), &mut b).unwrap();
+        assert_eq!(st.source, live[pos - 1]);
+        comm.send(next, 8, &me.to_le_bytes()).unwrap();
+    }
+    let _ = world;
+    println!("ANYSOURCE OK");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let world = World::init().unwrap_or_else(|e| {
@@ -485,6 +536,7 @@ fn main() {
         Some("detect") => detect(&comm, arg(2) as u32),
         Some("hang") => hang(&world, &comm, arg(2) as u32),
         Some("netsplit") => netsplit(&world, &comm),
+        Some("anysource") => anysource(&world, &comm, arg(2) as u32),
         Some("compute") => compute(&world, &comm, arg(2) as u32),
         Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
         other => {

@@ -369,3 +369,22 @@ fn the_progress_thread_keeps_a_computing_rank_alive() {
     assert_ne!(job.code, Some(0), "{}", job.context());
     assert!(job.stderr.contains("Excluded"), "{}", job.context());
 }
+
+#[test]
+fn wildcard_receives_report_a_failure_until_it_is_acknowledged() {
+    for (route, victim) in [("auto", "2"), ("fabric", "0")] {
+        let job = run(
+            4,
+            &[("STEADFAST_ROUTE", route)],
+            &["anysource", victim],
+            LIMIT,
+        );
+        assert_eq!(job.code, Some(1), "{route}: {}", job.context());
+        assert_eq!(
+            job.lines("ANYSOURCE OK").len(),
+            3,
+            "{route}: {}",
+            job.context()
+        );
+    }
+}

@@ -14,12 +14,17 @@ fn every_shipped_profile_loads_and_validates() {
         }
         let file = path.to_string_lossy().to_string();
         let env = move |k: &str| (k == "STEADFAST_PARAM_FILE").then(|| file.clone());
-        let params = Params::load_from(env, None)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let params =
+            Params::load_from(env, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         params
             .validate()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_ne!(params.text("provider"), "tcp", "{} sets no provider", path.display());
+        assert_ne!(
+            params.text("provider"),
+            "tcp",
+            "{} sets no provider",
+            path.display()
+        );
         seen += 1;
     }
     assert!(seen >= 4, "expected the shipped profiles, found {seen}");
