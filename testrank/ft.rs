@@ -480,14 +480,14 @@ fn anysource(world: &World, comm: &Comm, victim: u32) {
         die_now();
     }
     let mut b = [0u8; 4];
-    // Blocks until the failure is known (nobody sends), then reports it.
-    match comm.recv(None, None, &mut b) {
+    // Blocks until the failure is known (nobody sends tag 99), then reports it.
+    match comm.recv(None, Some(99), &mut b) {
         Err(CommError::ProcFailedPending { ranks }) => assert_eq!(ranks, vec![victim]),
         other => panic!("rank {me}: expected ProcFailedPending, got {other:?}"),
     }
     // Still pending until acknowledged.
     assert!(matches!(
-        comm.recv(None, None, &mut b),
+        comm.recv(None, Some(99), &mut b),
         Err(CommError::ProcFailedPending { .. })
     ));
     assert_eq!(comm.ack_failed(), 1);
