@@ -15,8 +15,7 @@
 use crate::cma;
 use crate::error::ShmError;
 use crate::message::{
-    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND,
-    FIN_TRUNCATED, INLINE_MAX,
+    Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND, FIN_TRUNCATED, INLINE_MAX,
 };
 use crate::ring::Cell;
 use crate::ring::{ConsumerPos, ProducerPos};
@@ -125,6 +124,16 @@ struct Unexpected {
     body: Body,
 }
 
+/// An eager message being read cell by cell.
+#[derive(Debug)]
+struct PartialEager {
+    tag: u64,
+    len: usize,
+    /// Bytes filled so far.
+    offset: usize,
+    bytes: Vec<u8>,
+}
+
 #[derive(Debug)]
 struct Peer {
     segment: Segment,
@@ -170,6 +179,9 @@ pub struct Endpoint {
     dead: Vec<bool>,
     unexpected: VecDeque<Unexpected>,
     fins: Vec<(u64, u8)>,
+    /// Per sending ring: an eager message whose continuation cells have not all
+    /// arrived (never waited for: its sender may be waiting for us).
+    partial: Vec<Option<PartialEager>>,
     next_token: u64,
     next_ring: u32,
     xpmem: Option<Xpmem>,
@@ -230,6 +242,7 @@ impl Endpoint {
             dead: vec![false; n],
             unexpected: VecDeque::new(),
             fins: Vec::new(),
+            partial: (0..n).map(|_| None).collect(),
             next_token: 1,
             next_ring: 0,
             xpmem,
@@ -718,6 +731,9 @@ impl Endpoint {
         want: Option<(u64, u64)>,
         buf: &mut [u8],
     ) -> Result<Option<Popped>, ShmError> {
+        if self.partial[ring as usize].is_some() {
+            return self.continue_partial(ring);
+        }
         let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
         let capacity = buf.len();
         let res = c.try_pop(|cell| match Header::read(cell) {
@@ -800,8 +816,12 @@ impl Endpoint {
         }
     }
 
-    /// Reads an eager message's continuation cells: into `buf` (`bytes` None), into
-    /// `bytes` (queued for later), or nowhere (`bytes` empty: truncated receive).
+    /// Reads the continuation cells of an eager message whose first cell was just
+    /// popped: into `buf` (`bytes` None), into `bytes` (queued for later), or nowhere
+    /// (`bytes` empty: truncated receive). Never waits: when a cell is missing (its
+    /// sender may itself be blocked on a full ring toward us, draining it into this
+    /// very call), the message is kept as partial and finished by later pops of the
+    /// ring; a partial message is always queued, whoever wanted it.
     fn finish_eager(
         &mut self,
         ring: u32,
@@ -811,29 +831,45 @@ impl Endpoint {
         buf: &mut [u8],
     ) -> Result<Popped, ShmError> {
         let mut offset = EAGER_FIRST;
-        let mut waiter = Waiter::new(self.config.operation_timeout);
-        for _ in 0..eager_continuations(len) {
+        while offset < len {
             let n = EAGER_CONT.min(len - offset);
-            loop {
-                let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
-                let got = c.try_pop(|cell| match bytes.as_mut() {
-                    None => cell.read_bytes(0, &mut buf[offset..offset + n]),
-                    Some(v) if v.is_empty() => {}
-                    Some(v) => cell.read_bytes(0, &mut v[offset..offset + n]),
-                });
-                self.rx[ring as usize] = c.pos();
-                match got {
-                    Err(e) => {
-                        return Err(ShmError::Corrupt {
-                            rank: ring,
-                            what: e.to_string(),
-                        })
-                    }
-                    Ok(Some(())) => break,
-                    Ok(None) => waiter.wait(|| self.peer_dead(ring), ring)?,
+            let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+            let got = c.try_pop(|cell| match bytes.as_mut() {
+                None => cell.read_bytes(0, &mut buf[offset..offset + n]),
+                Some(v) if v.is_empty() => {}
+                Some(v) => cell.read_bytes(0, &mut v[offset..offset + n]),
+            });
+            self.rx[ring as usize] = c.pos();
+            match got {
+                Err(e) => {
+                    return Err(ShmError::Corrupt {
+                        rank: ring,
+                        what: e.to_string(),
+                    })
+                }
+                Ok(Some(())) => offset += n,
+                Ok(None) => {
+                    // Keep what was read; the rest comes with later pops.
+                    let kept = match bytes {
+                        None => {
+                            let mut v = vec![0u8; len];
+                            v[..offset].copy_from_slice(&buf[..offset]);
+                            v
+                        }
+                        // A truncated receive still consumes the message; keep it
+                        // whole so the receive that matches it reports the truncation.
+                        Some(v) if v.is_empty() => vec![0u8; len],
+                        Some(v) => v,
+                    };
+                    self.partial[ring as usize] = Some(PartialEager {
+                        tag,
+                        len,
+                        offset,
+                        bytes: kept,
+                    });
+                    return Ok(Popped::Other);
                 }
             }
-            offset += n;
         }
         let capacity = buf.len();
         Ok(match bytes {
@@ -851,6 +887,43 @@ impl Endpoint {
                 body: Body::Inline(v),
             }),
         })
+    }
+
+    /// Reads more of `ring`'s partial eager message: `None` when no cell was there,
+    /// `Other` when some were but not all, `Queued` once complete.
+    fn continue_partial(&mut self, ring: u32) -> Result<Option<Popped>, ShmError> {
+        let mut p = self.partial[ring as usize]
+            .take()
+            .expect("caller checked a partial message");
+        let mut progressed = false;
+        while p.offset < p.len {
+            let n = EAGER_CONT.min(p.len - p.offset);
+            let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+            let off = p.offset;
+            let got = c.try_pop(|cell| cell.read_bytes(0, &mut p.bytes[off..off + n]));
+            self.rx[ring as usize] = c.pos();
+            match got {
+                Err(e) => {
+                    return Err(ShmError::Corrupt {
+                        rank: ring,
+                        what: e.to_string(),
+                    })
+                }
+                Ok(Some(())) => {
+                    p.offset += n;
+                    progressed = true;
+                }
+                Ok(None) => {
+                    self.partial[ring as usize] = Some(p);
+                    return Ok(progressed.then_some(Popped::Other));
+                }
+            }
+        }
+        Ok(Some(Popped::Queued(Unexpected {
+            source: ring,
+            tag: p.tag,
+            body: Body::Inline(p.bytes),
+        })))
     }
 
     /// Hands a queued message to the user: copies an inline one, or pulls a large one
@@ -958,18 +1031,67 @@ impl Endpoint {
         )?;
         let mut waiter = Waiter::new(self.config.operation_timeout);
         loop {
+            let partial_before = self.partial[source as usize].is_some();
             match self.pop(source, Some((tag, 0)), buf)? {
                 Some(Popped::Delivered(r)) => return r,
-                Some(Popped::Queued(u)) => {
-                    return Err(ShmError::Corrupt {
-                        rank: source,
-                        what: format!("expected the resent message, got tag {:#x}", u.tag),
-                    })
+                Some(Popped::Queued(u)) if u.tag == tag => return self.deliver(u, buf),
+                Some(Popped::Queued(u)) => self.unexpected.push_back(u),
+                Some(_) if !partial_before && self.partial[source as usize].is_some() => {
+                    // The resent message outgrew the ring: the sender is waiting for
+                    // us alone (nothing of ours is in flight to it), so read the rest
+                    // straight into `buf`, waiting for each cell.
+                    return self.finish_partial_into(source, buf, &mut waiter);
                 }
                 Some(_) => {}
                 None => waiter.wait(|| self.peer_dead(source), source)?,
             }
         }
+    }
+
+    /// Completes `ring`'s partial eager message into `buf`, waiting for its cells.
+    fn finish_partial_into(
+        &mut self,
+        ring: u32,
+        buf: &mut [u8],
+        waiter: &mut Waiter,
+    ) -> Result<Received, ShmError> {
+        let p = self.partial[ring as usize]
+            .take()
+            .expect("caller saw a partial message");
+        if p.len > buf.len() {
+            // Finish it in the queue; the truncation is reported when it is delivered.
+            self.partial[ring as usize] = Some(p);
+            loop {
+                match self.continue_partial(ring)? {
+                    Some(Popped::Queued(u)) => return self.deliver(u, buf),
+                    Some(_) => {}
+                    None => waiter.wait(|| self.peer_dead(ring), ring)?,
+                }
+            }
+        }
+        buf[..p.offset].copy_from_slice(&p.bytes[..p.offset]);
+        let mut offset = p.offset;
+        while offset < p.len {
+            let n = EAGER_CONT.min(p.len - offset);
+            let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+            let got = c.try_pop(|cell| cell.read_bytes(0, &mut buf[offset..offset + n]));
+            self.rx[ring as usize] = c.pos();
+            match got {
+                Err(e) => {
+                    return Err(ShmError::Corrupt {
+                        rank: ring,
+                        what: e.to_string(),
+                    })
+                }
+                Ok(Some(())) => offset += n,
+                Ok(None) => waiter.wait(|| self.peer_dead(ring), ring)?,
+            }
+        }
+        Ok(Received {
+            source: ring,
+            tag: p.tag,
+            len: p.len,
+        })
     }
 }
 

@@ -63,6 +63,22 @@ fn main() {
             // Wait for rank 0's goodbye so our buffers stay valid until it is done.
             let _ = ep.recv(Some(0), STOP, 0, &mut []);
         }
+        "exchange-eager" => {
+            // Both sides send 300 eager (1 KiB, five cells) messages before receiving
+            // any: the rings fill both ways, and each side drains the other's messages
+            // while it waits for room.
+            let msg = vec![rank as u8; 1024];
+            for _ in 0..300 {
+                ep.send(0, 7, &msg).expect("exchange send");
+            }
+            let mut buf = vec![0u8; 1024];
+            for _ in 0..300 {
+                let r = ep.recv(Some(0), 7, 0, &mut buf).expect("exchange recv");
+                assert_eq!(r.len, 1024);
+                assert!(buf.iter().all(|&b| b == 0), "content from rank 0");
+            }
+            let _ = ep.recv(Some(0), STOP, 0, &mut []);
+        }
         other => panic!("unknown scenario {other}"),
     }
 }

@@ -141,6 +141,32 @@ fn every_size_round_trips_byte_for_byte() {
 }
 
 #[test]
+fn two_ranks_streaming_eager_messages_at_each_other_do_not_deadlock() {
+    // Regression: a sender draining its own ring while waiting for room used to wait
+    // there for the rest of an eager message whose sender was doing the same.
+    let job = new_job();
+    {
+        let mut ep = Endpoint::open(EndpointConfig::new(job, 0, 2)).unwrap();
+        let mut peer = Peer::start(job, 1, 2, "exchange-eager");
+        ep.connect().unwrap();
+        peer.wait_ready();
+        let msg = vec![0u8; 1024];
+        for _ in 0..300 {
+            ep.send(1, 7, &msg).unwrap();
+        }
+        let mut buf = vec![0u8; 1024];
+        for _ in 0..300 {
+            let r = ep.recv(Some(1), 7, 0, &mut buf).unwrap();
+            assert_eq!(r.len, 1024);
+            assert!(buf.iter().all(|&b| b == 1));
+        }
+        ep.send(1, STOP, &[]).unwrap();
+        assert!(peer.0.wait().unwrap().success());
+    }
+    assert_clean(job);
+}
+
+#[test]
 fn refused_single_copy_falls_back_to_the_ring_and_is_reported() {
     let job = new_job();
     {
