@@ -9,10 +9,12 @@
 //! - [`Comm::agree`]: the ERA agreement, over control messages that revocation does not
 //!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`].
 
+mod collective;
 mod inter;
 mod nonblocking;
 mod p2p;
 
+pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 

@@ -1,0 +1,226 @@
+//! Fault-tolerance benchmarks: the phases of ICLDisco's ulfm-testing. The ones that
+//! kill a rank kill the last one (SIGKILL on itself, after sending every survivor a
+//! time stamp), so the launcher reports one failed rank: that is the benchmark, not an
+//! error.
+
+use std::time::Instant;
+
+use steadfast::comm::ReduceOp;
+use steadfast::{Comm, CommError, World};
+
+use crate::report::{Report, Stats};
+use crate::{fail, Common};
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos() as u64
+}
+
+/// Every rank's `v`, at every rank (an allreduce over one slot per rank).
+fn all_values(comm: &Comm, v: u64) -> Vec<u64> {
+    let mut slots = vec![0u64; comm.size() as usize];
+    slots[comm.rank() as usize] = v;
+    comm.allreduce(&mut slots, ReduceOp::Sum).unwrap();
+    slots
+}
+
+/// µs per agreement over `iters`, for each repetition.
+fn agreements(comm: &Comm, c: &Common) -> Vec<f64> {
+    for _ in 0..c.warmup {
+        comm.agree(1).unwrap();
+    }
+    (0..c.repetitions.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..c.iterations {
+                comm.agree(1).unwrap();
+            }
+            t.elapsed().as_secs_f64() * 1e6 / c.iterations.max(1) as f64
+        })
+        .collect()
+}
+
+fn header(world: &World, name: &'static str, c: &Common) -> Report {
+    if world.size() < 2 {
+        fail("needs at least 2 ranks");
+    }
+    let mut report = Report::new(name, "Time", "us", c.json).first_column("Phase");
+    report.fact("ranks", world.size());
+    report.fact(
+        "routes from rank 0",
+        format!(
+            "{:?}",
+            (0..world.size())
+                .map(|r| world.route(r).expect("rank"))
+                .collect::<Vec<_>>()
+        ),
+    );
+    if world.rank() == 0 {
+        report.start();
+    }
+    report
+}
+
+/// The victim sends each survivor a time stamp and SIGKILLs itself; survivors get the
+/// stamp (the kill happens right after).
+fn kill_last(comm: &Comm) -> u64 {
+    let (me, n) = (comm.rank(), comm.size());
+    let victim = n - 1;
+    comm.agree(1).unwrap();
+    if me == victim {
+        let t = realtime_ns();
+        for r in 0..victim {
+            comm.send(r, 5, &t.to_le_bytes()).unwrap();
+        }
+        // SAFETY: raising a signal at ourselves.
+        unsafe { libc::raise(libc::SIGKILL) };
+        unreachable!("SIGKILL returned");
+    }
+    let mut b = [0u8; 8];
+    comm.recv(Some(victim), Some(5), &mut b).unwrap();
+    u64::from_le_bytes(b)
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Stats in µs over the survivors' values (gathered on `survivors`).
+fn over(survivors: &Comm, ns: u64) -> Stats {
+    let mut v: Vec<f64> = all_values(survivors, ns).into_iter().map(us).collect();
+    Stats::of(&mut v)
+}
+
+/// Agreement: failure-free, first after a kill, stabilize, with the hole.
+pub fn agree(world: World, c: &Common) {
+    let comm = world.comm();
+    let mut report = header(&world, "agree", c);
+    let mut ff = agreements(&comm, c);
+    let killed_at = kill_last(&comm);
+    let first = loop {
+        match comm.agree(1) {
+            Ok(_) => {}
+            Err(CommError::ProcFailed { .. }) => break realtime_ns() - killed_at,
+            Err(e) => fail(&e.to_string()),
+        }
+    };
+    let t = Instant::now();
+    loop {
+        comm.ack_failed();
+        if comm.agree(1).is_ok() {
+            break;
+        }
+    }
+    let stabilize = t.elapsed().as_nanos() as u64;
+    let mut after = agreements(&comm, c);
+    let survivors = comm.shrink().unwrap();
+    let first = over(&survivors, first);
+    let stabilize = over(&survivors, stabilize);
+    if survivors.rank() == 0 {
+        report.row("failure_free", Stats::of(&mut ff));
+        report.row("first_after_kill", first);
+        report.row("stabilize", stabilize);
+        report.row("after_failure", Stats::of(&mut after));
+        report.finish();
+    }
+    drop((survivors, comm));
+    world.finalize();
+}
+
+/// Revoke: every rank loops allreduces on a dup; rank 0 revokes; time until the last
+/// rank is interrupted; agreement noise on another communicator before and after.
+pub fn revoke(world: World, c: &Common) {
+    let comm = world.comm();
+    let me = comm.rank();
+    let mut report = header(&world, "revoke", c);
+    let other = comm.dup().unwrap();
+    let mut before = agreements(&other, c);
+    let mut interrupt = Vec::new();
+    for _ in 0..c.repetitions.max(1) {
+        let dup = comm.dup().unwrap();
+        other.agree(1).unwrap();
+        let mut stamp = 0;
+        let mut i = 0usize;
+        loop {
+            if me == 0 && i == c.iterations / 10 + 10 {
+                stamp = realtime_ns();
+                dup.revoke();
+            }
+            let mut v = [1u64];
+            match dup.allreduce(&mut v, ReduceOp::Sum) {
+                Ok(()) => i += 1,
+                Err(CommError::Revoked) => break,
+                Err(e) => fail(&e.to_string()),
+            }
+        }
+        let now = if me == 0 { stamp } else { realtime_ns() };
+        let all = all_values(&other, now);
+        let worst = all[1..]
+            .iter()
+            .map(|t| t.saturating_sub(all[0]))
+            .max()
+            .unwrap_or(0);
+        interrupt.push(us(worst));
+    }
+    let mut after = agreements(&other, c);
+    if me == 0 {
+        report.row("noise_before", Stats::of(&mut before));
+        report.row("interrupt_all", Stats::of(&mut interrupt));
+        report.row("noise_after", Stats::of(&mut after));
+        report.finish();
+    }
+    drop((other, comm));
+    world.finalize();
+}
+
+/// Shrink: failure-free, then after the last rank dies (failure detection included).
+pub fn shrink(world: World, c: &Common) {
+    let comm = world.comm();
+    let mut report = header(&world, "shrink", c);
+    let mut ff = Vec::new();
+    for _ in 0..c.repetitions.max(1) {
+        comm.agree(1).unwrap();
+        let t = Instant::now();
+        let s = comm.shrink().unwrap();
+        ff.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(s);
+    }
+    let killed_at = kill_last(&comm);
+    let small = comm.shrink().unwrap();
+    let after = realtime_ns() - killed_at;
+    let after = over(&small, after);
+    if small.rank() == 0 {
+        report.row("failure_free", Stats::of(&mut ff));
+        report.row("after_kill", after);
+        report.finish();
+    }
+    drop((small, comm));
+    world.finalize();
+}
+
+/// Detection: SIGKILL of the last rank to the first ProcFailed in a receive blocked on
+/// it, at every survivor.
+pub fn detect(world: World, c: &Common, detectors: &str) {
+    let comm = world.comm();
+    let mut report = header(&world, "detect", c);
+    report.fact("detectors", detectors);
+    let victim = comm.size() - 1;
+    let killed_at = kill_last(&comm);
+    let mut b = [0u8; 1];
+    match comm.recv(Some(victim), Some(6), &mut b) {
+        Err(CommError::ProcFailed { .. }) => {}
+        other => fail(&format!("expected ProcFailed, got {other:?}")),
+    }
+    let detected = realtime_ns() - killed_at;
+    comm.ack_failed();
+    let small = comm.shrink().unwrap();
+    let stats = over(&small, detected);
+    if small.rank() == 0 {
+        report.row(format!("detect_{detectors}"), stats);
+        report.finish();
+    }
+    drop((small, comm));
+    world.finalize();
+}

@@ -1,0 +1,136 @@
+//! Collectives over point-to-point: allreduce on `u64` slices and a barrier.
+//!
+//! Recursive doubling: in round k each rank exchanges its partial result with the rank
+//! whose number differs in bit k, so 2^m ranks finish in m exchanges (one message delay
+//! each). With a size that is not a power of two, the ranks above the largest power of
+//! two first hand their values to a partner below it and get the result back at the
+//! end. A failed peer makes the call return `ProcFailed` (these collectives are not
+//! fault-tolerant agreements: use `agree` for that); a revoked communicator `Revoked`.
+
+use super::{Comm, CommError};
+
+/// How values are combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Wrapping sum.
+    Sum,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+    /// Bitwise AND.
+    And,
+    /// Bitwise OR.
+    Or,
+}
+
+impl ReduceOp {
+    fn apply(self, into: &mut [u64], other: &[u64]) {
+        for (a, &b) in into.iter_mut().zip(other) {
+            *a = match self {
+                ReduceOp::Sum => a.wrapping_add(b),
+                ReduceOp::Min => (*a).min(b),
+                ReduceOp::Max => (*a).max(b),
+                ReduceOp::And => *a & b,
+                ReduceOp::Or => *a | b,
+            };
+        }
+    }
+}
+
+/// Tag of collective traffic (the top of the application's tag space).
+const TAG: u32 = crate::world::tags::MAX_TAG - 2;
+/// Largest slice reduced (its bytes travel in one message).
+pub const ALLREDUCE_MAX: usize = 1 << 16;
+
+fn to_bytes(values: &[u64], out: &mut Vec<u8>) {
+    out.clear();
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn from_bytes(bytes: &[u8], out: &mut [u64]) {
+    for (v, c) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+        *v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+}
+
+impl Comm {
+    /// Combines `values` element-wise over every rank with `op`; every rank gets the
+    /// result in `values` (same length everywhere).
+    ///
+    /// # Errors
+    /// `ProcFailed`, `Revoked`, `InvalidArgument` (more than [`ALLREDUCE_MAX`] values),
+    /// `Truncated` when ranks passed different lengths.
+    pub fn allreduce(&self, values: &mut [u64], op: ReduceOp) -> Result<(), CommError> {
+        if values.len() > ALLREDUCE_MAX {
+            return Err(CommError::InvalidArgument(format!(
+                "allreduce of {} values, above {ALLREDUCE_MAX}",
+                values.len()
+            )));
+        }
+        let (me, n) = (self.rank(), self.size());
+        let pow2 = if n.is_power_of_two() {
+            n
+        } else {
+            n.next_power_of_two() / 2
+        };
+        let mut out = Vec::with_capacity(values.len() * 8);
+        let mut inb = vec![0u8; values.len() * 8];
+        let mut theirs = vec![0u64; values.len()];
+        let extra = me >= pow2;
+        // Fold the ranks above the power of two into their partners.
+        if extra {
+            to_bytes(values, &mut out);
+            self.send(me - pow2, TAG, &out)?;
+            let st = self.recv(Some(me - pow2), Some(TAG), &mut inb)?;
+            check_len(st.len, inb.len())?;
+            from_bytes(&inb, values);
+            return Ok(());
+        }
+        if me + pow2 < n {
+            let st = self.recv(Some(me + pow2), Some(TAG), &mut inb)?;
+            check_len(st.len, inb.len())?;
+            from_bytes(&inb, &mut theirs);
+            op.apply(values, &theirs);
+        }
+        let mut mask = 1;
+        while mask < pow2 {
+            let partner = me ^ mask;
+            to_bytes(values, &mut out);
+            // Both post their send first, then receive: neither waits for the other's
+            // receive, whatever the size.
+            let send = self.isend(partner, TAG, &out)?;
+            let st = self.recv(Some(partner), Some(TAG), &mut inb)?;
+            send.wait()?;
+            check_len(st.len, inb.len())?;
+            from_bytes(&inb, &mut theirs);
+            op.apply(values, &theirs);
+            mask <<= 1;
+        }
+        if me + pow2 < n {
+            to_bytes(values, &mut out);
+            self.send(me + pow2, TAG, &out)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every rank has called it (an allreduce of nothing).
+    ///
+    /// # Errors
+    /// As [`allreduce`](Self::allreduce).
+    pub fn barrier(&self) -> Result<(), CommError> {
+        self.allreduce(&mut [], ReduceOp::Sum)
+    }
+}
+
+fn check_len(got: usize, want: usize) -> Result<(), CommError> {
+    if got != want {
+        return Err(CommError::Truncated {
+            len: Some(got),
+            capacity: want,
+        });
+    }
+    Ok(())
+}
