@@ -131,3 +131,17 @@ if command -v cc >/dev/null; then
 else
     echo "SKIPPED: no C compiler for the loopback TCP floor"
 fi
+
+echo
+echo "## Scale by simulation (steadfast-agreement simulator, seed 7)"
+printf '%-10s %18s %22s %14s %18s\n' "ranks" "ERA rounds (0/1/10)" "2*ceil(log2 n)" "revoke hops" "ceil(log2 n)"
+for n in 2 64 4096 1048576; do
+    eras=()
+    for f in 0 1 10; do
+        [ $f -ge $n ] && { eras+=("-"); continue; }
+        eras+=("$(target/release/examples/sim --ranks $n --failures $f --seed 7 | awk '/^rounds/ {print $4}')")
+    done
+    hops=$(target/release/examples/sim --ranks $n --failures 0 --seed 7 --revoke | awk '/^revoke hops/ {print $3}')
+    lg=$(awk -v n=$n 'BEGIN { l = 0; while (2^l < n) l++; print l }')
+    printf '%-10s %18s %22s %14s %18s\n' $n "$(IFS=/; echo "${eras[*]}")" $((2 * lg)) "$hops" $lg
+done
