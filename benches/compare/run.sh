@@ -51,6 +51,12 @@ head_ "libfabric fi_pingpong, 8 B one-way latency (us) / 1 MiB bandwidth (MB/s)"
 if command -v fi_pingpong >/dev/null; then
     for prov in "tcp;ofi_rxm" net shm; do
         for what in lat bw; do
+            if [ "$prov $what" = "net bw" ]; then
+                # libfabric 1.17's net drops unexpected messages while RMA reads are in
+                # flight (docs/architecture.md), so windows of rendezvous sends fail.
+                echo "SKIPPED: net bw (libfabric 1.17 net defect under rendezvous windows)"
+                continue
+            fi
             if [ $what = lat ]; then size=8; iters=20000; else size=1048576; iters=1000; fi
             sf=(); fi=()
             for _ in $(seq "$rounds"); do
@@ -73,10 +79,10 @@ if command -v fi_pingpong >/dev/null; then
                 sleep 0.5
                 taskset -c 1 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -P $port -I $iters -S $size 127.0.0.1 >"$work/cli" 2>&1 || true
                 wait $srv || true
-                # fi_pingpong: "bytes iters total time MB/sec usec/xfer Mxfers/sec".
+                # fi_pingpong: "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec".
                 line=$(awk '$1 ~ /^[0-9]/ { l = $0 } END { print l }' "$work/cli")
-                if [ $what = lat ]; then fi+=("$(echo "$line" | awk '{print $6 / 2}')")
-                else fi+=("$(echo "$line" | awk '{print $5}')"); fi
+                if [ $what = lat ]; then fi+=("$(echo "$line" | awk '{print $7}')")
+                else fi+=("$(echo "$line" | awk '{print $6}')"); fi
             done
             a=$(printf '%s\n' "${sf[@]}" | median); b=$(printf '%s\n' "${fi[@]}" | median)
             row "$prov $what" "$a" "$b"

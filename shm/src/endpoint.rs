@@ -458,7 +458,9 @@ impl Endpoint {
         data: &[u8],
     ) -> Result<SendRequest, ShmError> {
         self.check_rank(dest)?;
-        if self.peer_dead(dest) {
+        // The known verdict only: a pidfd poll here would put a system call on every
+        // send; waits check the process (`Waiter`), `poll_deaths` refreshes the verdict.
+        if self.dead[dest as usize] {
             return Err(ShmError::PeerDead(dest));
         }
         let pipelined = self.peers[dest as usize]
@@ -541,7 +543,8 @@ impl Endpoint {
     /// As [`send`](Self::send), plus `WouldBlock`.
     pub fn try_send(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
         self.check_rank(dest)?;
-        if self.peer_dead(dest) {
+        // The known verdict only (see `isend`).
+        if self.dead[dest as usize] {
             return Err(ShmError::PeerDead(dest));
         }
         if data.len() > INLINE_MAX {

@@ -44,6 +44,11 @@ fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
     }
 }
 
+/// Attempts at a receive between two rounds of the engine (control messages, failure
+/// reports): the round costs more than an attempt and may queue (copy) the very
+/// message the receive waits for.
+const RECV_POLLS_PER_PROGRESS: u32 = 16;
+
 /// Where a receive may find its message (computed once per receive).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RecvPlan {
@@ -109,8 +114,28 @@ impl Comm {
     /// [`CommError::ProcFailed`] when `dest` has failed or fails first;
     /// [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a bad rank or tag.
     pub fn send(&self, dest: u32, tag: u32, data: &[u8]) -> Result<(), CommError> {
-        // One code path for both: the request completes or fails as a blocking send
-        // would (inline and eager messages finish inside `isend`).
+        // The latency path: a message that fits one shared-memory cell goes out under
+        // one hold of the engine, without a request.
+        if data.len() <= steadfast_shm::message::INLINE_MAX && tag <= MAX_TAG {
+            let mut guard = self.engine.lock();
+            let e = &mut *guard;
+            let c = &e.comms[&self.id];
+            if let (Some(&w), false) = (c.group.get(dest as usize), c.revoked) {
+                if let (Route::Shm(l), false, false) =
+                    (e.routes[w as usize], e.excluded, e.failed.contains(Rank(w)))
+                {
+                    let (wire_tag, _) = user_match(c.ctx, Some(tag));
+                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    if shm.try_send(l, wire_tag, data).is_ok() {
+                        e.stats.shm_sent += 1;
+                        return Ok(());
+                    }
+                    // Ring full, or the peer is dead: the general path waits or reports.
+                }
+            }
+        }
+        // Everything else: the request completes or fails as a blocking send would
+        // (inline and eager messages finish inside `isend`).
         self.isend(dest, tag, data)?.wait()
     }
 
@@ -133,9 +158,16 @@ impl Comm {
         let plan = self.plan_recv(e, source, tag)?;
         let mut fab_req: Option<Request> = None;
         let mut spin = Spin::new(e);
+        let mut polls: u32 = 0;
         let result = loop {
             if let Some(r) = self.recv_step(e, &plan, &mut fab_req, buf) {
                 break r;
+            }
+            // The engine's round drains the rings too (queueing the message we wait
+            // for, at a copy's cost): look at our own message first, most of the time.
+            polls = polls.wrapping_add(1);
+            if polls % RECV_POLLS_PER_PROGRESS != 0 {
+                continue;
             }
             e.progress();
             if let Some(err) = self.interrupted(e, plan.src_world, plan.wildcard) {
