@@ -819,6 +819,25 @@ impl Endpoint {
         }
     }
 
+    /// Pops one continuation cell of `ring` into `dst` (`None`: read and drop it);
+    /// `false` when the cell has not arrived yet.
+    fn pop_continuation(&mut self, ring: u32, dst: Option<&mut [u8]>) -> Result<bool, ShmError> {
+        let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+        let got = c.try_pop(|cell| {
+            if let Some(d) = dst {
+                cell.read_bytes(0, d);
+            }
+        });
+        self.rx[ring as usize] = c.pos();
+        match got {
+            Err(e) => Err(ShmError::Corrupt {
+                rank: ring,
+                what: e.to_string(),
+            }),
+            Ok(got) => Ok(got.is_some()),
+        }
+    }
+
     /// Reads the continuation cells of an eager message whose first cell was just
     /// popped: into `buf` (`bytes` None), into `bytes` (queued for later), or nowhere
     /// (`bytes` empty: truncated receive). Never waits: when a cell is missing (its
@@ -836,43 +855,33 @@ impl Endpoint {
         let mut offset = EAGER_FIRST;
         while offset < len {
             let n = EAGER_CONT.min(len - offset);
-            let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
-            let got = c.try_pop(|cell| match bytes.as_mut() {
-                None => cell.read_bytes(0, &mut buf[offset..offset + n]),
-                Some(v) if v.is_empty() => {}
-                Some(v) => cell.read_bytes(0, &mut v[offset..offset + n]),
-            });
-            self.rx[ring as usize] = c.pos();
-            match got {
-                Err(e) => {
-                    return Err(ShmError::Corrupt {
-                        rank: ring,
-                        what: e.to_string(),
-                    })
-                }
-                Ok(Some(())) => offset += n,
-                Ok(None) => {
-                    // Keep what was read; the rest comes with later pops.
-                    let kept = match bytes {
-                        None => {
-                            let mut v = vec![0u8; len];
-                            v[..offset].copy_from_slice(&buf[..offset]);
-                            v
-                        }
-                        // A truncated receive still consumes the message; keep it
-                        // whole so the receive that matches it reports the truncation.
-                        Some(v) if v.is_empty() => vec![0u8; len],
-                        Some(v) => v,
-                    };
-                    self.partial[ring as usize] = Some(PartialEager {
-                        tag,
-                        len,
-                        offset,
-                        bytes: kept,
-                    });
-                    return Ok(Popped::Other);
-                }
+            let dst = match bytes.as_mut() {
+                None => Some(&mut buf[offset..offset + n]),
+                Some(v) if v.is_empty() => None,
+                Some(v) => Some(&mut v[offset..offset + n]),
+            };
+            if !self.pop_continuation(ring, dst)? {
+                // Keep what was read; the rest comes with later pops.
+                let kept = match bytes {
+                    None => {
+                        let mut v = vec![0u8; len];
+                        v[..offset].copy_from_slice(&buf[..offset]);
+                        v
+                    }
+                    // A truncated receive still consumes the message; keep it whole
+                    // so the receive that matches it reports the truncation.
+                    Some(v) if v.is_empty() => vec![0u8; len],
+                    Some(v) => v,
+                };
+                self.partial[ring as usize] = Some(PartialEager {
+                    tag,
+                    len,
+                    offset,
+                    bytes: kept,
+                });
+                return Ok(Popped::Other);
             }
+            offset += n;
         }
         let capacity = buf.len();
         Ok(match bytes {
@@ -901,26 +910,13 @@ impl Endpoint {
         let mut progressed = false;
         while p.offset < p.len {
             let n = EAGER_CONT.min(p.len - p.offset);
-            let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
             let off = p.offset;
-            let got = c.try_pop(|cell| cell.read_bytes(0, &mut p.bytes[off..off + n]));
-            self.rx[ring as usize] = c.pos();
-            match got {
-                Err(e) => {
-                    return Err(ShmError::Corrupt {
-                        rank: ring,
-                        what: e.to_string(),
-                    })
-                }
-                Ok(Some(())) => {
-                    p.offset += n;
-                    progressed = true;
-                }
-                Ok(None) => {
-                    self.partial[ring as usize] = Some(p);
-                    return Ok(progressed.then_some(Popped::Other));
-                }
+            if !self.pop_continuation(ring, Some(&mut p.bytes[off..off + n]))? {
+                self.partial[ring as usize] = Some(p);
+                return Ok(progressed.then_some(Popped::Other));
             }
+            p.offset += n;
+            progressed = true;
         }
         Ok(Some(Popped::Queued(Unexpected {
             source: ring,
@@ -1076,18 +1072,10 @@ impl Endpoint {
         let mut offset = p.offset;
         while offset < p.len {
             let n = EAGER_CONT.min(p.len - offset);
-            let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
-            let got = c.try_pop(|cell| cell.read_bytes(0, &mut buf[offset..offset + n]));
-            self.rx[ring as usize] = c.pos();
-            match got {
-                Err(e) => {
-                    return Err(ShmError::Corrupt {
-                        rank: ring,
-                        what: e.to_string(),
-                    })
-                }
-                Ok(Some(())) => offset += n,
-                Ok(None) => waiter.wait(|| self.peer_dead(ring), ring)?,
+            if self.pop_continuation(ring, Some(&mut buf[offset..offset + n]))? {
+                offset += n;
+            } else {
+                waiter.wait(|| self.peer_dead(ring), ring)?;
             }
         }
         Ok(Received {
