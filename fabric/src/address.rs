@@ -117,6 +117,22 @@ impl PeerAddress {
                 self.addr_format, local.addr_format
             )));
         }
+        if self.addr_format == STRING_FORMAT {
+            // String addresses (shm's name embeds the peer's pid) differ in length from
+            // process to process. The provider reads them up to a NUL: there must be
+            // exactly one, at the end, so that it never reads past the bytes we hold.
+            let nul = self.raw.iter().position(|&b| b == 0);
+            if self.raw.is_empty()
+                || self.raw.len() > MAX_STRING_ADDRESS
+                || nul != Some(self.raw.len() - 1)
+            {
+                return Err(Error::MalformedAddress(format!(
+                    "string address of {} bytes is not one NUL-terminated string of at most {MAX_STRING_ADDRESS} bytes",
+                    self.raw.len()
+                )));
+            }
+            return Ok(());
+        }
         if self.raw.len() != local.raw.len() {
             return Err(Error::MalformedAddress(format!(
                 "raw address of {} bytes, the provider's are {} bytes",
@@ -128,9 +144,32 @@ impl PeerAddress {
     }
 }
 
+/// libfabric's `FI_ADDR_STR`: a NUL-terminated string address.
+const STRING_FORMAT: u32 = steadfast_fabric_sys::FI_ADDR_STR as u32;
+/// Longest string address accepted.
+const MAX_STRING_ADDRESS: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_addresses_may_differ_in_length_but_must_end_in_their_only_nul() {
+        let local = PeerAddress {
+            addr_format: STRING_FORMAT,
+            provider_hash: provider_hash("shm"),
+            pid: 1,
+            host: 7,
+            raw: b"fi_shm://999\0".to_vec(),
+        };
+        let mut peer = local.clone();
+        peer.raw = b"fi_shm://1003\0".to_vec();
+        peer.check_compatible(&local, "shm").unwrap();
+        for bad in [&b"fi_shm://1003"[..], b"fi\0shm\0", b""] {
+            peer.raw = bad.to_vec();
+            assert!(peer.check_compatible(&local, "shm").is_err(), "{bad:?}");
+        }
+    }
 
     fn sample() -> PeerAddress {
         PeerAddress {
