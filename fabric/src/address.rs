@@ -145,7 +145,7 @@ impl PeerAddress {
 }
 
 /// libfabric's `FI_ADDR_STR`: a NUL-terminated string address.
-const STRING_FORMAT: u32 = steadfast_fabric_sys::FI_ADDR_STR as u32;
+const STRING_FORMAT: u32 = steadfast_fabric_sys::FI_ADDR_STR;
 /// Longest string address accepted.
 const MAX_STRING_ADDRESS: usize = 256;
 
