@@ -144,8 +144,10 @@ impl PeerAddress {
     }
 }
 
-/// libfabric's `FI_ADDR_STR`: a NUL-terminated string address.
-const STRING_FORMAT: u32 = steadfast_fabric_sys::FI_ADDR_STR;
+/// libfabric's `FI_ADDR_STR`: a NUL-terminated string address. (bindgen types the
+/// enum's constants by platform: the cast is a no-op here, not everywhere.)
+#[allow(clippy::unnecessary_cast)]
+const STRING_FORMAT: u32 = steadfast_fabric_sys::FI_ADDR_STR as u32;
 /// Longest string address accepted.
 const MAX_STRING_ADDRESS: usize = 256;
 
