@@ -223,29 +223,33 @@ fn revoke(world: &World, comm: &Comm) {
     println!("REVOKED after {} us", start.elapsed().as_micros());
 }
 
-fn shrink(world: &World, comm: &Comm, victim: u32) {
-    let me = comm.rank();
-    comm.agree(1).unwrap();
-    if me == victim {
-        die_now();
-    }
-    // Some agreement reports the failure (maybe not the first: it may finish before
-    // anyone notices).
+/// Agrees (progressing between rounds) until an agreement reports `victim` failed:
+/// maybe not the first after the failure, which may finish before anyone notices.
+fn agree_until_failed(world: &World, comm: &Comm, victim: u32) {
     let start = Instant::now();
     loop {
         match comm.agree(1) {
             Ok(_) => world.progress_for(Duration::from_millis(1)),
             Err(CommError::ProcFailed { ranks }) => {
                 assert_eq!(ranks, vec![victim]);
-                break;
+                return;
             }
-            Err(e) => panic!("rank {me}: {e}"),
+            Err(e) => panic!("rank {}: {e}", comm.rank()),
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "failure never reported"
         );
     }
+}
+
+fn shrink(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    if me == victim {
+        die_now();
+    }
+    agree_until_failed(world, comm, victim);
     let t = Instant::now();
     let small = comm.shrink().unwrap();
     let shrink_us = t.elapsed().as_micros();
@@ -317,17 +321,7 @@ fn hang(world: &World, comm: &Comm, victim: u32) {
         return;
     }
     let start = Instant::now();
-    loop {
-        match comm.agree(1) {
-            Ok(_) => world.progress_for(Duration::from_millis(1)),
-            Err(CommError::ProcFailed { ranks }) => {
-                assert_eq!(ranks, vec![victim]);
-                break;
-            }
-            Err(e) => panic!("rank {me}: {e}"),
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "never suspected");
-    }
+    agree_until_failed(world, comm, victim);
     println!("SUSPECTED after {} ms", start.elapsed().as_millis());
     let small = comm.shrink().unwrap();
     assert_eq!(small.agree(1), Ok(1));

@@ -11,6 +11,27 @@ use crate::{fail, Common};
 /// Messages in flight in `bw` and `bibw`.
 const WINDOW: usize = 64;
 
+/// Runs `op` for `iters` timed operations per repetition (the first repetition after
+/// `warmup` untimed ones); returns each repetition's seconds per operation. `op`
+/// returns false when this rank takes no part.
+fn timed(c: &Common, iters: usize, warmup: usize, mut op: impl FnMut() -> bool) -> Vec<f64> {
+    let mut samples = Vec::with_capacity(c.repetitions);
+    for rep in 0..c.repetitions.max(1) {
+        let warm = if rep == 0 { warmup.min(iters) } else { 0 };
+        let mut t = Instant::now();
+        for i in 0..warm + iters {
+            if i == warm {
+                t = Instant::now();
+            }
+            if !op() {
+                break;
+            }
+        }
+        samples.push(t.elapsed().as_secs_f64() / iters.max(1) as f64);
+    }
+    samples
+}
+
 fn describe(world: &World, report: &mut Report, c: &Common) {
     report.fact("ranks", world.size());
     report.fact(
@@ -43,28 +64,24 @@ pub fn latency(world: &World, c: &Common) {
     let mut buf = vec![0u8; c.max.max(1)];
     for size in sizes(c.min, c.max) {
         let iters = iterations_for(size, c.iterations);
-        let mut samples = Vec::with_capacity(c.repetitions);
-        for rep in 0..c.repetitions.max(1) {
-            let warm = if rep == 0 { c.warmup.min(iters) } else { 0 };
-            let mut t = Instant::now();
-            for i in 0..warm + iters {
-                if i == warm {
-                    t = Instant::now();
+        let mut samples: Vec<f64> = timed(c, iters, c.warmup, || {
+            match me {
+                0 => {
+                    comm.send(1, 1, &buf[..size]).unwrap();
+                    comm.recv(Some(1), Some(1), &mut buf[..size]).unwrap();
                 }
-                match me {
-                    0 => {
-                        comm.send(1, 1, &buf[..size]).unwrap();
-                        comm.recv(Some(1), Some(1), &mut buf[..size]).unwrap();
-                    }
-                    1 => {
-                        comm.recv(Some(0), Some(1), &mut buf[..size]).unwrap();
-                        comm.send(0, 1, &buf[..size]).unwrap();
-                    }
-                    _ => break,
+                1 => {
+                    comm.recv(Some(0), Some(1), &mut buf[..size]).unwrap();
+                    comm.send(0, 1, &buf[..size]).unwrap();
                 }
+                _ => return false,
             }
-            samples.push(t.elapsed().as_secs_f64() * 1e6 / iters as f64 / 2.0);
-        }
+            true
+        })
+        .into_iter()
+        // One-way: half the round trip, in µs.
+        .map(|secs| secs * 1e6 / 2.0)
+        .collect();
         if me == 0 {
             report.row(size, Stats::of(&mut samples));
         }
@@ -106,35 +123,30 @@ pub fn bandwidth(world: &World, c: &Common, bi: bool) {
     let mut ack = [0u8; 1];
     for size in sizes(c.min.max(1), c.max) {
         let iters = iterations_for(size, (c.iterations / WINDOW).max(10));
-        let mut samples = Vec::with_capacity(c.repetitions);
-        for rep in 0..c.repetitions.max(1) {
-            let warm = if rep == 0 { 2 } else { 0 };
-            let mut t = Instant::now();
-            for i in 0..warm + iters {
-                if i == warm {
-                    t = Instant::now();
+        let bytes = (size * WINDOW) as f64 * if bi { 2.0 } else { 1.0 };
+        let mut samples: Vec<f64> = timed(c, iters, 2, || {
+            match me {
+                0 => {
+                    window(&comm, 1, &data[..size], bi.then_some(1), &mut buf[..size]);
+                    comm.recv(Some(1), Some(3), &mut ack).unwrap();
                 }
-                match me {
-                    0 => {
-                        window(&comm, 1, &data[..size], bi.then_some(1), &mut buf[..size]);
-                        comm.recv(Some(1), Some(3), &mut ack).unwrap();
-                    }
-                    1 if bi => {
-                        window(&comm, 0, &data[..size], Some(0), &mut buf[..size]);
-                        comm.send(0, 3, &ack).unwrap();
-                    }
-                    1 => {
-                        for _ in 0..WINDOW {
-                            comm.recv(Some(0), Some(2), &mut buf[..size]).unwrap();
-                        }
-                        comm.send(0, 3, &ack).unwrap();
-                    }
-                    _ => break,
+                1 if bi => {
+                    window(&comm, 0, &data[..size], Some(0), &mut buf[..size]);
+                    comm.send(0, 3, &ack).unwrap();
                 }
+                1 => {
+                    for _ in 0..WINDOW {
+                        comm.recv(Some(0), Some(2), &mut buf[..size]).unwrap();
+                    }
+                    comm.send(0, 3, &ack).unwrap();
+                }
+                _ => return false,
             }
-            let bytes = (size * WINDOW * iters) as f64 * if bi { 2.0 } else { 1.0 };
-            samples.push(bytes / t.elapsed().as_secs_f64() / 1e6);
-        }
+            true
+        })
+        .into_iter()
+        .map(|secs| bytes / secs / 1e6)
+        .collect();
         if me == 0 {
             report.row(size, Stats::of(&mut samples));
         }
@@ -160,20 +172,15 @@ pub fn allreduce(world: &World, c: &Common) {
         let n = size / 8;
         let mut values = vec![1u64; n];
         let iters = iterations_for(size, c.iterations);
-        let mut samples = Vec::with_capacity(c.repetitions);
-        for rep in 0..c.repetitions.max(1) {
-            let warm = if rep == 0 { c.warmup.min(iters) } else { 0 };
-            let mut t = Instant::now();
-            for i in 0..warm + iters {
-                if i == warm {
-                    t = Instant::now();
-                }
-                values.iter_mut().for_each(|v| *v = 1);
-                comm.allreduce(&mut values, ReduceOp::Sum).unwrap();
-            }
-            assert!(values.iter().all(|&v| v == comm.size() as u64), "wrong sum");
-            samples.push(t.elapsed().as_secs_f64() * 1e6 / iters as f64);
-        }
+        let mut samples: Vec<f64> = timed(c, iters, c.warmup, || {
+            values.iter_mut().for_each(|v| *v = 1);
+            comm.allreduce(&mut values, ReduceOp::Sum).unwrap();
+            true
+        })
+        .into_iter()
+        .map(|secs| secs * 1e6)
+        .collect();
+        assert!(values.iter().all(|&v| v == comm.size() as u64), "wrong sum");
         if me == 0 {
             report.row(size, Stats::of(&mut samples));
         }

@@ -71,17 +71,6 @@ fn decode_group(b: &[u8], world_size: u32) -> Option<Vec<u32>> {
     g.iter().all(|&r| r < world_size).then_some(g)
 }
 
-fn fnv(words: &[u32]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 const PAIR_VALUE: u8 = 1;
 const PAIR_ACK: u8 = 2;
 
@@ -264,9 +253,9 @@ impl Comm {
             (remote, local)
         };
         let union: Vec<u32> = first.iter().chain(second).copied().collect();
-        let mut words = union.clone();
-        words.push(tag);
-        let id = CommId(fnv(&words).max(2));
+        let mut words = encode_group(&union);
+        words.extend_from_slice(&tag.to_le_bytes());
+        let id = CommId(crate::world::fnv1a(&words).max(2));
         let key = CommKey {
             comm: id,
             epoch: Default::default(),

@@ -139,7 +139,6 @@ impl Spin {
 /// The id of the `child`-th communicator of `kind` derived from `key` (equal on every
 /// member, which all derive in the same order).
 fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let bytes = [
         key.comm.0.to_le_bytes().as_slice(),
         &key.epoch.0.to_le_bytes(),
@@ -147,12 +146,8 @@ fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
         &child.to_le_bytes(),
     ]
     .concat();
-    for b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
     // 0 and 1 are the detector's and the world's.
-    CommId(h.max(2))
+    CommId(crate::world::fnv1a(&bytes).max(2))
 }
 
 /// The message context of communicator `id`: 15 bits of its id, never the world's.

@@ -242,13 +242,8 @@ impl Comm {
                 .position(|m| m.ctx == plan.ctx && plan.tag.is_none_or(|t| t == m.tag));
             if let Some(i) = hit {
                 // A fabric receive must not take a second message for this request.
-                if let Some(req) = fab_req.take() {
-                    let fab = e.fab.as_mut().expect("posted without messenger");
-                    match fab.cancel(req) {
-                        Ok(Some(done)) => return Some(Ok(self.status_of_fabric(e, done))),
-                        Ok(None) => {}
-                        Err(err) => return Some(Err(fabric_error(err, e))),
-                    }
+                if let Some(done) = self.withdraw_fabric(e, fab_req) {
+                    return Some(done);
                 }
                 let m = e.self_queue.remove(i).expect("index from position");
                 let me = e.comms[&self.id].me;
@@ -280,13 +275,8 @@ impl Comm {
                 true
             };
             if ready {
-                if let Some(req) = fab_req.take() {
-                    let fab = e.fab.as_mut().expect("posted without messenger");
-                    match fab.cancel(req) {
-                        Ok(Some(done)) => return Some(Ok(self.status_of_fabric(e, done))),
-                        Ok(None) => {}
-                        Err(err) => return Some(Err(fabric_error(err, e))),
-                    }
+                if let Some(done) = self.withdraw_fabric(e, fab_req) {
+                    return Some(done);
                 }
                 let shm = e.shm.as_mut().expect("shm source without endpoint");
                 match shm.try_recv(local, plan.wire_tag, plan.ignore, buf) {
@@ -331,6 +321,22 @@ impl Comm {
         None
     }
 
+    /// Cancels the fabric receive of `fab_req`, if one is posted: `Some` with its
+    /// message when it landed before the cancel (it must be delivered), or its error.
+    fn withdraw_fabric(
+        &self,
+        e: &mut Engine,
+        fab_req: &mut Option<Request>,
+    ) -> Option<Result<Status, CommError>> {
+        let req = fab_req.take()?;
+        let fab = e.fab.as_mut().expect("posted without messenger");
+        match fab.cancel(req) {
+            Ok(Some(done)) => Some(Ok(self.status_of_fabric(e, done))),
+            Ok(None) => None,
+            Err(err) => Some(Err(fabric_error(err, e))),
+        }
+    }
+
     /// Ends a receive: a fabric receive still posted is cancelled (its message, if it
     /// landed meanwhile, is delivered instead of `result`); transport errors become the
     /// engine's verdict on the source when it has one.
@@ -341,11 +347,8 @@ impl Comm {
         fab_req: &mut Option<Request>,
         result: Result<Status, CommError>,
     ) -> Result<Status, CommError> {
-        if let Some(req) = fab_req.take() {
-            let fab = e.fab.as_mut().expect("posted without messenger");
-            if let Ok(Some(done)) = fab.cancel(req) {
-                return Ok(self.status_of_fabric(e, done));
-            }
+        if let Some(Ok(landed)) = self.withdraw_fabric(e, fab_req) {
+            return Ok(landed);
         }
         match result {
             Err(err @ CommError::Transport(_)) => Err(plan

@@ -464,9 +464,11 @@ impl Engine {
                 Ok(None) => break,
                 Ok(Some(c)) => {
                     self.fab_ctrl = None;
-                    let bytes = self.fab_ctrl_buf[..c.len].to_vec();
+                    // Handled in place before the buffer is posted again: no copy.
+                    let buf = std::mem::take(&mut self.fab_ctrl_buf);
+                    self.on_control(c.source, &buf[..c.len]);
+                    self.fab_ctrl_buf = buf;
                     let _ = self.post_fabric_control();
-                    self.on_control(c.source, &bytes);
                 }
                 Err(_) => {
                     self.fab_ctrl = None;

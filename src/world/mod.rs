@@ -72,7 +72,9 @@ fn node_identity(params: &Params) -> String {
     format!("{}/{}", host.trim(), boot.trim())
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a over `bytes`: the runtime's one hash for ids derived identically on every
+/// rank (job segments, communicator ids).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         h ^= b as u64;
