@@ -14,6 +14,6 @@ pub mod launcher;
 pub mod params;
 pub mod world;
 
-pub use comm::{Agreement, Comm, CommError, Status, ANY_SOURCE, ANY_TAG};
+pub use comm::{Agreement, Comm, CommError, Status, Window, ANY_SOURCE, ANY_TAG};
 pub use steadfast_fabric as fabric;
 pub use world::{InitError, World};

@@ -134,6 +134,79 @@ fn point_to_point_over_the_fabric_when_forced() {
     }
 }
 
+fn window_put_get(n: u32, env: &[(&str, &str)], fabric: bool) {
+    let job = run(n, env, &["window", "99"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let ok = job.lines("WINDOW OK");
+    assert_eq!(ok.len(), n as usize, "{}", job.context());
+    for (_, l) in ok {
+        let (shm, fab) = (
+            counter(&l, "one_sided_shm"),
+            counter(&l, "one_sided_fabric"),
+        );
+        assert!(
+            if fabric {
+                fab > 0 && shm == 0
+            } else {
+                shm > 0 && fab == 0
+            },
+            "{l}"
+        );
+    }
+    // The last rank dies; puts to it fail on every survivor.
+    let job = run(n, env, &["window", &(n - 1).to_string()], LIMIT);
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    assert_eq!(
+        job.lines("WINDOW OK").len(),
+        n as usize,
+        "{}",
+        job.context()
+    );
+    assert_eq!(
+        job.lines("WINDOW FAILED OK").len(),
+        n as usize - 1,
+        "{}",
+        job.context()
+    );
+    assert!(
+        !job.lines("WINDOW FAILED OK by ProcFailed").is_empty(),
+        "{}",
+        job.context()
+    );
+}
+
+/// Sends, receives and puts that never wait must still run the engine: heartbeats go
+/// out, so a detection timeout far shorter than the stream suspects no one.
+#[test]
+fn ranks_that_never_wait_are_not_suspected() {
+    for route in ["auto", "fabric"] {
+        let env = [
+            ("STEADFAST_ROUTE", route),
+            ("STEADFAST_DETECTORS", "heartbeat"),
+            ("STEADFAST_HEARTBEAT_MS", "20"),
+            ("STEADFAST_DETECT_TIMEOUT_MS", "300"),
+        ];
+        let job = run(2, &env, &["stream", "1500"], LIMIT);
+        assert_eq!(job.code, Some(0), "{route}: {}", job.context());
+        assert_eq!(
+            job.lines("STREAM OK").len(),
+            2,
+            "{route}: {}",
+            job.context()
+        );
+    }
+}
+
+#[test]
+fn window_put_and_get_within_a_node_and_to_a_dead_rank() {
+    window_put_get(3, &[], false);
+}
+
+#[test]
+fn window_put_and_get_over_the_fabric_and_to_a_dead_rank() {
+    window_put_get(3, &[("STEADFAST_ROUTE", "fabric")], true);
+}
+
 /// The victim is SIGKILLed at a random moment of a loop of agreements: every survivor
 /// must have seen the same value, failed set and outcome in every agreement.
 fn agreement_loop_with_a_kill(

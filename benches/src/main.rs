@@ -2,7 +2,7 @@
 //! program (`steadfast-run -n 2 steadfast-bench latency`, `mpiexec.hydra`, `srun`).
 //!
 //! Point to point (ranks 0 and 1; OSU-style tables): `latency`, `bw` (window of 64),
-//! `bibw`; collectives: `allreduce`; fault tolerance (the phases ICLDisco's
+//! `bibw`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives: `allreduce`; fault tolerance (the phases ICLDisco's
 //! ulfm-testing reports): `agree`, `revoke`, `shrink`, `detect`. Every number is the
 //! median of `--repetitions` runs of `--iterations` operations after `--warmup`, with
 //! min and max; `--json` prints one JSON document instead of the table.
@@ -10,6 +10,7 @@
 mod ft;
 mod p2p;
 mod report;
+mod rma;
 
 use clap::{Parser, Subcommand};
 use steadfast::params::Params;
@@ -62,6 +63,10 @@ enum Bench {
     Bw(Common),
     /// Bidirectional bandwidth between ranks 0 and 1, 64 messages each way.
     Bibw(Common),
+    /// Latency of a put from rank 0 into rank 1's window (complete at the target).
+    Put(Common),
+    /// Latency of a get by rank 0 from rank 1's window.
+    Get(Common),
     /// MPI_Allreduce-style sum of u64 values over every rank.
     Allreduce(Common),
     /// Agreement: failure-free; then the last rank dies: first agreement after it,
@@ -111,6 +116,8 @@ fn main() {
         Bench::Latency(c) => p2p::latency(&init(&c, None), &c),
         Bench::Bw(c) => p2p::bandwidth(&init(&c, None), &c, false),
         Bench::Bibw(c) => p2p::bandwidth(&init(&c, None), &c, true),
+        Bench::Put(c) => rma::latency(&init(&c, None), &c, rma::OneSided::Put),
+        Bench::Get(c) => rma::latency(&init(&c, None), &c, rma::OneSided::Get),
         Bench::Allreduce(c) => p2p::allreduce(&init(&c, None), &c),
         Bench::Agree(c) => ft::agree(init(&c, None), &c),
         Bench::Revoke(c) => ft::revoke(init(&c, None), &c),

@@ -14,7 +14,12 @@ const WINDOW: usize = 64;
 /// Runs `op` for `iters` timed operations per repetition (the first repetition after
 /// `warmup` untimed ones); returns each repetition's seconds per operation. `op`
 /// returns false when this rank takes no part.
-fn timed(c: &Common, iters: usize, warmup: usize, mut op: impl FnMut() -> bool) -> Vec<f64> {
+pub(crate) fn timed(
+    c: &Common,
+    iters: usize,
+    warmup: usize,
+    mut op: impl FnMut() -> bool,
+) -> Vec<f64> {
     let mut samples = Vec::with_capacity(c.repetitions);
     for rep in 0..c.repetitions.max(1) {
         let warm = if rep == 0 { warmup.min(iters) } else { 0 };
@@ -32,7 +37,7 @@ fn timed(c: &Common, iters: usize, warmup: usize, mut op: impl FnMut() -> bool) 
     samples
 }
 
-fn describe(world: &World, report: &mut Report, c: &Common) {
+pub(crate) fn describe(world: &World, report: &mut Report, c: &Common) {
     report.fact("ranks", world.size());
     report.fact(
         "route 0->1",
@@ -45,7 +50,7 @@ fn describe(world: &World, report: &mut Report, c: &Common) {
     );
 }
 
-fn need_two(world: &World) {
+pub(crate) fn need_two(world: &World) {
     if world.size() < 2 {
         fail("needs at least 2 ranks");
     }

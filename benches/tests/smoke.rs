@@ -66,6 +66,8 @@ fn point_to_point_and_allreduce_print_osu_tables() {
         ("latency", "0 ", "1024 "),
         ("bw", "1 ", "1024 "),
         ("bibw", "1 ", "1024 "),
+        ("put", "0 ", "1024 "),
+        ("get", "0 ", "1024 "),
         ("allreduce", "8 ", "1024 "),
     ] {
         for route in ["shm", "fabric"] {

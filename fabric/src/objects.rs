@@ -709,6 +709,51 @@ impl Endpoint {
         posted("fi_write", ret)
     }
 
+    /// Posts an RMA write like [`post_write`](Self::post_write) whose completion means
+    /// the data is in the target's memory (`fi_writemsg` with `FI_DELIVERY_COMPLETE`),
+    /// not merely that `buf` may be reused.
+    ///
+    /// # Safety
+    /// As [`post_write`](Self::post_write).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn post_write_delivered(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: *mut c_void,
+        dest: sys::fi_addr_t,
+        remote_addr: u64,
+        key: u64,
+        context: *mut c_void,
+    ) -> Result<Posted> {
+        let ep = self.raw();
+        let iov = sys::iovec {
+            iov_base: buf.cast_mut().cast(),
+            iov_len: len,
+        };
+        let rma_iov = sys::fi_rma_iov {
+            addr: remote_addr,
+            len,
+            key,
+        };
+        let mut descs = [desc];
+        let msg = sys::fi_msg_rma {
+            msg_iov: &iov,
+            desc: descs.as_mut_ptr(),
+            iov_count: 1,
+            addr: dest,
+            rma_iov: &rma_iov,
+            rma_iov_count: 1,
+            context,
+            data: 0,
+        };
+        let flags = (sys::FI_DELIVERY_COMPLETE | sys::FI_COMPLETION) as u64;
+        // SAFETY: as for post_write; `msg` and the iovecs it points to live across the
+        // call, which copies what it keeps.
+        let ret = unsafe { (*(*ep).rma).writemsg.unwrap_unchecked()(ep, &msg, flags) };
+        posted("fi_writemsg", ret)
+    }
+
     /// Posts a fetching atomic on one u64 (`fi_fetch_atomic`).
     ///
     /// # Safety

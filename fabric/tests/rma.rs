@@ -31,6 +31,11 @@ fn rma_and_atomics(provider: &str) {
     m.rma_read(1, &mut check, &remote, 2000).unwrap();
     assert!(check == written, "{provider}: read after write");
 
+    // A delivered write (FI_DELIVERY_COMPLETE) at 1200..1700: the peer reads it below.
+    let delivered = pattern(500, 9);
+    m.rma_write_delivered(1, &delivered, &remote, 1200)
+        .unwrap_or_else(|e| panic!("{provider}: delivered write: {e}"));
+
     // Out of range is refused before anything is posted.
     assert!(matches!(
         m.rma_write(1, &written, &remote, 3000),
@@ -83,6 +88,10 @@ fn rma_and_atomics(provider: &str) {
     assert!(
         content[2000..4000] == written[..],
         "{provider}: the peer sees our write"
+    );
+    assert!(
+        content[1200..1700] == delivered[..],
+        "{provider}: the peer sees our delivered write"
     );
     assert!(
         content[100..1100] == pattern(4096, 77)[100..1100],

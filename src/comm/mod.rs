@@ -7,16 +7,20 @@
 //! - [`Comm::revoke`]: every pending and future operation on the communicator, on every
 //!   rank, returns [`CommError::Revoked`] (a blocked receive included);
 //! - [`Comm::agree`]: the ERA agreement, over control messages that revocation does not
-//!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`].
+//!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`];
+//! - one-sided: [`Comm::window`] exposes memory that the other ranks [`Window::put`]
+//!   into and [`Window::get`] from.
 
 mod collective;
 mod inter;
 mod nonblocking;
 mod p2p;
+mod window;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
+pub use window::Window;
 
 use std::sync::Arc;
 

@@ -347,6 +347,8 @@ impl Comm {
             return Err(err);
         }
         let (wire_tag, _) = user_match(ctx, Some(tag));
+        // Sends that never wait still let the engine run now and then.
+        e.tick();
         let state = match e.routes[w as usize] {
             Route::Local => {
                 e.self_queue.push_back(SelfMessage {

@@ -128,6 +128,7 @@ impl Comm {
                     let shm = e.shm.as_mut().expect("shm route without endpoint");
                     if shm.try_send(l, wire_tag, data).is_ok() {
                         e.stats.shm_sent += 1;
+                        e.tick();
                         return Ok(());
                     }
                     // Ring full, or the peer is dead: the general path waits or reports.
@@ -347,6 +348,9 @@ impl Comm {
         fab_req: &mut Option<Request>,
         result: Result<Status, CommError>,
     ) -> Result<Status, CommError> {
+        // Receives that find their message at once still let the engine run now and
+        // then (heartbeats, failure reports).
+        e.tick();
         if let Some(Ok(landed)) = self.withdraw_fabric(e, fab_req) {
             return Ok(landed);
         }

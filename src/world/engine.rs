@@ -74,6 +74,8 @@ const CONTROL_MAX: usize = 64 << 10;
 const EARLY_MAX: usize = 4096;
 /// Progress calls between looks at the clock, the launcher and local pids.
 const POLLS_PER_SLOW_CHECK: u32 = 32;
+/// Calls of [`Engine::tick`] per round of progress.
+const TICKS_PER_PROGRESS: u32 = 64;
 /// Nanoseconds between looks at the launcher's failure events and local pids.
 const SLOW_CHECK_NS: u64 = 200_000;
 
@@ -86,6 +88,10 @@ pub struct Stats {
     pub fabric_sent: u64,
     /// User messages sent to this process itself.
     pub self_sent: u64,
+    /// One-sided operations (window put/get) done by single copy within the node.
+    pub one_sided_shm: u64,
+    /// One-sided operations done by fabric RMA.
+    pub one_sided_fabric: u64,
     /// Control messages sent.
     pub control_sent: u64,
     /// Control messages received.
@@ -171,6 +177,7 @@ pub(crate) struct Engine {
     pub yield_when_idle: bool,
     started: Instant,
     polls: u32,
+    ticks: u32,
     next_slow_ns: u64,
     era_out: Vec<EraAction>,
     bcast_out: Vec<BcastAction>,
@@ -235,6 +242,7 @@ impl Engine {
             yield_when_idle: parts.yield_when_idle,
             started: Instant::now(),
             polls: 0,
+            ticks: 0,
             next_slow_ns: 0,
             era_out: Vec::new(),
             bcast_out: Vec::new(),
@@ -321,6 +329,17 @@ impl Engine {
             self.slow_checks();
         }
         self.apply_failures();
+    }
+
+    /// For paths that never wait (a stream of sends that find room at once): a round of
+    /// progress every [`TICKS_PER_PROGRESS`] calls, so heartbeats still go out and
+    /// failures are still learnt while the application only sends.
+    #[inline]
+    pub fn tick(&mut self) {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks % TICKS_PER_PROGRESS == 0 {
+            self.progress();
+        }
     }
 
     /// Looks at the launcher's events, local pids, fabric peer failures and the

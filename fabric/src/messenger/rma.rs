@@ -151,6 +151,33 @@ impl Messenger {
         remote: &RemoteRegion,
         offset: u64,
     ) -> Result<()> {
+        self.write_to(peer, data, remote, offset, false)
+    }
+
+    /// Writes `data` into `peer`'s region at `offset`, returning when the data is in
+    /// the peer's memory (`FI_DELIVERY_COMPLETE`): a later message of any kind finds
+    /// it there.
+    ///
+    /// # Errors
+    /// As [`rma_write`](Self::rma_write).
+    pub fn rma_write_delivered(
+        &mut self,
+        peer: PeerId,
+        data: &[u8],
+        remote: &RemoteRegion,
+        offset: u64,
+    ) -> Result<()> {
+        self.write_to(peer, data, remote, offset, true)
+    }
+
+    fn write_to(
+        &mut self,
+        peer: PeerId,
+        data: &[u8],
+        remote: &RemoteRegion,
+        offset: u64,
+        delivered: bool,
+    ) -> Result<()> {
         remote.check_range(offset, data.len())?;
         if data.is_empty() {
             return Ok(());
@@ -162,17 +189,16 @@ impl Messenger {
             data.as_ptr().cast_mut(),
             data.len(),
             |m, buf, len, desc, ctx| {
+                let at = remote.addr + offset;
                 // SAFETY: data outlives the operation: post_rma waits for completion.
                 unsafe {
-                    m.endpoint.post_write(
-                        buf,
-                        len,
-                        desc,
-                        dest,
-                        remote.addr + offset,
-                        remote.key,
-                        ctx,
-                    )
+                    if delivered {
+                        m.endpoint
+                            .post_write_delivered(buf, len, desc, dest, at, remote.key, ctx)
+                    } else {
+                        m.endpoint
+                            .post_write(buf, len, desc, dest, at, remote.key, ctx)
+                    }
                 }
             },
         );
