@@ -95,7 +95,7 @@ pub const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "shm_eager_max",
-        default: "2048",
+        default: "4096",
         doc: "largest message copied through the shared-memory ring (larger: single copy)",
         kind: Kind::Number,
     },

