@@ -1,5 +1,5 @@
 //! Criterion benches of the agreement core: CPU cost of a failure-free ERA per process,
-//! and simulator throughput.
+//! simulator throughput, broadcast fan-out, and the wire codec.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -97,5 +97,45 @@ fn bmg_fan_out(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, era_per_process, simulator_throughput, bmg_fan_out);
+/// Encoding and decoding one ERA UP message (the most frequent control message): with
+/// no failures, and carrying 10 failed ranks.
+fn codec(c: &mut Criterion) {
+    use steadfast_agreement::era::Contribution;
+    use steadfast_agreement::wire::EraMsg;
+    let mut g = c.benchmark_group("codec");
+    for failed in [0u32, 10] {
+        let mut known = RankSet::new();
+        for r in 0..failed {
+            known.insert(Rank(r * 97 + 3));
+        }
+        let msg = EraMsg::Up(Contribution {
+            value: 0xfeed,
+            decided_below: 7,
+            known_failed: known.clone(),
+            acked: known,
+        });
+        let mut buf = Vec::with_capacity(256);
+        g.bench_function(BenchmarkId::new("era_up_encode", failed), |b| {
+            b.iter(|| {
+                buf.clear();
+                black_box(&msg).encode(KEY, 9, &mut buf);
+                black_box(buf.len())
+            })
+        });
+        buf.clear();
+        msg.encode(KEY, 9, &mut buf);
+        g.bench_function(BenchmarkId::new("era_up_decode", failed), |b| {
+            b.iter(|| EraMsg::decode(black_box(&buf), 4096).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    era_per_process,
+    simulator_throughput,
+    bmg_fan_out,
+    codec
+);
 criterion_main!(benches);
