@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The main job: the benchmark suite on this machine, over shared memory and over tcp,
+# with fault injection. For each path: OSU-style latency, bandwidth, put and get
+# between two ranks, allreduce over four, and the ULFM phases over four ranks with the
+# last one SIGKILLed (agree: first agreement after the kill, stabilization, with the
+# hole; revoke; shrink; detect: SIGKILL to every survivor's first ProcFailed).
+#
+#   scripts/bench.sh [--quick]     (--quick: sizes up to 64 KiB, fewer repetitions)
+#
+# Exits 0 when every benchmark ran and every fault-injection run lost exactly its
+# victim. The side-by-side comparison with libfabric and Open MPI is
+# benches/compare/run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=(--max 4194304)
+reps=(--repetitions 3)
+if [ "${1:-}" = "--quick" ]; then
+    sizes=(--max 65536)
+    reps=(--repetitions 2 --iterations 2000 --warmup 200)
+fi
+scripts/install-deps.sh
+cargo build --release -q --bin steadfast-run -p steadfast -p steadfast-benches
+run=target/release/steadfast-run
+bench=target/release/steadfast-bench
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+failed=0
+
+# step NAME EXPECTED_STATUS RANKS ARGS...: runs one benchmark and checks its status
+# (1 when a rank is killed on purpose: the launcher reports the victim).
+step() {
+    local name=$1 expect=$2 n=$3
+    shift 3
+    local status=0
+    "$run" -n "$n" "$bench" "$@" >"$log" 2>&1 || status=$?
+    grep -v '^steadfast-run: \|^  rank ' "$log" || true
+    if [ "$status" != "$expect" ]; then
+        echo "bench: $name exited with $status, expected $expect" >&2
+        cat "$log" >&2
+        failed=1
+    elif [ "$expect" = 1 ] && ! grep -q "killed by signal 9" "$log"; then
+        echo "bench: $name: no rank was killed" >&2
+        failed=1
+    fi
+    echo
+}
+
+for route in shm fabric; do
+    if [ $route = shm ]; then
+        echo "######## shared memory (one node)"
+    else
+        echo "######## tcp (the fabric, forced; STEADFAST_PROVIDER=tcp)"
+    fi
+    export STEADFAST_PROVIDER=tcp
+    for sub in latency bw put get; do
+        step "$sub $route" 0 2 $sub --route $route "${sizes[@]}" "${reps[@]}"
+    done
+    step "allreduce $route" 0 4 allreduce --route $route --max 4096 "${reps[@]}"
+    for sub in agree revoke shrink; do
+        expect=0; [ $sub != revoke ] && expect=1
+        step "$sub $route" $expect 4 $sub --route $route "${reps[@]}"
+    done
+    step "detect $route" 1 4 detect --route $route --detectors all "${reps[@]}"
+done
+if [ $failed = 0 ]; then
+    echo "bench: every benchmark ran; every fault injection lost exactly its victim"
+fi
+exit $failed
