@@ -6,7 +6,8 @@
 //! and inside the deterministic simulator ([`sim`]).
 //!
 //! - [`era`]: the early-returning agreement (MPI_Comm_agree semantics).
-//! - [`tree`]: the implicit binary heap it runs on, repaired around dead ranks.
+//! - [`tree`]: the implicit heap it runs on (a star up to 8 ranks, binary beyond),
+//!   repaired around dead ranks.
 //! - [`wire`]: the byte layout of every message (docs/protocol.md).
 //! - [`bcast`], [`detector`], [`pair`]: reliable broadcast, failure detector, two-party agreement.
 //! - [`shared`]: the lock-free structures other threads touch (loom-checked).

@@ -1,7 +1,10 @@
-//! The agreement tree: an implicit binary heap over the participants, repaired locally
+//! The agreement tree: an implicit k-ary heap over the participants, repaired locally
 //! around the ranks a process knows to be dead.
 //!
-//! Positions `0..m` form a heap (parent of `p` is `(p-1)/2`). In the default shape a
+//! Positions `0..m` form a heap (parent of `p` is `(p-1)/k`). The arity `k` is a function
+//! of the communicator size alone ([`arity_for`]), so every process lays out the same
+//! tree: a star for small communicators (two hops instead of `2*ceil(log2 n)`), binary
+//! beyond. In the default shape a
 //! position is a rank; in the rebuilt shape the positions are the ranks not in an
 //! `excluded` set (failures every process has agreed on), so the heap is balanced over the
 //! survivors. On top of either, each process splices out the ranks it knows are dead:
@@ -25,11 +28,29 @@ pub enum TreeShape {
     Rebuilt,
 }
 
+/// Largest communicator laid out as a star (the root's children are every other rank).
+/// Up to this size the root handles at most `STAR_MAX - 1` messages each way, cheaper
+/// than the extra tree levels (each a message latency, or a context switch when ranks
+/// share cores).
+pub const STAR_MAX: u32 = 8;
+
+/// The heap arity for a communicator of `n` ranks: a star up to [`STAR_MAX`], binary
+/// beyond.
+pub fn arity_for(n: u32) -> u32 {
+    if n <= STAR_MAX {
+        n.saturating_sub(1).max(2)
+    } else {
+        2
+    }
+}
+
 /// One process's view of the tree: the heap layout plus the ranks it knows are dead.
 #[derive(Clone, Copy, Debug)]
 pub struct TreeView<'a> {
     /// Number of ranks in the communicator.
     n: u32,
+    /// Children per heap position.
+    arity: u32,
     /// Ranks left out of the heap layout (sorted); empty for the lazy shape.
     excluded: &'a RankSet,
     /// Ranks known dead, spliced out of the layout.
@@ -37,10 +58,28 @@ pub struct TreeView<'a> {
 }
 
 impl<'a> TreeView<'a> {
-    /// A view of `n` ranks laid out without `excluded`, with `dead` spliced out.
+    /// A view of `n` ranks laid out without `excluded`, with `dead` spliced out, in a
+    /// heap of [`arity_for(n)`](arity_for).
     pub fn new(n: u32, excluded: &'a RankSet, dead: &'a RankSet) -> Self {
+        Self::with_arity(n, arity_for(n), excluded, dead)
+    }
+
+    /// As [`new`](Self::new) with an explicit arity (at least 2).
+    pub fn with_arity(n: u32, arity: u32, excluded: &'a RankSet, dead: &'a RankSet) -> Self {
         debug_assert!(excluded.len() < n as usize);
-        TreeView { n, excluded, dead }
+        debug_assert!(arity >= 2);
+        TreeView {
+            n,
+            arity,
+            excluded,
+            dead,
+        }
+    }
+
+    /// The heap position above `pos` (> 0).
+    #[inline]
+    fn up(&self, pos: u32) -> u32 {
+        (pos - 1) / self.arity
     }
 
     /// Number of heap positions.
@@ -99,7 +138,7 @@ impl<'a> TreeView<'a> {
         }
         let mut pos = self.pos_of(rank);
         while pos > 0 {
-            pos = (pos - 1) / 2;
+            pos = self.up(pos);
             if self.live_at(pos) {
                 return Some(self.rank_at(pos));
             }
@@ -116,8 +155,10 @@ impl<'a> TreeView<'a> {
         stack.clear();
         let m = self.positions();
         let me = self.pos_of(rank);
+        let k = self.arity as u64;
         let push_kids = |pos: u32, stack: &mut Vec<u32>| {
-            for c in [2 * pos as u64 + 2, 2 * pos as u64 + 1] {
+            let first = k * pos as u64 + 1;
+            for c in (first..first + k).rev() {
                 if c < m as u64 {
                     stack.push(c as u32);
                 }
@@ -146,7 +187,7 @@ impl<'a> TreeView<'a> {
     /// failures aside): such a child sends its UP to `me` without being asked.
     pub fn parent_position_is(&self, child: Rank, me: Rank) -> bool {
         let pos = self.pos_of(child);
-        pos > 0 && (pos - 1) / 2 == self.pos_of(me)
+        pos > 0 && self.up(pos) == self.pos_of(me)
     }
 
     /// Whether an UP received from one of `got` already carries the contribution of
@@ -159,7 +200,7 @@ impl<'a> TreeView<'a> {
         let me_pos = self.pos_of(me);
         let mut pos = self.pos_of(child);
         while pos > 0 {
-            pos = (pos - 1) / 2;
+            pos = self.up(pos);
             if pos == me_pos {
                 return false;
             }
@@ -190,7 +231,7 @@ mod tests {
     #[test]
     fn failure_free_heap() {
         let (e, d) = (RankSet::new(), RankSet::new());
-        let v = TreeView::new(7, &e, &d);
+        let v = TreeView::with_arity(7, 2, &e, &d);
         assert_eq!(v.root(), Some(Rank(0)));
         assert_eq!(v.parent(Rank(0)), None);
         assert_eq!(v.parent(Rank(6)), Some(Rank(2)));
@@ -202,7 +243,7 @@ mod tests {
     fn dead_inner_node_is_spliced() {
         let e = RankSet::new();
         let d = set(&[1]);
-        let v = TreeView::new(10, &e, &d);
+        let v = TreeView::with_arity(10, 2, &e, &d);
         assert_eq!(v.parent(Rank(3)), Some(Rank(0)));
         assert_eq!(v.parent(Rank(8)), Some(Rank(3)));
         assert_eq!(kids(&v, 0), vec![2, 3, 4]);
@@ -212,14 +253,14 @@ mod tests {
     fn dead_root_smallest_live_child_adopts_siblings() {
         let e = RankSet::new();
         let d = set(&[0]);
-        let v = TreeView::new(7, &e, &d);
+        let v = TreeView::with_arity(7, 2, &e, &d);
         assert_eq!(v.root(), Some(Rank(1)));
         assert_eq!(v.parent(Rank(2)), Some(Rank(1)));
         assert_eq!(kids(&v, 1), vec![2, 3, 4]);
         assert_eq!(kids(&v, 2), vec![5, 6]);
         // A chain of dead roots.
         let d = set(&[0, 1, 2]);
-        let v = TreeView::new(7, &e, &d);
+        let v = TreeView::with_arity(7, 2, &e, &d);
         assert_eq!(v.root(), Some(Rank(3)));
         assert_eq!(kids(&v, 3), vec![4, 5, 6]);
         assert_eq!(v.parent(Rank(6)), Some(Rank(3)));
@@ -229,7 +270,7 @@ mod tests {
     fn rebuilt_shape_skips_excluded_ranks() {
         let e = set(&[0, 2]);
         let d = RankSet::new();
-        let v = TreeView::new(7, &e, &d);
+        let v = TreeView::with_arity(7, 2, &e, &d);
         // Positions 0..5 are ranks 1,3,4,5,6.
         assert_eq!(v.root(), Some(Rank(1)));
         assert_eq!(kids(&v, 1), vec![3, 4]);
@@ -239,12 +280,43 @@ mod tests {
     }
 
     #[test]
+    fn small_communicators_are_stars_larger_ones_binary() {
+        assert_eq!(arity_for(1), 2);
+        assert_eq!(arity_for(2), 2);
+        assert_eq!(arity_for(4), 3);
+        assert_eq!(arity_for(STAR_MAX), STAR_MAX - 1);
+        assert_eq!(arity_for(STAR_MAX + 1), 2);
+        let (e, d) = (RankSet::new(), RankSet::new());
+        let v = TreeView::new(4, &e, &d);
+        assert_eq!(kids(&v, 0), vec![1, 2, 3]);
+        assert_eq!(v.parent(Rank(3)), Some(Rank(0)));
+        // The root dies: the smallest live rank adopts the others.
+        let d = set(&[0]);
+        let v = TreeView::new(4, &e, &d);
+        assert_eq!(v.root(), Some(Rank(1)));
+        assert_eq!(kids(&v, 1), vec![2, 3]);
+        // A ternary heap of 10: 0 -> 1,2,3; 1 -> 4,5,6; 2 -> 7,8,9.
+        let d = RankSet::new();
+        let v = TreeView::with_arity(10, 3, &e, &d);
+        assert_eq!(kids(&v, 1), vec![4, 5, 6]);
+        assert_eq!(v.parent(Rank(9)), Some(Rank(2)));
+        assert!(v.parent_position_is(Rank(8), Rank(2)));
+        let d = set(&[2]);
+        let v = TreeView::with_arity(10, 3, &e, &d);
+        assert_eq!(kids(&v, 0), vec![1, 3, 7, 8, 9]);
+    }
+
+    #[test]
     fn every_live_rank_reaches_the_root_and_is_its_parents_child() {
-        // Exhaustive over dead sets of 8 ranks: parent/children views are consistent.
+        // Exhaustive over dead sets of 8 ranks and several arities: parent/children
+        // views are consistent.
         let e = RankSet::new();
-        for mask in 0u32..256 {
+        for (arity, mask) in [2u32, 3, 4, 7]
+            .into_iter()
+            .flat_map(|a| (0u32..256).map(move |m| (a, m)))
+        {
             let d: RankSet = (0..8).filter(|b| mask & (1 << b) != 0).map(Rank).collect();
-            let v = TreeView::new(8, &e, &d);
+            let v = TreeView::with_arity(8, arity, &e, &d);
             let Some(root) = v.root() else { continue };
             let mut seen = 0;
             for r in (0..8).map(Rank).filter(|r| !d.contains(*r)) {
@@ -267,7 +339,7 @@ mod tests {
     fn coverage_through_dead_ancestor() {
         let e = RankSet::new();
         let d = set(&[1]);
-        let v = TreeView::new(10, &e, &d);
+        let v = TreeView::with_arity(10, 2, &e, &d);
         // 0 got UP from 1 before 1 died: 3 and 4 are covered by it.
         assert!(v.covered(Rank(3), Rank(0), &[Rank(1)]));
         assert!(!v.covered(Rank(3), Rank(0), &[Rank(2)]));

@@ -2,7 +2,8 @@
 //!
 //! Algorithm: Herault, Bouteiller, Bosilca, Gamell, Teranishi, Parashar, Dongarra,
 //! "Practical scalable consensus for pseudo-synchronous distributed systems", SC'15.
-//! Contributions flow up an implicit binary heap ([`crate::tree`]), the root decides, and
+//! Contributions flow up an implicit heap ([`crate::tree`]: a star up to 8 ranks, binary
+//! beyond), the root decides, and
 //! the decision flows down; a process returns as soon as it has forwarded the decision.
 //!
 //! # Call order

@@ -122,7 +122,9 @@ fn nothing_is_decided_before_everyone_contributed() {
     net.run(10_000);
     assert!(net.decided.iter().all(|d| d.is_empty()));
     assert_eq!(net.eras[3].state(0), None);
-    assert_eq!(net.eras[1].state(0), Some(State::Gathering));
+    // A star of 4: the root waits for rank 3's UP; the leaves sent theirs.
+    assert_eq!(net.eras[0].state(0), Some(State::Gathering));
+    assert_eq!(net.eras[1].state(0), Some(State::Broadcasting));
     net.start(3, 0, 1, &[]);
     net.run(10_000);
     assert!(net
