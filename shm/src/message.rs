@@ -1,23 +1,24 @@
-//! How a message sits in a ring cell.
+//! How a message sits in a ring cell's data words (word 0 of the cell is the ring's
+//! stamp; data word `i` is cell word `i + 1`).
 //!
-//! | word | Inline | Eager (first cell) | Rts (single copy) | Fin |
+//! | data word | Inline | Eager (first cell) | Rts (single copy) | Fin |
 //! |---|---|---|---|---|
 //! | 0 | kind 1, length << 32 | kind 4, length << 32 | kind 2 | kind 3, status << 8 |
 //! | 1 | tag | tag | tag | token |
-//! | 2.. | payload (up to 240 bytes) | first 240 bytes | sender address, length, token | |
+//! | 2.. | payload (up to 232 bytes) | first 232 bytes | sender address, length, token | |
 //!
-//! An eager message continues in the next `ceil((length - 240) / 256)` cells of the same
-//! ring, each carrying 256 raw bytes (a ring has one producer, so they are contiguous).
+//! An eager message continues in the next `ceil((length - 232) / 248)` cells of the same
+//! ring, each carrying 248 raw bytes (a ring has one producer, so they are contiguous).
 
-use crate::ring::{Cell, CELL_WORDS};
+use crate::ring::{Cell, DATA_WORDS};
 
 /// Largest message carried inside one cell.
-pub const INLINE_MAX: usize = (CELL_WORDS - 2) * 8;
+pub const INLINE_MAX: usize = (DATA_WORDS - 2) * 8;
 
 /// Bytes of an eager message in its first cell.
 pub const EAGER_FIRST: usize = INLINE_MAX;
 /// Bytes of an eager message in each continuation cell.
-pub const EAGER_CONT: usize = CELL_WORDS * 8;
+pub const EAGER_CONT: usize = DATA_WORDS * 8;
 
 /// Continuation cells an eager message of `len` bytes needs after its first cell.
 pub fn eager_continuations(len: usize) -> usize {
@@ -176,9 +177,11 @@ mod tests {
         assert_eq!(out, payload);
         cell.set(0, 1 | 999 << 32);
         assert_eq!(Header::read(&cell), None);
-        assert_eq!(eager_continuations(240), 0);
-        assert_eq!(eager_continuations(241), 1);
-        assert_eq!(eager_continuations(240 + 512), 2);
+        assert_eq!(INLINE_MAX, 232);
+        assert_eq!(eager_continuations(232), 0);
+        assert_eq!(eager_continuations(233), 1);
+        assert_eq!(eager_continuations(232 + 2 * 248), 2);
+        assert_eq!(eager_continuations(232 + 2 * 248 + 1), 3);
         cell.set(0, 77);
         assert_eq!(Header::read(&cell), None);
     }

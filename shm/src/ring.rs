@@ -2,8 +2,13 @@
 //!
 //! Lives in shared memory (see `segment`), one per (sender, receiver) pair, inside the
 //! receiver's segment. Only the sender pushes, only the receiver pops. No locks: the
-//! producer publishes a filled cell by advancing `head` with Release, the consumer frees
-//! it by advancing `tail` with Release, and each reads the other's counter with Acquire.
+//! producer publishes a filled cell by writing the cell's stamp (word 0: its position
+//! plus one) with Release, the consumer polls the stamp of the next cell with Acquire
+//! and frees the cell by advancing `tail` with Release; the producer reads `tail` with
+//! Acquire only when its cached copy says the ring is full. The consumer never reads a
+//! shared counter to find a message, so a small message costs the receiver one cache
+//! line transfer (the cell's first line: stamp, header and payload), not two (a counter,
+//! then the cell). `head` is still advanced, for a process that resumes a ring.
 //! A full ring refuses the push (the caller waits or reports `WouldBlock`): nothing is
 //! ever overwritten or dropped.
 //!
@@ -20,12 +25,15 @@ use crossbeam_utils::CachePadded;
 pub const CELL_WORDS: usize = 32;
 /// Bytes in a cell.
 pub const CELL_BYTES: usize = CELL_WORDS * 8;
+/// Words of a cell the protocol layer uses (word 0 is the ring's stamp).
+pub const DATA_WORDS: usize = CELL_WORDS - 1;
 
-/// One slot of a ring.
+/// One slot of a ring: the ring's stamp (word 0), then [`DATA_WORDS`] words for the
+/// protocol layer, which [`Cell::get`] and [`Cell::set`] index from 0.
 #[repr(C, align(64))]
 #[derive(Debug)]
 pub struct Cell {
-    /// The cell's content, interpreted by the protocol layer.
+    /// Word 0: the stamp; words 1..: the content, interpreted by the protocol layer.
     pub words: [AtomicU64; CELL_WORDS],
 }
 
@@ -37,22 +45,23 @@ impl Cell {
         }
     }
 
-    /// Reads word `i`.
+    /// Reads data word `i` (< [`DATA_WORDS`]).
     #[inline]
     pub fn get(&self, i: usize) -> u64 {
-        // ORDERING: Relaxed; the cell is published by the Release store of `head` (or
+        // ORDERING: Relaxed; the cell is published by the Release store of its stamp (or
         // freed by that of `tail`), whose Acquire load precedes this read.
-        self.words[i].load(Ordering::Relaxed)
+        self.words[i + 1].load(Ordering::Relaxed)
     }
 
-    /// Writes word `i`.
+    /// Writes data word `i` (< [`DATA_WORDS`]).
     #[inline]
     pub fn set(&self, i: usize, v: u64) {
-        // ORDERING: Relaxed; published by the Release store of `head` in `push`.
-        self.words[i].store(v, Ordering::Relaxed)
+        // ORDERING: Relaxed; published by the Release store of the stamp in `try_push`.
+        self.words[i + 1].store(v, Ordering::Relaxed)
     }
 
-    /// Copies `bytes` into the words from `first_word` on (little-endian, zero padded).
+    /// Copies `bytes` into the data words from `first_word` on (little-endian, zero
+    /// padded).
     #[inline]
     pub fn write_bytes(&self, first_word: usize, bytes: &[u8]) {
         for (i, chunk) in bytes.chunks(8).enumerate() {
@@ -62,7 +71,7 @@ impl Cell {
         }
     }
 
-    /// Copies `out.len()` bytes from the words from `first_word` on.
+    /// Copies `out.len()` bytes from the data words from `first_word` on.
     #[inline]
     pub fn read_bytes(&self, first_word: usize, out: &mut [u8]) {
         for (i, chunk) in out.chunks_mut(8).enumerate() {
@@ -82,7 +91,7 @@ impl Default for Cell {
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct RingHeader {
-    /// Cells ever pushed; written by the producer only.
+    /// Cells ever pushed; written by the producer only (read when a ring is resumed).
     head: CachePadded<AtomicU64>,
     /// Cells ever popped; written by the consumer only.
     tail: CachePadded<AtomicU64>,
@@ -100,9 +109,9 @@ impl RingHeader {
 
 /// The ring's counters are inconsistent: the peer wrote garbage or is corrupt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("ring corrupted: head {head}, tail {tail}, capacity {capacity}")]
+#[error("ring corrupted: stamp {head} at position {tail}, capacity {capacity}")]
 pub struct Corrupted {
-    /// Head read.
+    /// The stamp read (the position the producer claims to have written, plus one).
     pub head: u64,
     /// Tail read.
     pub tail: u64,
@@ -121,7 +130,6 @@ pub struct ProducerPos {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConsumerPos {
     tail: u64,
-    cached_head: u64,
 }
 
 /// The sending end of a ring (one per ring, in the sender's process).
@@ -141,7 +149,6 @@ pub struct Consumer<'a> {
     cells: &'a [Cell],
     mask: u64,
     tail: u64,
-    cached_head: u64,
 }
 
 fn check_capacity(cells: &[Cell]) -> u64 {
@@ -211,11 +218,15 @@ impl<'a> Producer<'a> {
                 return false;
             }
         }
-        fill(&self.cells[(self.head & self.mask) as usize]);
+        let cell = &self.cells[(self.head & self.mask) as usize];
+        fill(cell);
         self.head = self.head.wrapping_add(1);
-        // ORDERING: Release; pairs with the Acquire load of `head` in `try_pop`,
+        // ORDERING: Release; pairs with the Acquire load of the stamp in `try_pop`,
         // publishing the cell's words written above.
-        self.header.head.store(self.head, Ordering::Release);
+        cell.words[0].store(self.head, Ordering::Release);
+        // ORDERING: Relaxed; `head` is read only to resume a ring (after a rendezvous
+        // through the segment that orders it), never to find a message.
+        self.header.head.store(self.head, Ordering::Relaxed);
         true
     }
 
@@ -234,7 +245,6 @@ impl<'a> Consumer<'a> {
         // ORDERING: Acquire, as in `Producer::new`.
         let pos = ConsumerPos {
             tail: header.tail.load(Ordering::Acquire),
-            cached_head: header.head.load(Ordering::Acquire),
         };
         Consumer::resume(header, cells, pos)
     }
@@ -250,40 +260,47 @@ impl<'a> Consumer<'a> {
             cells,
             mask,
             tail: pos.tail,
-            cached_head: pos.cached_head,
         }
     }
 
     /// The position to resume from later.
     pub fn pos(&self) -> ConsumerPos {
-        ConsumerPos {
-            tail: self.tail,
-            cached_head: self.cached_head,
+        ConsumerPos { tail: self.tail }
+    }
+
+    /// Whether the cell at the consumer's position is published: `Ok(false)` when it
+    /// still holds the previous lap's stamp (or none yet).
+    #[inline]
+    fn ready(&self) -> Result<bool, Corrupted> {
+        let cell = &self.cells[(self.tail & self.mask) as usize];
+        // ORDERING: Acquire; pairs with the Release store of the stamp in `try_push`,
+        // making the cell's words visible.
+        let stamp = cell.words[0].load(Ordering::Acquire);
+        let want = self.tail.wrapping_add(1);
+        if stamp == want {
+            return Ok(true);
         }
+        let capacity = self.mask + 1;
+        let previous_lap = want.wrapping_sub(capacity);
+        if stamp == previous_lap || (stamp == 0 && self.tail < capacity) {
+            return Ok(false);
+        }
+        Err(Corrupted {
+            head: stamp,
+            tail: self.tail,
+            capacity,
+        })
     }
 
     /// Reads the oldest cell with `read` and frees it; `Ok(None)` when empty.
     ///
     /// # Errors
-    /// [`Corrupted`] when the producer's counter is impossible (more than a ring ahead,
-    /// or behind): the ring is not touched further.
+    /// [`Corrupted`] when the cell's stamp is impossible (neither this lap's nor the
+    /// previous one's): the ring is not touched further.
     #[inline]
     pub fn try_pop<R>(&mut self, read: impl FnOnce(&Cell) -> R) -> Result<Option<R>, Corrupted> {
-        if self.tail == self.cached_head {
-            // ORDERING: Acquire; pairs with the Release store of `head` in `try_push`,
-            // making the cell's words visible.
-            self.cached_head = self.header.head.load(Ordering::Acquire);
-            let ahead = self.cached_head.wrapping_sub(self.tail);
-            if ahead > self.mask + 1 {
-                return Err(Corrupted {
-                    head: self.cached_head,
-                    tail: self.tail,
-                    capacity: self.mask + 1,
-                });
-            }
-            if ahead == 0 {
-                return Ok(None);
-            }
+        if !self.ready()? {
+            return Ok(None);
         }
         let r = read(&self.cells[(self.tail & self.mask) as usize]);
         self.tail = self.tail.wrapping_add(1);
@@ -293,14 +310,10 @@ impl<'a> Consumer<'a> {
         Ok(Some(r))
     }
 
-    /// Whether a cell is waiting (one Acquire load when the cache says empty).
+    /// Whether no cell is waiting (one Acquire load of the next cell's stamp; a
+    /// corrupted ring counts as empty, `try_pop` reports it).
     pub fn is_empty(&mut self) -> bool {
-        if self.tail != self.cached_head {
-            return false;
-        }
-        // ORDERING: Acquire, as in `try_pop`.
-        self.cached_head = self.header.head.load(Ordering::Acquire);
-        self.tail == self.cached_head
+        !matches!(self.ready(), Ok(true))
     }
 }
 
@@ -343,12 +356,42 @@ mod tests {
     }
 
     #[test]
-    fn impossible_counters_are_reported() {
+    fn impossible_stamps_are_reported() {
         let (h, cells) = ring(4);
         let mut c = Consumer::new(&h, &cells);
-        // ORDERING: Release, as the producer publishes head (here: an impossible value).
-        h.head.store(99, Ordering::Release);
+        // ORDERING: Release, as the producer publishes a stamp (here: an impossible one).
+        cells[0].words[0].store(99, Ordering::Release);
         assert!(c.try_pop(|_| ()).is_err());
+        // The previous lap's stamp is "not yet": push a lap, pop it, look again.
+        let (h, cells) = ring(2);
+        let mut p = Producer::new(&h, &cells);
+        let mut c = Consumer::new(&h, &cells);
+        for i in 0..2 {
+            assert!(p.try_push(|cell| cell.set(0, i)));
+            assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(i)));
+        }
+        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(None));
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn a_resumed_consumer_continues_where_the_last_stopped() {
+        let (h, cells) = ring(4);
+        let mut p = Producer::new(&h, &cells);
+        for i in 0..3 {
+            assert!(p.try_push(|cell| cell.set(0, i)));
+        }
+        let mut c = Consumer::new(&h, &cells);
+        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(0)));
+        let saved = c.pos();
+        let mut c = Consumer::resume(&h, &cells, saved);
+        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(1)));
+        // A new producer (a restarted sender) continues from head.
+        let mut p = Producer::new(&h, &cells);
+        assert!(p.try_push(|cell| cell.set(0, 3)));
+        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(2)));
+        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(3)));
+        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(None));
     }
 
     #[test]
@@ -360,7 +403,7 @@ mod tests {
                 for i in 0..1_000_000u64 {
                     while !p.try_push(|cell| {
                         cell.set(0, i);
-                        cell.set(CELL_WORDS - 1, !i);
+                        cell.set(DATA_WORDS - 1, !i);
                     }) {
                         std::hint::spin_loop();
                     }
@@ -370,7 +413,7 @@ mod tests {
             let mut expect = 0u64;
             while expect < 1_000_000 {
                 if let Some((a, b)) = c
-                    .try_pop(|cell| (cell.get(0), cell.get(CELL_WORDS - 1)))
+                    .try_pop(|cell| (cell.get(0), cell.get(DATA_WORDS - 1)))
                     .unwrap()
                 {
                     assert_eq!((a, b), (expect, !expect));
@@ -388,7 +431,7 @@ mod loom_tests {
 
     /// Three messages through a ring of two cells (full, wrap-around, empty all
     /// reached): the consumer sees every payload word exactly as written, in order.
-    /// Weakening the Release of `head` fails this test. Loom does not model a read
+    /// Weakening the Release of the stamp fails this test. Loom does not model a read
     /// reordered after a later write (load buffering), so the Release of `tail` (the
     /// consumer's reads happen before the producer rewrites the cell) rests on the
     /// argument at that store, not on this test.

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// "SFSHMSEG", little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
 /// Layout version; a segment of another version is refused.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
