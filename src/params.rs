@@ -99,6 +99,12 @@ pub const PARAMS: &[ParamSpec] = &[
         doc: "largest message copied through the shared-memory ring (larger: single copy)",
         kind: Kind::Number,
     },
+    ParamSpec {
+        name: "shm_split_copy",
+        default: "1",
+        doc: "1: a sender waiting on a large shared-memory send copies part of it (two cores copy); 0: the receiver copies alone",
+        kind: Kind::Choice(&["0", "1"]),
+    },
 ];
 
 /// Where a parameter's value came from.

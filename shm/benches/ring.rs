@@ -44,6 +44,7 @@ fn push_pop(c: &mut Criterion) {
                 addr: 0x7f00_0000_0000,
                 len: 1 << 20,
                 token,
+                split: 1,
             };
             assert!(p.try_push(|cell| rts.write(cell, &[])));
             let got = q.try_pop(Header::read).unwrap().flatten();

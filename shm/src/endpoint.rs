@@ -19,7 +19,9 @@ use crate::message::{
 };
 use crate::ring::Cell;
 use crate::ring::{ConsumerPos, ProducerPos};
+use crate::segment::SPLIT_SLOTS;
 use crate::segment::{process_alive, remove_stale, Geometry, Segment, SegmentError};
+use crate::split::{self, SPLIT_MIN};
 use crate::xpmem::Xpmem;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -43,9 +45,8 @@ pub struct EndpointConfig {
     /// Give up a wait after this long (`None`: only a dead peer ends a wait).
     pub operation_timeout: Option<Duration>,
     /// Largest message copied through the ring cell by cell; larger ones are read by
-    /// the receiver straight from the sender's memory (single copy). Default 2 KiB: the
-    /// crossover measured here (`shm_pingpong --eager`: 1-2 KiB when the host is slow,
-    /// 4-8 KiB when it is fast).
+    /// the receiver straight from the sender's memory (single copy). Default 4 KiB (see
+    /// [`EndpointConfig::new`]).
     pub eager_max: usize,
     /// Whether this process reads large messages straight from senders' memory. When
     /// off (or when the kernel refuses, e.g. a yama ptrace policy), senders are asked to
@@ -56,6 +57,9 @@ pub struct EndpointConfig {
     pub numa_place: bool,
     /// Use XPMEM for single copy where `/dev/xpmem` exists (else process_vm_readv).
     pub xpmem: bool,
+    /// Share the copy of messages of [`split::SPLIT_MIN`](crate::split::SPLIT_MIN) bytes
+    /// or more with the sender while it waits (see [`crate::split`]).
+    pub split_copy: bool,
 }
 
 /// How large messages travel to a peer.
@@ -84,6 +88,7 @@ impl EndpointConfig {
             single_copy: true,
             numa_place: true,
             xpmem: true,
+            split_copy: true,
         }
     }
 }
@@ -115,7 +120,21 @@ pub struct Received {
 #[derive(Debug)]
 enum Body {
     Inline(Vec<u8>),
-    Rts { addr: u64, len: u64, token: u64 },
+    Rts {
+        addr: u64,
+        len: u64,
+        token: u64,
+        split: u64,
+    },
+}
+
+/// A large send of ours whose copy the receiver may share (slot `k` of our segment's
+/// slots for `dest`).
+#[derive(Debug, Clone, Copy)]
+struct Offer {
+    token: u64,
+    dest: u32,
+    k: u32,
 }
 
 #[derive(Debug)]
@@ -186,12 +205,35 @@ pub struct Endpoint {
     next_token: u64,
     next_ring: u32,
     xpmem: Option<Xpmem>,
+    /// Per destination: bit k set when split slot k is free.
+    split_free: Vec<u64>,
+    /// Large sends in flight with a split slot.
+    offers: Vec<Offer>,
+    /// Chunks of our large sends that this process wrote itself (split copy).
+    split_chunks_written: u64,
 }
 
 /// Polls between liveness checks of a peer while waiting.
 const SPINS_PER_CHECK: u32 = 1024;
 /// Polls before a waiter starts yielding its core.
 const SPINS_BEFORE_YIELD: u32 = 2000;
+
+/// Every split slot free.
+fn split_all_free() -> u64 {
+    if SPLIT_SLOTS >= 64 {
+        u64::MAX
+    } else {
+        (1 << SPLIT_SLOTS) - 1
+    }
+}
+
+/// Whether `p`'s process has exited (without touching the endpoint's verdicts).
+fn peer_gone(p: &Peer) -> bool {
+    match &p.pidfd {
+        Some(fd) => pidfd_exited(fd),
+        None => !process_alive(p.pid),
+    }
+}
 
 fn matches(msg_tag: u64, tag: u64, ignore: u64) -> bool {
     (msg_tag ^ tag) & !ignore == 0
@@ -247,6 +289,9 @@ impl Endpoint {
             next_token: 1,
             next_ring: 0,
             xpmem,
+            split_free: vec![split_all_free(); n],
+            offers: Vec::new(),
+            split_chunks_written: 0,
             config,
         })
     }
@@ -411,19 +456,27 @@ impl Endpoint {
         }
         let token = self.next_token;
         self.next_token += 1;
+        let split = self.offer_split(dest, token, data.len());
         let h = Header::Rts {
             tag,
             addr: data.as_ptr() as u64,
             len: data.len() as u64,
             token,
+            split,
         };
-        self.push(dest, h, &[])?;
+        if let Err(e) = self.push(dest, h, &[]) {
+            self.release_offer(token);
+            return Err(e);
+        }
         // `data` stays borrowed until the receiver's FIN: it reads straight from it.
         let mut waiter = Waiter::new(self.config.operation_timeout);
         loop {
+            // SAFETY: `data` is the buffer the RTS named, borrowed until we return.
+            unsafe { self.help_split(token, data) };
             self.progress()?;
             if let Some(i) = self.fins.iter().position(|f| f.0 == token) {
                 let (_, status) = self.fins.swap_remove(i);
+                self.release_offer(token);
                 if status == FIN_RESEND {
                     // The receiver cannot read our memory: stream it, and from now on
                     // send large messages to this peer that way directly.
@@ -479,14 +532,24 @@ impl Endpoint {
             return Ok(req);
         }
         let token = self.next_token;
+        let split = self.offer_split(dest, token, data.len());
         let h = Header::Rts {
             tag,
             addr: data.as_ptr() as u64,
             len: data.len() as u64,
             token,
+            split,
         };
-        if !self.try_push(dest, h, &[])? {
-            return Err(ShmError::WouldBlock);
+        match self.try_push(dest, h, &[]) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.release_offer(token);
+                return Err(ShmError::WouldBlock);
+            }
+            Err(e) => {
+                self.release_offer(token);
+                return Err(e);
+            }
         }
         self.next_token += 1;
         req.token = token;
@@ -501,6 +564,12 @@ impl Endpoint {
         if request.token == 0 {
             return Ok(true);
         }
+        // SAFETY: the caller of `isend` keeps the buffer valid until completion, which
+        // has not happened yet.
+        unsafe {
+            let data = std::slice::from_raw_parts(request.data, request.len);
+            self.help_split(request.token, data);
+        }
         self.progress()?;
         let Some(i) = self.fins.iter().position(|f| f.0 == request.token) else {
             if self.peer_dead(request.dest) {
@@ -509,6 +578,7 @@ impl Endpoint {
             return Ok(false);
         };
         let (_, status) = self.fins.swap_remove(i);
+        self.release_offer(request.token);
         request.token = 0;
         if status == FIN_RESEND {
             if let Some(p) = self.peers[request.dest as usize].as_mut() {
@@ -797,10 +867,16 @@ impl Endpoint {
                 addr,
                 len,
                 token,
+                split,
             }) => Ok(Popped::Queued(Unexpected {
                 source: ring,
                 tag,
-                body: Body::Rts { addr, len, token },
+                body: Body::Rts {
+                    addr,
+                    len,
+                    token,
+                    split,
+                },
             })),
         });
         self.rx[ring as usize] = c.pos();
@@ -945,7 +1021,12 @@ impl Endpoint {
                     len: bytes.len(),
                 })
             }
-            Body::Rts { addr, len, token } => {
+            Body::Rts {
+                addr,
+                len,
+                token,
+                split,
+            } => {
                 let len = len as usize;
                 let (pid, apid) = self.peers[u.source as usize]
                     .as_ref()
@@ -966,6 +1047,15 @@ impl Endpoint {
                     };
                     let read = if via_xpmem {
                         Ok(())
+                    } else if split > 0 && split <= SPLIT_SLOTS as u64 && self.config.split_copy {
+                        match self.split_read(u.source, split as u32 - 1, addr, &mut buf[..len]) {
+                            Some(r) => r,
+                            None => {
+                                // The sender died with a chunk claimed: no FIN.
+                                self.dead[u.source as usize] = true;
+                                return Err(ShmError::PeerDead(u.source));
+                            }
+                        }
                     } else {
                         cma::read_from(pid, addr, &mut buf[..len])
                     };
@@ -1006,6 +1096,79 @@ impl Endpoint {
                 }
                 result
             }
+        }
+    }
+}
+
+impl Endpoint {
+    /// Takes a free split slot for a large send to `dest`, resets it and records the
+    /// offer; returns the slot plus one for the RTS, 0 when the copy stays the
+    /// receiver's alone (too small, disabled, XPMEM, no single copy, no free slot).
+    fn offer_split(&mut self, dest: u32, token: u64, len: usize) -> u64 {
+        let single_copy = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::SingleCopy);
+        if !self.config.split_copy || self.xpmem.is_some() || len < SPLIT_MIN || !single_copy {
+            return 0;
+        }
+        let free = &mut self.split_free[dest as usize];
+        if *free == 0 {
+            return 0;
+        }
+        let k = free.trailing_zeros();
+        *free &= !(1 << k);
+        split::reset(self.own.split_slot(dest, k));
+        self.offers.push(Offer { token, dest, k });
+        u64::from(k) + 1
+    }
+
+    /// Frees the split slot of `token`'s send, if it has one (its FIN arrived, or the
+    /// RTS never left).
+    fn release_offer(&mut self, token: u64) {
+        if let Some(i) = self.offers.iter().position(|o| o.token == token) {
+            let o = self.offers.swap_remove(i);
+            self.split_free[o.dest as usize] |= 1 << o.k;
+        }
+    }
+
+    /// The sender's share of `token`'s copy, when the receiver has started it.
+    ///
+    /// # Safety
+    /// `data` must be the buffer `token`'s RTS named, still valid.
+    unsafe fn help_split(&mut self, token: u64, data: &[u8]) {
+        let Some(o) = self.offers.iter().find(|o| o.token == token).copied() else {
+            return;
+        };
+        let Some(pid) = self.peers[o.dest as usize].as_ref().map(|p| p.pid) else {
+            return;
+        };
+        let slot = self.own.split_slot(o.dest, o.k);
+        // SAFETY: forwarded from the caller.
+        self.split_chunks_written += unsafe { split::sender_help(slot, pid, data) };
+    }
+
+    /// Chunks of this process's large sends that it copied itself into the receiver's
+    /// buffer (see [`crate::split`]); 0 when every copy was the receivers'.
+    pub fn split_chunks_written(&self) -> u64 {
+        self.split_chunks_written
+    }
+
+    /// The receiver's side of a split copy from `source` through its slot `k`: `None`
+    /// when the sender died with a chunk claimed, else the read's result.
+    fn split_read(
+        &mut self,
+        source: u32,
+        k: u32,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Option<std::io::Result<()>> {
+        let me = self.config.rank;
+        let p = self.peers[source as usize].as_ref()?;
+        let slot = p.segment.split_slot(me, k);
+        match split::receiver_copy(slot, p.pid, addr, buf, || peer_gone(p)) {
+            split::Outcome::Copied { .. } => Some(Ok(())),
+            split::Outcome::ReadFailed(e) => Some(Err(e)),
+            split::Outcome::SenderDead => None,
         }
     }
 }

@@ -14,6 +14,7 @@ mod error;
 pub mod message;
 pub mod ring;
 pub mod segment;
+pub mod split;
 mod sync;
 pub mod topology;
 pub mod xpmem;

@@ -5,7 +5,7 @@
 //! |---|---|---|---|---|
 //! | 0 | kind 1, length << 32 | kind 4, length << 32 | kind 2 | kind 3, status << 8 |
 //! | 1 | tag | tag | tag | token |
-//! | 2.. | payload (up to 232 bytes) | first 232 bytes | sender address, length, token | |
+//! | 2.. | payload (up to 232 bytes) | first 232 bytes | sender address, length, token, split slot + 1 (0: none) | |
 //!
 //! An eager message continues in the next `ceil((length - 232) / 248)` cells of the same
 //! ring, each carrying 248 raw bytes (a ring has one producer, so they are contiguous).
@@ -52,6 +52,9 @@ pub enum Header {
         len: u64,
         /// The sender's handle for the matching FIN.
         token: u64,
+        /// The sender's split-copy slot plus one, 0 when the copy is the receiver's
+        /// alone.
+        split: u64,
     },
     /// The receiver is done with the sender's buffer.
     Fin {
@@ -92,12 +95,14 @@ impl Header {
                 addr,
                 len,
                 token,
+                split,
             } => {
                 cell.set(0, 2);
                 cell.set(1, tag);
                 cell.set(2, addr);
                 cell.set(3, len);
                 cell.set(4, token);
+                cell.set(5, split);
             }
             Header::Fin { token, status } => {
                 cell.set(0, 3 | (status as u64) << 8);
@@ -122,6 +127,7 @@ impl Header {
                 addr: cell.get(2),
                 len: cell.get(3),
                 token: cell.get(4),
+                split: cell.get(5),
             }),
             4 => (w0 & 0xffff_ff00 == 0).then(|| Header::Eager {
                 tag: cell.get(1),
@@ -157,6 +163,7 @@ mod tests {
                 addr: 0xdead,
                 len: 1 << 30,
                 token: 5,
+                split: 3,
             },
             Header::Fin {
                 token: 5,

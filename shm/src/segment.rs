@@ -7,6 +7,7 @@
 //! |---|---|
 //! | 0 | [`SegmentHeader`] (magic, version, sizes, owner, job), padded to 4096 |
 //! | 4096 + k * stride | ring of sender k: [`RingHeader`] then `ring_cells` [`Cell`]s |
+//! | after the rings | [`SPLIT_SLOTS`] [`SplitSlot`]s per destination d: the owner's large sends to d whose copy the two sides share |
 //!
 //! The owner creates the file under a private name (mode 0600, `O_EXCL`), sizes it,
 //! initialises it, sets `ready`, and only then links it under its public name (which
@@ -25,12 +26,37 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// "SFSHMSEG", little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
 /// Layout version; a segment of another version is refused.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
 /// Where segments live.
 pub const SHM_DIR: &str = "/dev/shm";
+
+/// Split-copy slots per destination (large sends in flight to one peer whose copy the
+/// sender may share; more wait for a free slot or go unshared).
+pub const SPLIT_SLOTS: u32 = 64;
+
+/// The shared state of one large send whose copy the sender and the receiver share:
+/// both claim chunks from `next` and count finished ones in `done`. Lives in the
+/// sender's segment; the receiver writes `dst` and `state`.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct SplitSlot {
+    /// 0 while only the sender knows the send; 1 once the receiver published `dst`.
+    pub state: AtomicU64,
+    /// The receiver's buffer address.
+    pub dst: AtomicU64,
+    /// The next chunk to claim.
+    pub next: AtomicU64,
+    /// Chunks finished (copied, or failed and marked in `failed`).
+    pub done: AtomicU64,
+    /// Bit c: the sender could not write chunk c (the receiver copies it again).
+    pub failed: AtomicU64,
+    _pad: [AtomicU64; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<SplitSlot>() == 64);
 
 /// The segment's header.
 #[repr(C)]
@@ -100,8 +126,13 @@ impl Geometry {
         std::mem::size_of::<RingHeader>() + self.ring_cells as usize * CELL_BYTES
     }
 
-    fn total_bytes(&self) -> usize {
+    fn slots_offset(&self) -> usize {
         HEADER_BYTES + self.senders as usize * self.ring_stride()
+    }
+
+    fn total_bytes(&self) -> usize {
+        self.slots_offset()
+            + self.senders as usize * SPLIT_SLOTS as usize * std::mem::size_of::<SplitSlot>()
     }
 }
 
@@ -344,6 +375,23 @@ impl Segment {
             );
             (header, cells)
         }
+    }
+
+    /// Split-copy slot `k` of the owner's sends to local rank `dest`.
+    ///
+    /// # Panics
+    /// If `dest` or `k` is out of range.
+    pub fn split_slot(&self, dest: u32, k: u32) -> &SplitSlot {
+        assert!(
+            dest < self.geometry.senders && k < SPLIT_SLOTS,
+            "split slot out of range"
+        );
+        let off = self.geometry.slots_offset()
+            + (dest as usize * SPLIT_SLOTS as usize + k as usize)
+                * std::mem::size_of::<SplitSlot>();
+        // SAFETY: inside the mapping (sizes checked at create/attach), 64-byte aligned
+        // (page base plus multiples of 64), and a SplitSlot holds only atomics.
+        unsafe { &*(self.map.as_ptr().add(off) as *const SplitSlot) }
     }
 
     /// The consumer end of `sender`'s ring (the owner's side).

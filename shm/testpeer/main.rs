@@ -79,6 +79,18 @@ fn main() {
             }
             let _ = ep.recv(Some(0), STOP, 0, &mut []);
         }
+        "isend-late" => {
+            // A 4 MiB message whose sender does not come back to wait for 5 s: the
+            // receiver must copy it alone (no help from a sender that is elsewhere).
+            let msg: Vec<u8> = (0..4usize << 20)
+                .map(|i| (i * 13 + i / 4096) as u8)
+                .collect();
+            // SAFETY: `msg` outlives the request (waited below).
+            let req = unsafe { ep.isend(0, 3, &msg) }.expect("isend");
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            ep.wait_send(req).expect("wait_send");
+            let _ = ep.recv(Some(0), STOP, 0, &mut []);
+        }
         other => panic!("unknown scenario {other}"),
     }
 }

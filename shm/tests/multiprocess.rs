@@ -109,6 +109,11 @@ fn every_size_round_trips_byte_for_byte() {
             assert_eq!((r.source, r.tag, r.len), (1, i as u64, len));
             assert!(back[..len] == msg[..], "content differs at size {len}");
         }
+        // The 64 MiB send waited while the echo copied it: it wrote chunks itself.
+        assert!(
+            ep.split_chunks_written() > 0,
+            "the sender never shared a copy"
+        );
         // Truncation: the echo of 4 KiB into a 100-byte buffer is an error, consumed.
         ep.send(1, 77, &pattern(4096, 9)).unwrap();
         let err = ep.recv(Some(1), 77, 0, &mut back[..100]).unwrap_err();
@@ -134,6 +139,34 @@ fn every_size_round_trips_byte_for_byte() {
             ),
             "{err}"
         );
+        ep.send(1, STOP, &[]).unwrap();
+        assert!(peer.0.wait().unwrap().success());
+    }
+    assert_clean(job);
+}
+
+/// A large message whose sender is away (isend, then 5 s elsewhere) is copied by the
+/// receiver alone: the shared copy never waits for the sender to start helping.
+#[test]
+fn a_split_copy_does_not_wait_for_an_absent_sender() {
+    let job = new_job();
+    {
+        let mut ep = Endpoint::open(EndpointConfig::new(job, 0, 2)).unwrap();
+        let mut peer = Peer::start(job, 1, 2, "isend-late");
+        ep.connect().unwrap();
+        peer.wait_ready();
+        let mut buf = vec![0u8; 4 << 20];
+        let start = Instant::now();
+        let r = ep.recv(Some(1), 3, 0, &mut buf).unwrap();
+        let took = start.elapsed();
+        assert_eq!(r.len, 4 << 20);
+        let expect: Vec<u8> = (0..4usize << 20)
+            .map(|i| (i * 13 + i / 4096) as u8)
+            .collect();
+        assert!(buf == expect, "content");
+        // The sender sleeps 5 s before waiting: a receive that waited for its help
+        // would take that long.
+        assert!(took < Duration::from_secs(4), "took {took:?}");
         ep.send(1, STOP, &[]).unwrap();
         assert!(peer.0.wait().unwrap().success());
     }

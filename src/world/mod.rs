@@ -227,6 +227,7 @@ impl World {
             .into());
         }
         let eager = params.number("shm_eager_max")? as usize;
+        let split_copy = params.choice("shm_split_copy", &["0", "1"])? == "1";
         let detectors = match params.choice("detectors", &["all", "launcher", "heartbeat"])? {
             "launcher" => engine::Detectors::Launcher,
             "heartbeat" => engine::Detectors::Heartbeat,
@@ -333,6 +334,7 @@ impl World {
             let seg_job = fnv1a(&[job.to_le_bytes().as_slice(), node.as_bytes()].concat());
             let mut cfg = EndpointConfig::new(seg_job, me, local_world.len() as u32);
             cfg.eager_max = eager;
+            cfg.split_copy = split_copy;
             let mut ep = ShmEndpoint::open(cfg)?;
             ep.connect()?;
             shm = Some(ep);
