@@ -90,21 +90,22 @@ if command -v fi_pingpong >/dev/null; then
             fi
             if [ $what = lat ]; then size=8; iters=20000; else size=1048576; iters=1000; fi
             sf=(); fi=()
-            for _ in $(seq "$rounds"); do
-                if [ $prov = shm ]; then
-                    # steadfast's own shared-memory transport against libfabric's shm.
-                    args=(--route shm)
-                else
-                    args=(--route fabric)
-                fi
+            if [ $prov = shm ]; then
+                # steadfast's own shared-memory transport against libfabric's shm.
+                args=(--route shm)
+            else
+                args=(--route fabric)
+            fi
+            sf_once() {
                 if [ $what = lat ]; then
-                    v=$(STEADFAST_PROVIDER=$prov $run -n 2 $bench latency "${args[@]}" --min 8 --max 8 --iterations $iters --repetitions 3 | sf_value 8)
+                    sf+=("$(STEADFAST_PROVIDER=$prov $run -n 2 $bench latency "${args[@]}" --min 8 --max 8 --iterations $iters --repetitions 3 | sf_value 8)")
                 else
-                    v=$(STEADFAST_PROVIDER=$prov $run -n 2 $bench bw "${args[@]}" --min $size --max $size --iterations 1280 --repetitions 3 | sf_value $size)
+                    sf+=("$(STEADFAST_PROVIDER=$prov $run -n 2 $bench bw "${args[@]}" --min $size --max $size --iterations 1280 --repetitions 3 | sf_value $size)")
                 fi
-                sf+=("$v")
-                port=$((20000 + RANDOM % 20000))
-                dom=(); [ $prov != shm ] && dom=(-d lo)
+            }
+            fi_once() {
+                local port=$((20000 + RANDOM % 20000)) srv line
+                local dom=(); [ $prov != shm ] && dom=(-d lo)
                 taskset -c 0 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -B $port -I $iters -S $size >"$work/srv" 2>&1 &
                 srv=$!
                 sleep 0.5
@@ -114,6 +115,11 @@ if command -v fi_pingpong >/dev/null; then
                 line=$(awk '$1 ~ /^[0-9]/ { l = $0 } END { print l }' "$work/cli")
                 if [ $what = lat ]; then fi+=("$(echo "$line" | awk '{print $7}')")
                 else fi+=("$(echo "$line" | awk '{print $6}')"); fi
+            }
+            # Alternate which side goes first: the host's speed drifts between states
+            # for seconds at a time, and a fixed order would hand one side the drift.
+            for r in $(seq "$rounds"); do
+                if [ $((r % 2)) = 1 ]; then sf_once; fi_once; else fi_once; sf_once; fi
             done
             a=$(printf '%s\n' "${sf[@]}" | median); b=$(printf '%s\n' "${fi[@]}" | median)
             if [ $what = lat ]; then
@@ -133,21 +139,28 @@ if [ -x "$venv/bin/mpicc" ]; then
     "$venv/bin/mpicc" -O2 -o "$work/ompi_pingpong" benches/compare/ompi_pingpong.c
     mpiexec() { "$venv/bin/mpiexec" --allow-run-as-root --with-ft ulfm --mca async_mpi_finalize 1 "$@" 2>/dev/null; }
     sf_lat=(); om_lat=(); sf_bw=(); om_bw=()
-    for _ in $(seq "$rounds"); do
+    sf_pp() {
         sf_lat+=("$($run -n 2 $bench latency --route shm --min 8 --max 8 --repetitions 3 | sf_value 8)")
         sf_bw+=("$($run -n 2 $bench bw --route shm --min 1048576 --max 1048576 --iterations 1280 --repetitions 3 | sf_value 1048576)")
+    }
+    om_pp() {
+        local ompi_out
         ompi_out=$(mpiexec -n 2 "$work/ompi_pingpong")
         om_lat+=("$(echo "$ompi_out" | awk '/^latency_8B/ {print $2}')")
         om_bw+=("$(echo "$ompi_out" | awk '/^bw_1MiB/ {print $2}')")
+    }
+    for r in $(seq "$rounds"); do
+        if [ $((r % 2)) = 1 ]; then sf_pp; om_pp; else om_pp; sf_pp; fi
     done
     row "Open MPI" "shm 8 B one-way latency (us)" "$(printf '%s\n' "${sf_lat[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_lat[@]}" | median)" lower
     row "Open MPI" "shm 1 MiB bandwidth, window 64 (MB/s)" "$(printf '%s\n' "${sf_bw[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_bw[@]}" | median)" higher
     for n in 2 4; do
         ov=(); [ $n -gt "$(nproc)" ] && ov=(--oversubscribe)
         : >"$work/sf"; : >"$work/om"
-        for _ in $(seq "$rounds"); do
-            $run -n $n target/release/examples/ft_phases 2>/dev/null | grep -E '^(agree|revoke|shrink)' >>"$work/sf" || true
-            mpiexec "${ov[@]}" -n $n "$work/ulfm_phases" | grep -E '^(agree|revoke|shrink|allreduce)' >>"$work/om" || true
+        for r in $(seq "$rounds"); do
+            sf_ph() { $run -n $n target/release/examples/ft_phases 2>/dev/null | grep -E '^(agree|revoke|shrink)' >>"$work/sf" || true; }
+            om_ph() { mpiexec "${ov[@]}" -n $n "$work/ulfm_phases" | grep -E '^(agree|revoke|shrink|allreduce)' >>"$work/om" || true; }
+            if [ $((r % 2)) = 1 ]; then sf_ph; om_ph; else om_ph; sf_ph; fi
         done
         sf_ar=()
         for _ in $(seq "$rounds"); do

@@ -133,6 +133,45 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Set when the launcher signalled a process failure (SIGUSR1).
+static FAILURE_SIGNALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_failure_signal(_: libc::c_int) {
+    // ORDERING: Relaxed; a hint read later, nothing is published with it.
+    FAILURE_SIGNALLED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Hydra run with `-disable-auto-cleanup` (the way MPICH keeps a job alive through a
+/// failure) sends SIGUSR1 to every survivor when a process dies; its default action
+/// would kill them. Unless the application chose its own disposition, note the signal
+/// instead (steadfast's own detectors find the failed rank).
+fn tolerate_failure_signal() {
+    // SAFETY: sigaction with a null new action only reads the current one.
+    let current = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGUSR1, std::ptr::null(), &mut old);
+        old.sa_sigaction
+    };
+    if current != libc::SIG_DFL {
+        return;
+    }
+    // SAFETY: installs an async-signal-safe handler (one atomic store) with an empty
+    // mask; SA_RESTART keeps system calls of other threads from failing with EINTR.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_failure_signal as *const () as libc::sighandler_t;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &act, std::ptr::null_mut());
+    }
+}
+
+/// Whether the launcher has signalled a process failure (SIGUSR1) since start.
+pub fn failure_signalled() -> bool {
+    // ORDERING: Relaxed, as in the handler.
+    FAILURE_SIGNALLED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Pmi1 {
     /// Connects through `PMI_FD` or `PMI_PORT` and initialises.
     ///
@@ -140,6 +179,7 @@ impl Pmi1 {
     /// [`BootstrapError::BadEnv`] naming a bad variable; `Refused` when the server
     /// answers with an error or nonsense.
     pub fn from_env() -> Result<Self, BootstrapError> {
+        tolerate_failure_signal();
         let (reader, writer) = if let Some(fd) = env_number("PMI_FD")? {
             let fd = fd as i32;
             // SAFETY: F_GETFD on any integer is harmless; it tells whether the fd is open.
@@ -359,6 +399,14 @@ impl Drop for Pmi1 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_launchers_failure_signal_is_noted_not_fatal() {
+        tolerate_failure_signal();
+        // SAFETY: raising a signal at ourselves; the handler is installed above.
+        unsafe { libc::raise(libc::SIGUSR1) };
+        assert!(failure_signalled());
+    }
 
     #[test]
     fn lines_parse_and_malformed_words_are_errors() {
