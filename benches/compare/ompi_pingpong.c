@@ -19,8 +19,8 @@ static int iterations_for(size_t size, int base) {
     return base;
 }
 
-static double lat_of(int rank, char *buf, size_t size) {
-    int iters = iterations_for(size, 10000);
+/* One-way latency of `size` bytes: half the round trip, `iters` timed after iters/10. */
+static double lat_of(int rank, char *buf, size_t size, int iters) {
     double t0 = 0;
     for (int i = -iters / 10; i < iters; i++) {
         if (i == 0) t0 = MPI_Wtime();
@@ -35,10 +35,10 @@ static double lat_of(int rank, char *buf, size_t size) {
     return (MPI_Wtime() - t0) * 1e6 / iters / 2;
 }
 
-static double bw_of(int rank, char *buf, size_t size) {
+/* Bandwidth of windows of 64 messages of `size` bytes and an ack, `iters` timed. */
+static double bw_of(int rank, char *buf, size_t size, int iters) {
     MPI_Request reqs[64];
     char ack = 0;
-    int iters = iterations_for(size, 10000 / 64 > 10 ? 10000 / 64 : 10);
     double t0 = 0;
     for (int i = -2; i < iters; i++) {
         if (i == 0) t0 = MPI_Wtime();
@@ -61,8 +61,8 @@ static void sweep(int rank) {
     for (size_t size = 1; size <= (4u << 20); size *= 4) {
         double lat[3], bw[3];
         for (int rep = 0; rep < 3; rep++) {
-            lat[rep] = lat_of(rank, buf, size);
-            bw[rep] = bw_of(rank, buf, size);
+            lat[rep] = lat_of(rank, buf, size, iterations_for(size, 10000));
+            bw[rep] = bw_of(rank, buf, size, iterations_for(size, 10000 / 64));
         }
         if (rank == 0) {
             qsort(lat, 3, sizeof(double), cmp);
@@ -83,45 +83,10 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 0;
     }
-    char small[8] = {0};
+    char *buf = calloc(1 << 20, 1);
     double lat[5], bw[5];
-    for (int rep = 0; rep < 5; rep++) {
-        int iters = 20000;
-        for (int i = -1000; i < iters; i++) {
-            static double t0;
-            if (i == 0) t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(small, 8, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(small, 8, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else if (rank == 1) {
-                MPI_Recv(small, 8, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(small, 8, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
-            }
-            if (i == iters - 1) lat[rep] = (MPI_Wtime() - t0) * 1e6 / iters / 2;
-        }
-    }
-    size_t size = 1 << 20;
-    char *buf = malloc(size);
-    MPI_Request reqs[64];
-    char ack = 0;
-    for (int rep = 0; rep < 5; rep++) {
-        int iters = 20;
-        double t0 = 0;
-        for (int i = -2; i < iters; i++) {
-            if (i == 0) t0 = MPI_Wtime();
-            if (rank == 0) {
-                for (int w = 0; w < 64; w++)
-                    MPI_Isend(buf, (int)size, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &reqs[w]);
-                MPI_Waitall(64, reqs, MPI_STATUSES_IGNORE);
-                MPI_Recv(&ack, 1, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else if (rank == 1) {
-                for (int w = 0; w < 64; w++)
-                    MPI_Recv(buf, (int)size, MPI_CHAR, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
-            }
-        }
-        bw[rep] = (double)size * 64 * iters / (MPI_Wtime() - t0) / 1e6;
-    }
+    for (int rep = 0; rep < 5; rep++) lat[rep] = lat_of(rank, buf, 8, 20000);
+    for (int rep = 0; rep < 5; rep++) bw[rep] = bw_of(rank, buf, 1 << 20, 20);
     if (rank == 0) {
         qsort(lat, 5, sizeof(double), cmp);
         qsort(bw, 5, sizeof(double), cmp);

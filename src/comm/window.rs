@@ -23,6 +23,12 @@ const TAG: u32 = 1;
 /// region (24).
 const DESC_LEN: usize = 4 + 8 + 8 + 1 + RemoteRegion::ENCODED_LEN;
 
+/// A put's data or a get's buffer.
+enum Access<'b> {
+    Put(&'b [u8]),
+    Get(&'b mut [u8]),
+}
+
 /// How this process reaches one rank's window memory.
 #[derive(Clone, Copy, Debug)]
 enum Target {
@@ -285,35 +291,7 @@ impl Window<'_> {
     /// `InvalidArgument` out of range; `ProcFailed` when the target has failed;
     /// `Revoked`; `Transport`.
     pub fn put(&self, target: u32, offset: usize, data: &[u8]) -> Result<(), CommError> {
-        let t = self.check(target, offset, data.len())?;
-        if data.is_empty() {
-            return Ok(());
-        }
-        let mut guard = self.comm.engine.lock();
-        let e = &mut *guard;
-        // A rank that only puts or gets still sends heartbeats and learns failures.
-        e.progress();
-        let w = self.stopped(e, target)?;
-        let result = match t {
-            Target::Own => {
-                // SAFETY: in range (checked); `data` cannot alias the window's memory
-                // mutably, and ptr::copy tolerates overlap.
-                unsafe { std::ptr::copy(data.as_ptr(), self.base.add(offset), data.len()) };
-                Ok(())
-            }
-            Target::Cma { pid, addr, .. } => {
-                e.stats.one_sided_shm += 1;
-                steadfast_shm::cma::write_to(pid, addr + offset as u64, data)
-                    .map_err(|err| cma_error(err, w, e))
-            }
-            Target::Fabric { world, region, .. } => {
-                e.stats.one_sided_fabric += 1;
-                let fab = e.fab.as_mut().expect("fabric target without fabric");
-                fab.rma_write_delivered(world, data, &region, offset as u64)
-                    .map_err(|err| fabric_error(err, world, e))
-            }
-        };
-        result.map_err(|err| fill_ranks(err, target))
+        self.access(target, offset, Access::Put(data))
     }
 
     /// Reads `buf.len()` bytes of `target`'s window at `offset` into `buf`.
@@ -321,8 +299,17 @@ impl Window<'_> {
     /// # Errors
     /// As [`put`](Self::put).
     pub fn get(&self, target: u32, offset: usize, buf: &mut [u8]) -> Result<(), CommError> {
-        let t = self.check(target, offset, buf.len())?;
-        if buf.is_empty() {
+        self.access(target, offset, Access::Get(buf))
+    }
+
+    /// One put or get, complete when it returns.
+    fn access(&self, target: u32, offset: usize, access: Access<'_>) -> Result<(), CommError> {
+        let len = match &access {
+            Access::Put(data) => data.len(),
+            Access::Get(buf) => buf.len(),
+        };
+        let t = self.check(target, offset, len)?;
+        if len == 0 {
             return Ok(());
         }
         let mut guard = self.comm.engine.lock();
@@ -330,23 +317,38 @@ impl Window<'_> {
         // A rank that only puts or gets still sends heartbeats and learns failures.
         e.progress();
         let w = self.stopped(e, target)?;
-        let result = match t {
-            Target::Own => {
-                // SAFETY: in range (checked); `buf` is a distinct &mut, and ptr::copy
-                // tolerates overlap anyway.
-                unsafe { std::ptr::copy(self.base.add(offset), buf.as_mut_ptr(), buf.len()) };
+        let result = match (t, access) {
+            (Target::Own, Access::Put(data)) => {
+                // SAFETY: in range (checked); `data` cannot alias the window's memory
+                // mutably, and ptr::copy tolerates overlap.
+                unsafe { std::ptr::copy(data.as_ptr(), self.base.add(offset), len) };
                 Ok(())
             }
-            Target::Cma { pid, addr, .. } => {
-                e.stats.one_sided_shm += 1;
-                steadfast_shm::cma::read_from(pid, addr + offset as u64, buf)
-                    .map_err(|err| cma_error(err, w, e))
+            (Target::Own, Access::Get(buf)) => {
+                // SAFETY: in range (checked); `buf` is a distinct &mut, and ptr::copy
+                // tolerates overlap anyway.
+                unsafe { std::ptr::copy(self.base.add(offset), buf.as_mut_ptr(), len) };
+                Ok(())
             }
-            Target::Fabric { world, region, .. } => {
+            (Target::Cma { pid, addr, .. }, access) => {
+                e.stats.one_sided_shm += 1;
+                let at = addr + offset as u64;
+                match access {
+                    Access::Put(data) => steadfast_shm::cma::write_to(pid, at, data),
+                    Access::Get(buf) => steadfast_shm::cma::read_from(pid, at, buf),
+                }
+                .map_err(|err| cma_error(err, w, e))
+            }
+            (Target::Fabric { world, region, .. }, access) => {
                 e.stats.one_sided_fabric += 1;
                 let fab = e.fab.as_mut().expect("fabric target without fabric");
-                fab.rma_read(world, buf, &region, offset as u64)
-                    .map_err(|err| fabric_error(err, world, e))
+                match access {
+                    Access::Put(data) => {
+                        fab.rma_write_delivered(world, data, &region, offset as u64)
+                    }
+                    Access::Get(buf) => fab.rma_read(world, buf, &region, offset as u64),
+                }
+                .map_err(|err| fabric_error(err, world, e))
             }
         };
         result.map_err(|err| fill_ranks(err, target))
