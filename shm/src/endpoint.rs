@@ -370,11 +370,7 @@ impl Endpoint {
             return true;
         }
         if let Some(p) = &self.peers[rank as usize] {
-            let gone = match &p.pidfd {
-                Some(fd) => pidfd_exited(fd),
-                None => !process_alive(p.pid),
-            };
-            if gone {
+            if peer_gone(p) {
                 self.dead[rank as usize] = true;
                 // Its owner cannot remove it any more; every survivor tries (the first
                 // succeeds), keeping /dev/shm clean.

@@ -95,6 +95,16 @@ pub struct Agreement {
     pub all_acked: bool,
 }
 
+impl From<steadfast_agreement::Decision> for Agreement {
+    fn from(d: steadfast_agreement::Decision) -> Self {
+        Agreement {
+            value: d.value,
+            failed: d.failed.iter().map(|r| r.0).collect(),
+            all_acked: d.outcome == Outcome::Success,
+        }
+    }
+}
+
 /// A communicator: a group of ranks with its own message space and fault-tolerance
 /// state. Cloning gives another handle to the same communicator.
 #[derive(Clone)]
@@ -129,6 +139,21 @@ impl Spin {
         Spin {
             polls: 0,
             limit: if e.yield_when_idle { 0 } else { 2000 },
+        }
+    }
+
+    /// Calls `test` until it yields a value, pausing between calls; `comm` gives the
+    /// engine's idle policy.
+    pub(crate) fn until<T>(
+        comm: &Comm,
+        mut test: impl FnMut() -> Result<Option<T>, CommError>,
+    ) -> Result<T, CommError> {
+        let mut spin = Spin::new(&comm.engine.lock());
+        loop {
+            if let Some(v) = test()? {
+                return Ok(v);
+            }
+            spin.pause();
         }
     }
 
@@ -246,11 +271,7 @@ impl Comm {
         loop {
             let c = e.comms.get_mut(&self.id).expect("live comm");
             if let Some(d) = c.decisions.remove(&seq) {
-                return Ok(Agreement {
-                    value: d.value,
-                    failed: d.failed.iter().map(|r| r.0).collect(),
-                    all_acked: d.outcome == Outcome::Success,
-                });
+                return Ok(Agreement::from(d));
             }
             e.progress();
             if e.excluded {

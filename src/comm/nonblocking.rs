@@ -76,16 +76,8 @@ impl RecvRequest<'_> {
     /// # Errors
     /// As [`Comm::recv`].
     pub fn wait(mut self) -> Result<Status, CommError> {
-        let mut spin = {
-            let e = self.comm.engine.lock();
-            super::Spin::new(&e)
-        };
-        loop {
-            if let Some(st) = self.test()? {
-                return Ok(st);
-            }
-            spin.pause();
-        }
+        let comm = self.comm.clone();
+        super::Spin::until(&comm, || self.test())
     }
 }
 
@@ -222,14 +214,8 @@ impl SendRequest<'_> {
     /// # Errors
     /// As [`Comm::send`].
     pub fn wait(mut self) -> Result<(), CommError> {
-        let mut spin = {
-            let e = self.comm.engine.lock();
-            super::Spin::new(&e)
-        };
-        while !self.test()? {
-            spin.pause();
-        }
-        Ok(())
+        let comm = self.comm.clone();
+        super::Spin::until(&comm, || Ok(self.test()?.then_some(())))
     }
 }
 
@@ -266,11 +252,7 @@ impl AgreeRequest {
         let mut e = self.comm.engine.lock();
         let c = e.comms.get_mut(&self.comm.id).expect("live comm");
         if let Some(d) = c.decisions.remove(&self.seq) {
-            return Ok(Some(Agreement {
-                value: d.value,
-                failed: d.failed.iter().map(|r| r.0).collect(),
-                all_acked: d.outcome == steadfast_agreement::Outcome::Success,
-            }));
+            return Ok(Some(Agreement::from(d)));
         }
         e.progress();
         if e.excluded {
@@ -284,16 +266,8 @@ impl AgreeRequest {
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn wait(mut self) -> Result<Agreement, CommError> {
-        let mut spin = {
-            let e = self.comm.engine.lock();
-            super::Spin::new(&e)
-        };
-        loop {
-            if let Some(a) = self.test()? {
-                return Ok(a);
-            }
-            spin.pause();
-        }
+        let comm = self.comm.clone();
+        super::Spin::until(&comm, || self.test())
     }
 }
 

@@ -253,8 +253,7 @@ impl Window<'_> {
         })
     }
 
-    /// Checks the range and whether `target` is known to have failed; returns the
-    /// target's world rank.
+    /// Checks `target` and the range; returns how `target` is reached.
     fn check(&self, target: u32, offset: usize, len: usize) -> Result<Target, CommError> {
         let t = self.target(target)?;
         let size = self.len_of(target)?;
@@ -266,7 +265,8 @@ impl Window<'_> {
         Ok(t)
     }
 
-    /// The world rank of `target` and whether it has failed or the window is revoked.
+    /// The world rank of `target`, unless it has failed, this process was excluded or
+    /// the window is revoked.
     fn stopped(&self, e: &Engine, target: u32) -> Result<u32, CommError> {
         let c = &e.comms[&self.comm.id];
         if e.excluded {
