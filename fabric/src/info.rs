@@ -198,12 +198,40 @@ impl Drop for Hints {
     }
 }
 
+/// Provider settings that libfabric reads from the environment when it first loads its
+/// providers, and that correctness needs; a value the user set is kept.
+const PROVIDER_ENVIRONMENT: &[(&str, &str)] = &[
+    // net (1.17) stops reading a connection once it holds this many messages that have
+    // no posted receive (default 4). A rendezvous read's response queued behind them
+    // then never arrives, and both sides wait for ever (`interleaved_tags` test). The
+    // saved messages take memory only when they exist.
+    ("FI_NET_MAX_SAVED", "1048576"),
+];
+
+/// Sets [`PROVIDER_ENVIRONMENT`] once, before this process's first `fi_getinfo`.
+fn set_provider_environment() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for (name, value) in PROVIDER_ENVIRONMENT {
+            let (name, value) = (CString::new(*name), CString::new(*value));
+            let (Ok(name), Ok(value)) = (name, value) else {
+                continue;
+            };
+            // SAFETY: two valid C strings; overwrite 0 keeps a user's value. Another
+            // thread may read the environment meanwhile: glibc's setenv never frees the
+            // array it replaces, so such a reader sees the old or the new one.
+            unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 0) };
+        }
+    });
+}
+
 /// A list returned by `fi_getinfo`.
 struct InfoList(NonNull<sys::fi_info>);
 
 impl InfoList {
     /// `fi_getinfo` with `hints`; `None` when nothing matches.
     fn get(hints: &Hints) -> Result<Option<Self>> {
+        set_provider_environment();
         let mut out: *mut sys::fi_info = ptr::null_mut();
         // SAFETY: hints is a valid fi_info; out receives a list we own on success.
         let ret = unsafe {

@@ -40,6 +40,7 @@ pub mod liveness;
 mod messenger;
 mod mr;
 mod objects;
+mod shm_lock_rescue;
 
 pub use address::PeerAddress;
 pub use error::{fi_error_text, Error, Result};

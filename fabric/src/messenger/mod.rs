@@ -31,6 +31,7 @@ use crate::info::{FabricConfig, Info, MrMode};
 use crate::liveness::{host_identity, ProcessWatch};
 use crate::mr::{Access, CacheStats, MemoryRegion, RegistrationCache};
 use crate::objects::{AddressVector, CompletionQueue, CqEntry, Domain, Endpoint, Fabric, Posted};
+use crate::shm_lock_rescue::{self, LockRescue};
 
 pub use rma::{ExposedRegion, RemoteRegion};
 pub use slots::Completion;
@@ -129,6 +130,9 @@ pub struct MessengerStats {
     pub probes: u64,
     /// Control messages that failed to decode (dropped).
     pub malformed: u64,
+    /// libfabric shm region locks released after their holder died (1.15-1.17 only;
+    /// see docs/architecture.md).
+    pub shm_locks_released: u64,
 }
 
 /// Tagged messaging, RMA and atomics over one libfabric endpoint. See the module docs.
@@ -174,6 +178,8 @@ pub struct Messenger {
     // Dropped last, after the endpoint is closed: memory libfabric may write into.
     staging: Vec<Box<[u8]>>,
     slots: SlotTable,
+    /// Frees shm region locks that dead local peers held (shm before libfabric 1.18).
+    shm_rescue: Option<LockRescue>,
 }
 
 // SAFETY: a Messenger exclusively owns its whole tree of libfabric objects (the Rc
@@ -235,6 +241,12 @@ impl Messenger {
             && info.mr_key_size() <= 8
             && info.cq_data_size() >= 4;
         let eager_limit = Self::choose_eager_limit(&config, &info, rendezvous, inject_limit);
+        // Without the thread a peer killed at the wrong moment hangs us; with it failing
+        // to start (no threads left) we run as libfabric alone would.
+        let shm_rescue = (info.provider_name() == "shm"
+            && shm_lock_rescue::needed(crate::libfabric_version()))
+        .then(LockRescue::start_system)
+        .and_then(std::io::Result::ok);
         let mut messenger = Messenger {
             cache: RegistrationCache::new(config.registration_cache),
             slots_mr,
@@ -259,6 +271,7 @@ impl Messenger {
             staging_free: Vec::new(),
             staging: Vec::new(),
             slots,
+            shm_rescue,
             config,
         };
         messenger.allocate_staging()?;
@@ -289,7 +302,10 @@ impl Messenger {
 
     /// Protocol counters.
     pub fn stats(&self) -> MessengerStats {
-        self.stats
+        MessengerStats {
+            shm_locks_released: self.shm_rescue.as_ref().map_or(0, LockRescue::released),
+            ..self.stats
+        }
     }
 
     /// Largest message that is injected.
@@ -340,6 +356,9 @@ impl Messenger {
         address.check_compatible(&self.address, &self.info.provider_name())?;
         let fi_addr = self._av.insert(&address.raw)?;
         let watch = (address.host == self.address.host).then(|| ProcessWatch::new(address.pid));
+        if let (Some(rescue), Some(_)) = (&self.shm_rescue, &watch) {
+            rescue.watch(address.pid);
+        }
         let index = id as usize;
         if self.peers.len() <= index {
             self.peers.resize_with(index + 1, || None);

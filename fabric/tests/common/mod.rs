@@ -13,6 +13,38 @@ use std::process::{Child, Command, Stdio};
 
 use steadfast_fabric::Messenger;
 
+/// How long a multi-process test may run before [`HangGuard`] aborts it: far beyond
+/// what any takes on a busy 2-core machine.
+pub const HANG_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Aborts the whole test process (with `what` on stderr) unless dropped within `limit`:
+/// a hang inside the provider cannot be interrupted any other way, and a test that hangs
+/// would stall the whole run instead of failing.
+pub struct HangGuard {
+    done: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl HangGuard {
+    pub fn new(what: String, limit: std::time::Duration) -> Self {
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+                eprintln!("{what}: still running after {limit:?}; aborting");
+                std::process::abort();
+            }
+        });
+        HangGuard { done: Some(done) }
+    }
+}
+
+impl Drop for HangGuard {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
 /// A peer process (id 1) that dies with the test: killed on drop, and by the kernel
 /// when the thread that started it ends (PR_SET_PDEATHSIG).
 pub struct PeerProcess {
