@@ -60,10 +60,9 @@ impl std::fmt::Display for ProviderResolution {
 
 /// Maps a requested provider name to one of the `available` RDM providers.
 ///
-/// `tcp` prefers native tcp RDM (libfabric 1.18+), then `tcp;ofi_rxm`, then `net`
-/// (1.17's `net` is slower to report a killed peer; see docs/architecture.md). Any
-/// other name is taken as is, or through `ofi_rxm` when the provider has only MSG
-/// endpoints (as `verbs` does).
+/// `tcp` prefers native tcp RDM (libfabric 1.18+), then `net` (1.17's native RDM over
+/// TCP), then `tcp;ofi_rxm`. Any other name is taken as is, or through `ofi_rxm` when
+/// the provider has only MSG endpoints (as `verbs` does).
 ///
 /// # Errors
 /// [`Error::ProviderNotFound`], listing `available`, when nothing fits.
@@ -78,19 +77,18 @@ pub fn resolve_provider(requested: &str, available: &[String]) -> Result<Provide
         if has("tcp") {
             return Ok(pick("tcp", "native tcp RDM"));
         }
-        // net (libfabric 1.17's native RDM over TCP) is about 8% faster at 8 B, but
-        // after a peer is SIGKILLed the survivors of the runtime's demo learnt of it in
-        // ~54 ms instead of ~3 ms in 2 of 3 runs (docs/architecture.md), so it comes last.
-        if has("tcp;ofi_rxm") {
-            return Ok(pick(
-                "tcp;ofi_rxm",
-                "tcp MSG endpoints under ofi_rxm; no native tcp RDM here",
-            ));
-        }
+        // net is libfabric 1.17's native RDM over TCP: one layer less than rxm over tcp
+        // MSG endpoints. It needs FI_NET_MAX_SAVED raised (`set_provider_environment`).
         if has("net") {
             return Ok(pick(
                 "net",
-                "native RDM over TCP; no native tcp RDM or ofi_rxm here",
+                "native RDM over TCP (libfabric 1.17); no native tcp RDM",
+            ));
+        }
+        if has("tcp;ofi_rxm") {
+            return Ok(pick(
+                "tcp;ofi_rxm",
+                "tcp MSG endpoints under ofi_rxm; no native tcp RDM or net here",
             ));
         }
     } else if has(requested) {
@@ -527,16 +525,16 @@ mod tests {
     }
 
     #[test]
-    fn tcp_prefers_native_then_rxm_then_net() {
+    fn tcp_prefers_native_then_net_then_rxm() {
         let all = avail(&["net", "shm", "tcp", "tcp;ofi_rxm"]);
         assert_eq!(resolve_provider("tcp", &all).unwrap().provider, "tcp");
         let no_native = avail(&["net", "shm", "tcp;ofi_rxm"]);
+        assert_eq!(resolve_provider("tcp", &no_native).unwrap().provider, "net");
+        let rxm_only = avail(&["shm", "tcp;ofi_rxm"]);
         assert_eq!(
-            resolve_provider("tcp", &no_native).unwrap().provider,
+            resolve_provider("tcp", &rxm_only).unwrap().provider,
             "tcp;ofi_rxm"
         );
-        let net_only = avail(&["shm", "net"]);
-        assert_eq!(resolve_provider("tcp", &net_only).unwrap().provider, "net");
     }
 
     #[test]

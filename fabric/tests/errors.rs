@@ -45,10 +45,10 @@ fn tcp_resolution_is_visible() {
     assert_eq!(resolution.provider, info.provider_name());
     let expected = if available.iter().any(|p| p == "tcp") {
         "tcp"
-    } else if available.iter().any(|p| p == "tcp;ofi_rxm") {
-        "tcp;ofi_rxm"
-    } else {
+    } else if available.iter().any(|p| p == "net") {
         "net"
+    } else {
+        "tcp;ofi_rxm"
     };
     assert_eq!(resolution.provider, expected);
 }

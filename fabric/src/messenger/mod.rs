@@ -535,7 +535,7 @@ impl Messenger {
     /// Checks whether `peer` is alive now (its process on this host, else a probe whose
     /// failure shows later); see [`peer_failure`](Self::peer_failure) for the verdict.
     pub fn check_peer(&mut self, peer: PeerId) {
-        self.check_liveness(peer);
+        self.check_liveness(peer, true);
     }
 
     /// Polls the completion queue once, handling what completed; returns how many
@@ -774,9 +774,9 @@ impl Messenger {
                 return Ok(());
             }
             self.poll_completions()?;
-            if waiter.liveness_due() {
+            if let Some(full) = waiter.liveness_due() {
                 if let Some(peer) = peer {
-                    self.check_liveness(peer);
+                    self.check_liveness(peer, full);
                     self.peer_addr(peer)?;
                 }
             }
@@ -802,9 +802,9 @@ impl Messenger {
             if !matches!(self.slots.get(index).outcome, Outcome::Pending) {
                 return self.take_outcome(index);
             }
-            if waiter.liveness_due() {
+            if let Some(full) = waiter.liveness_due() {
                 if let Some(peer) = self.slots.get(index).peer {
-                    self.check_liveness(peer);
+                    self.check_liveness(peer, full);
                     self.orphan_reads_from_exited(index, peer);
                 }
             }
@@ -864,8 +864,8 @@ impl Messenger {
         self.abandon(index, Error::PeerUnreachable { peer, reason });
     }
 
-    /// Checks one peer: its process (same host), else a probe message.
-    fn check_liveness(&mut self, peer: PeerId) {
+    /// Checks one peer: its process (same host), else (when `full`) a probe message.
+    fn check_liveness(&mut self, peer: PeerId, full: bool) {
         let Some(Some(p)) = self.peers.get_mut(peer as usize) else {
             return;
         };
@@ -877,7 +877,7 @@ impl Messenger {
             self.mark_peer_dead(peer, "process exited".into());
             return;
         }
-        if !p.probing {
+        if full && !p.probing {
             p.probing = true;
             let control = wire::Control {
                 op: wire::ControlOp::Probe,
@@ -900,6 +900,7 @@ struct Waiter {
     /// a wait that completes within a few spins never reads the clock.
     start: Option<Instant>,
     next_liveness: Option<Instant>,
+    next_local: Option<Instant>,
     interval: Duration,
     timeout: Option<Duration>,
     spins: u32,
@@ -917,6 +918,7 @@ impl Waiter {
         Waiter {
             start: None,
             next_liveness: None,
+            next_local: None,
             interval: config.liveness_interval,
             timeout: config.operation_timeout,
             spins: 0,
@@ -928,6 +930,7 @@ impl Waiter {
         Waiter {
             start: None,
             next_liveness: None,
+            next_local: None,
             interval: Duration::from_secs(3600),
             timeout: Some(Duration::from_secs(30)),
             spins: 0,
@@ -949,19 +952,32 @@ impl Waiter {
         self.spins > 0 && self.spins % Self::SPINS_PER_CHECK == 0
     }
 
-    fn liveness_due(&mut self) -> bool {
+    /// Between two checks of a same-host peer's process while blocked: a pidfd poll
+    /// costs well under a microsecond, and an operation stuck on a dead peer (net keeps
+    /// a send to it in back-pressure) should not hold up the caller for a whole
+    /// liveness interval.
+    const LOCAL_INTERVAL: Duration = Duration::from_millis(1);
+
+    /// Which liveness check is due at this spin: `Some(true)` every liveness interval
+    /// (process check, else a probe), `Some(false)` every [`Self::LOCAL_INTERVAL`]
+    /// (process check only), `None` otherwise.
+    fn liveness_due(&mut self) -> Option<bool> {
         if !self.checking() {
-            return false;
+            return None;
         }
         let now = Instant::now();
         let start = *self.start.get_or_insert(now);
         let next = *self.next_liveness.get_or_insert(start + self.interval);
         if now >= next {
             self.next_liveness = Some(now + self.interval);
-            true
-        } else {
-            false
+            return Some(true);
         }
+        let next_local = *self.next_local.get_or_insert(start + Self::LOCAL_INTERVAL);
+        if now >= next_local {
+            self.next_local = Some(now + Self::LOCAL_INTERVAL);
+            return Some(false);
+        }
+        None
     }
 
     fn timed_out(&mut self) -> Option<Duration> {
