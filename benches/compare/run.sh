@@ -82,12 +82,6 @@ head_ "libfabric fi_pingpong, 8 B one-way latency (us) / 1 MiB bandwidth (MB/s)"
 if command -v fi_pingpong >/dev/null; then
     for prov in "tcp;ofi_rxm" net shm; do
         for what in lat bw; do
-            if [ "$prov $what" = "net bw" ]; then
-                # libfabric 1.17's net drops unexpected messages while RMA reads are in
-                # flight (docs/architecture.md), so windows of rendezvous sends fail.
-                echo "SKIPPED: net bw (libfabric 1.17 net defect under rendezvous windows)"
-                continue
-            fi
             if [ $what = lat ]; then size=8; iters=20000; else size=1048576; iters=1000; fi
             sf=(); fi=()
             if [ $prov = shm ]; then
