@@ -393,6 +393,15 @@ impl Engine {
     /// A failure of world rank `w` learnt from `how` (applied at the next progress).
     pub fn report_failure(&mut self, w: u32, how: String) {
         if w < self.size && !self.failed.contains(Rank(w)) {
+            // The fabric learns at once: a control message sent before the failure is
+            // applied (a broadcast being forwarded) must not wait on the dead rank. Over
+            // net such a send stays in back-pressure until the messenger sees the death
+            // itself (the demo's survivors took 3.6-7.7 ms instead of ~1 ms).
+            if self.routes[w as usize] == Route::Fabric {
+                if let Some(fab) = self.fab.as_mut() {
+                    fab.declare_dead(w, &how);
+                }
+            }
             self.pending_failures.push_back((w, how));
         }
     }
