@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crate::liveness::ProcessWatch;
 
 /// How long a lock word must stay unchanged and taken before it is released.
-pub(crate) const HELD_FOR: Duration = Duration::from_secs(1);
+const HELD_FOR: Duration = Duration::from_secs(1);
 /// Pause between two samples of the lock words.
 const SAMPLE_EVERY: Duration = Duration::from_millis(2);
 /// How often the thread checks whether a watched peer has exited.
@@ -136,12 +136,16 @@ fn run(shared: &Shared, dir: &str) {
     while !shared.stop.load(Ordering::Relaxed) {
         let exited: Vec<u32> = {
             let mut watched = shared.watched.lock().unwrap_or_else(|e| e.into_inner());
-            let exited = watched
-                .iter()
-                .filter(|w| w.has_exited())
-                .map(ProcessWatch::pid)
-                .collect();
-            watched.retain(|w| !w.has_exited());
+            // One look per process: one that exits between two looks must not be
+            // dropped from the list without its check.
+            let mut exited = Vec::new();
+            watched.retain(|w| {
+                let gone = w.has_exited();
+                if gone {
+                    exited.push(w.pid());
+                }
+                !gone
+            });
             exited
         };
         if !exited.is_empty() {
@@ -304,14 +308,20 @@ mod tests {
         i32::from_ne_bytes(bytes[LOCK_OFFSET..LOCK_OFFSET + 4].try_into().unwrap())
     }
 
+    /// A fresh directory standing in for /dev/shm.
+    fn scratch_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("steadfast-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     fn sleeper() -> Child {
         Command::new("sleep").arg("60").spawn().unwrap()
     }
 
     #[test]
     fn a_lock_held_by_a_dead_peer_is_released_and_nothing_else() {
-        let dir = std::env::temp_dir().join(format!("steadfast-rescue-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("rescue");
         let (free, taken) = spin_lock_values();
         let mut victim = sleeper();
         let mut bystander = sleeper();
@@ -354,8 +364,7 @@ mod tests {
 
     #[test]
     fn a_lock_that_changes_hands_is_left_alone() {
-        let dir = std::env::temp_dir().join(format!("steadfast-busy-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("busy");
         let (free, taken) = spin_lock_values();
         let mut victim = sleeper();
         let busy = fake_region(&dir, victim.id(), "0:0", taken);
