@@ -373,6 +373,8 @@ mod tests {
         victim.wait().unwrap();
         let region = Region::map(&busy, pid).expect("the fake region maps");
         // Live contention: the taken word changes while it is sampled.
+        // Relaxed throughout: the flag only ends the loop, and the lock word is only
+        // compared over time by the sampler, never used to order other memory.
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
