@@ -19,7 +19,8 @@ if [ "${1:-}" = "--quick" ]; then
     reps=(--repetitions 2 --iterations 2000 --warmup 200)
 fi
 scripts/install-deps.sh
-cargo build --release -q --bin steadfast-run -p steadfast -p steadfast-benches
+# Build every binary this script starts (a fresh clone has none).
+cargo build --release -q -p steadfast -p steadfast-benches --bin steadfast-run --bin steadfast-bench
 run=target/release/steadfast-run
 bench=target/release/steadfast-bench
 log=$(mktemp)
