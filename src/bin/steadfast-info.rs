@@ -101,8 +101,15 @@ fn run(out: &mut impl Write) -> std::io::Result<()> {
         };
         writeln!(
             out,
-            "  {:width$}  {shown:<10} [{source}]  {} ({})",
-            spec.name, spec.doc, spec.kind
+            "  {:width$}  {shown:<10} [{source}]  {} ({}{})",
+            spec.name,
+            spec.doc,
+            spec.kind,
+            if spec.must_agree {
+                "; equal on every rank"
+            } else {
+                ""
+            }
         )?;
     }
     Ok(())

@@ -35,6 +35,23 @@ impl std::fmt::Display for Source {
     }
 }
 
+/// One parameter's value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// Parameter name.
+    pub name: &'static str,
+    /// Its value.
+    pub value: String,
+    /// Where it came from.
+    pub origin: Source,
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {} (from {})", self.name, self.value, self.origin)
+    }
+}
+
 /// A bad parameter, params file, or parameters that differ between ranks.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -64,22 +81,12 @@ pub enum ParamError {
         bound: String,
     },
     /// Two parameters' values contradict each other.
-    #[error(
-        "parameter {name} = {value} (from {origin}) must exceed {other} = {other_value} (from {other_origin})"
-    )]
+    #[error("parameter {setting} must exceed {other}")]
     MustExceed {
         /// The parameter.
-        name: &'static str,
-        /// Its value.
-        value: String,
-        /// Where it came from.
-        origin: Source,
+        setting: Box<Setting>,
         /// The parameter it must exceed.
-        other: &'static str,
-        /// That one's value.
-        other_value: String,
-        /// Where that one came from.
-        other_origin: Source,
+        other: Box<Setting>,
     },
     /// No parameter has this name.
     #[error("unknown parameter {name:?} (from {origin}){}", suggestion.map(|s| format!("; did you mean {s}?")).unwrap_or_default())]

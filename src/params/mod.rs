@@ -38,7 +38,7 @@ use std::time::Duration;
 pub use environment::{
     unknown_variables, warn_unknown_variables, UnknownVariable, OTHER_VARIABLES,
 };
-pub use error::{ParamError, Source};
+pub use error::{ParamError, Setting, Source};
 pub use spec::{
     Bind, Detectors, Kind, ParamSpec, RouteMode, YieldWhenIdle, DETECT_TIMEOUT_MS_MAX,
     HEARTBEAT_MS_MAX, PARAMS, SHM_EAGER_MAX_MAX,
@@ -311,15 +311,17 @@ impl Params {
         let heartbeat_ms = number("heartbeat_ms");
         let detect_timeout_ms = number("detect_timeout_ms");
         if detect_timeout_ms <= heartbeat_ms {
-            let (value, origin) = at("detect_timeout_ms").clone();
-            let (other_value, other_origin) = at("heartbeat_ms").clone();
+            let setting = |name: &'static str| {
+                let (value, origin) = at(name).clone();
+                Box::new(Setting {
+                    name,
+                    value,
+                    origin,
+                })
+            };
             return Err(ParamError::MustExceed {
-                name: "detect_timeout_ms",
-                value,
-                origin,
-                other: "heartbeat_ms",
-                other_value,
-                other_origin,
+                setting: setting("detect_timeout_ms"),
+                other: setting("heartbeat_ms"),
             });
         }
         Ok(Params {
