@@ -1,8 +1,9 @@
 //! The start-up check that the parameters every rank must share ([`ParamSpec::must_agree`])
 //! are equal across the job.
 //!
-//! Each rank puts [`Params::agreed_encoding`] under [`KEY`] with its other bootstrap data
-//! before the first fence, and after it fetches every rank's and calls [`compare`]. Every
+//! Each rank puts its must-agree values (`name=value` lines) under the bootstrap key
+//! `params` with its other bootstrap data before the first fence; after it, it fetches
+//! every rank's and compares them, listing each [`Mismatch`]. Every
 //! rank sees the same values, so every rank finds the same mismatch and fails at once
 //! with the same error, instead of stalling on a transport the others never open or
 //! accusing a rank whose heartbeats come at another pace.
