@@ -69,10 +69,14 @@ fn main() {
         eprintln!("ft_demo: run with steadfast-run -n 4");
         std::process::exit(2);
     }
-    let mut params = Params::load().expect("params");
     // Two "nodes" of two ranks each on this machine.
     let node = format!("demo-node-{}", rank / 2);
-    params.set("node_id", &node);
+    let params = Params::load()
+        .and_then(|p| p.to_builder().node_id(&node).build())
+        .unwrap_or_else(|e| {
+            eprintln!("ft_demo: {e}");
+            std::process::exit(2)
+        });
     let world = World::init_with(boot, params).unwrap_or_else(|e| {
         eprintln!("ft_demo: {e}");
         std::process::exit(2)

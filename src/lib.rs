@@ -6,7 +6,7 @@
 //! - [`fabric`]: the libfabric layer (re-exported crate `steadfast-fabric`).
 //! - [`bootstrap`]: how a rank learns its rank and exchanges addresses with the others.
 //! - [`launcher`]: the service side of the built-in launcher `steadfast-run`.
-//! - [`params`]: the tunables, from the environment and params files.
+//! - [`params`]: the typed, bounded tunables, from the program, the environment and params files.
 
 pub mod bootstrap;
 pub mod comm;

@@ -1,5 +1,5 @@
 //! Every shipped platform profile (`profiles/*.conf`) is a valid params file: each line
-//! names a known parameter and each value has the right kind.
+//! names a known parameter and each value has the right kind and is within its bound.
 
 use steadfast::params::Params;
 
@@ -16,11 +16,8 @@ fn every_shipped_profile_loads_and_validates() {
         let env = move |k: &str| (k == "STEADFAST_PARAM_FILE").then(|| file.clone());
         let params =
             Params::load_from(env, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        params
-            .validate()
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_ne!(
-            params.text("provider"),
+            params.provider(),
             "tcp",
             "{} sets no provider",
             path.display()

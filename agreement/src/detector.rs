@@ -32,6 +32,7 @@ pub struct DetectorConfig {
 
 impl DetectorConfig {
     /// `period_ns` with a timeout of `timeout_ns`; late ticks at half the timeout.
+    /// [`Detector::new`] checks that the timeout exceeds the period.
     pub fn new(period_ns: u64, timeout_ns: u64) -> Self {
         DetectorConfig {
             period_ns,
@@ -39,6 +40,61 @@ impl DetectorConfig {
             late_tick_ns: timeout_ns / 2,
         }
     }
+
+    /// As [`new`](Self::new), from milliseconds, with the conversion checked.
+    ///
+    /// ```
+    /// use steadfast_agreement::detector::DetectorConfig;
+    /// let c = DetectorConfig::from_millis(50, 2000).unwrap();
+    /// assert_eq!(c.period_ns, 50_000_000);
+    /// assert!(DetectorConfig::from_millis(18_446_744_073_709, 18_446_744_073_710).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`DetectorError::TooLarge`] when a value in nanoseconds does not fit in a `u64`.
+    pub fn from_millis(period_ms: u64, timeout_ms: u64) -> Result<Self, DetectorError> {
+        let ns = |what: &'static str, ms: u64| {
+            ms.checked_mul(1_000_000)
+                .ok_or(DetectorError::TooLarge { what, ms })
+        };
+        Ok(Self::new(
+            ns("period", period_ms)?,
+            ns("timeout", timeout_ms)?,
+        ))
+    }
+}
+
+/// A detector configuration that cannot work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DetectorError {
+    /// A duration in milliseconds overflows a `u64` of nanoseconds.
+    #[error("detector {what} of {ms} ms does not fit in 64 bits of nanoseconds (at most {max} ms)", max = u64::MAX / 1_000_000)]
+    TooLarge {
+        /// `period` or `timeout`.
+        what: &'static str,
+        /// The value given.
+        ms: u64,
+    },
+    /// The timeout does not exceed the heartbeat period: every process would be
+    /// suspected between two heartbeats.
+    #[error(
+        "detector timeout ({timeout_ns} ns) must exceed the heartbeat period ({period_ns} ns)"
+    )]
+    TimeoutNotAbovePeriod {
+        /// The heartbeat period.
+        period_ns: u64,
+        /// The timeout.
+        timeout_ns: u64,
+    },
+    /// The rank is outside its group.
+    #[error("rank {me} outside a group of {n}")]
+    RankOutsideGroup {
+        /// The rank.
+        me: Rank,
+        /// The group's size.
+        n: u32,
+    },
 }
 
 /// What the caller must do.
@@ -78,15 +134,20 @@ pub struct Detector {
 impl Detector {
     /// The detector of rank `me` in a group of `n`.
     ///
-    /// # Panics
-    /// If `me` is not below `n`, or the timeout is not longer than the period.
-    pub fn new(me: Rank, n: u32, config: DetectorConfig) -> Self {
-        assert!(me.0 < n, "rank {me} outside a group of {n}");
-        assert!(
-            config.timeout_ns > config.period_ns,
-            "timeout must exceed the heartbeat period"
-        );
-        Detector {
+    /// # Errors
+    /// [`DetectorError`] if `me` is not below `n`, or the timeout is not longer than
+    /// the period.
+    pub fn new(me: Rank, n: u32, config: DetectorConfig) -> Result<Self, DetectorError> {
+        if me.0 >= n {
+            return Err(DetectorError::RankOutsideGroup { me, n });
+        }
+        if config.timeout_ns <= config.period_ns {
+            return Err(DetectorError::TimeoutNotAbovePeriod {
+                period_ns: config.period_ns,
+                timeout_ns: config.timeout_ns,
+            });
+        }
+        Ok(Detector {
             me,
             n,
             config,
@@ -97,7 +158,7 @@ impl Detector {
             next_beat_at: 0,
             last_tick: None,
             excluded: false,
-        }
+        })
     }
 
     /// Starts watching at `now`.
@@ -122,9 +183,11 @@ impl Detector {
     /// When [`Detector::tick`] must next be called.
     pub fn next_deadline(&self) -> u64 {
         match self.watched {
-            Some(_) => self
-                .next_beat_at
-                .min(self.heard_at + self.config.timeout_ns + 1),
+            Some(_) => self.next_beat_at.min(
+                self.heard_at
+                    .saturating_add(self.config.timeout_ns)
+                    .saturating_add(1),
+            ),
             None => self.next_beat_at,
         }
     }
@@ -146,7 +209,7 @@ impl Detector {
             if let Some(w) = self.watcher {
                 out.push(DetectorAction::Heartbeat { to: w });
             }
-            self.next_beat_at = now + self.config.period_ns;
+            self.next_beat_at = now.saturating_add(self.config.period_ns);
         }
         if let Some(w) = self.watched {
             if now.saturating_sub(self.heard_at) > self.config.timeout_ns {
@@ -168,7 +231,7 @@ impl Detector {
         if from.0 < self.n && from != self.me && !self.dead.contains(from) {
             self.watcher = Some(from);
             out.push(DetectorAction::Heartbeat { to: from });
-            self.next_beat_at = now + self.config.period_ns;
+            self.next_beat_at = now.saturating_add(self.config.period_ns);
         }
     }
 
@@ -229,7 +292,7 @@ mod tests {
 
     #[test]
     fn silence_is_suspected_and_the_ring_repaired() {
-        let mut d = Detector::new(Rank(2), 5, CFG);
+        let mut d = Detector::new(Rank(2), 5, CFG).unwrap();
         let mut out = Vec::new();
         d.start(0, &mut out);
         assert_eq!(out, vec![DetectorAction::Heartbeat { to: Rank(3) }]);
@@ -250,7 +313,7 @@ mod tests {
 
     #[test]
     fn heartbeats_keep_the_watched_process_alive() {
-        let mut d = Detector::new(Rank(0), 3, CFG);
+        let mut d = Detector::new(Rank(0), 3, CFG).unwrap();
         let mut out = Vec::new();
         d.start(0, &mut out);
         for t in (50..5000).step_by(50) {
@@ -264,7 +327,7 @@ mod tests {
 
     #[test]
     fn a_late_tick_accuses_nobody() {
-        let mut d = Detector::new(Rank(0), 3, CFG);
+        let mut d = Detector::new(Rank(0), 3, CFG).unwrap();
         let mut out = Vec::new();
         d.start(0, &mut out);
         d.tick(90, &mut out);
@@ -278,12 +341,51 @@ mod tests {
 
     #[test]
     fn being_suspected_excludes() {
-        let mut d = Detector::new(Rank(1), 3, CFG);
+        let mut d = Detector::new(Rank(1), 3, CFG).unwrap();
         let mut out = Vec::new();
         d.on_failure(Rank(1), 10, &mut out);
         assert_eq!(out, vec![DetectorAction::Excluded]);
         out.clear();
         d.tick(10_000, &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn impossible_configurations_are_errors_not_panics() {
+        let equal = DetectorConfig::new(100, 100);
+        assert_eq!(
+            Detector::new(Rank(0), 3, equal).unwrap_err(),
+            DetectorError::TimeoutNotAbovePeriod {
+                period_ns: 100,
+                timeout_ns: 100
+            }
+        );
+        assert!(matches!(
+            Detector::new(Rank(3), 3, CFG),
+            Err(DetectorError::RankOutsideGroup { n: 3, .. })
+        ));
+        // The values of issue 21: the timeout wrapped below the period.
+        let e = DetectorConfig::from_millis(18_446_744_073_709, 18_446_744_073_710).unwrap_err();
+        assert!(
+            e.to_string().contains("18446744073710") && e.to_string().contains("18446744073709 ms"),
+            "{e}"
+        );
+        assert_eq!(
+            DetectorConfig::from_millis(u64::MAX / 1_000_000, u64::MAX / 1_000_000)
+                .map(|c| c.period_ns),
+            Ok(u64::MAX / 1_000_000 * 1_000_000)
+        );
+    }
+
+    #[test]
+    fn huge_periods_saturate_instead_of_wrapping() {
+        let cfg = DetectorConfig::new(u64::MAX - 1, u64::MAX);
+        let mut d = Detector::new(Rank(0), 3, cfg).unwrap();
+        let mut out = Vec::new();
+        d.start(5, &mut out);
+        assert_eq!(d.next_deadline(), u64::MAX);
+        out.clear();
+        d.tick(1_000, &mut out);
+        assert!(out.is_empty(), "{out:?}");
     }
 }

@@ -90,16 +90,21 @@ enum Bench {
 
 fn init(common: &Common, detectors: Option<&str>) -> World {
     let mut params = Params::load().unwrap_or_else(|e| fail(&e.to_string()));
+    let mut set = |name: &str, value: &str| {
+        params
+            .set(name, value)
+            .unwrap_or_else(|e| fail(&e.to_string()))
+    };
     match common.route.as_str() {
         "auto" => {}
-        "fabric" => params.set("route", "fabric"),
+        "fabric" => set("route", "fabric"),
         // Every rank on one node: force shared memory by a common node id.
-        "shm" => params.set("node_id", "steadfast-bench-one-node"),
+        "shm" => set("node_id", "steadfast-bench-one-node"),
         other => fail(&format!("--route {other:?}: expected auto, shm or fabric")),
     }
-    params.set("bind", &common.bind);
+    set("bind", &common.bind);
     if let Some(d) = detectors {
-        params.set("detectors", d);
+        set("detectors", d);
     }
     let boot = steadfast::bootstrap::from_env().unwrap_or_else(|e| fail(&e.to_string()));
     World::init_with(boot, params).unwrap_or_else(|e| fail(&e.to_string()))

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use steadfast::fabric;
-use steadfast::params::Params;
+use steadfast::params::{self, Params};
 
 fn main() {
     let mut out = std::io::stdout().lock();
@@ -27,17 +27,22 @@ fn run(out: &mut impl Write) -> std::io::Result<()> {
             std::process::exit(2);
         }
     };
-    let params = match Params::load() {
+    // No logger here: the unknown-variable warnings are printed by this binary.
+    for unknown in
+        params::unknown_variables(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
+    {
+        eprintln!("steadfast-info: warning: {unknown}");
+    }
+    let params = match Params::load_from(
+        |name| std::env::var(name).ok(),
+        std::env::var_os("HOME").map(Into::into),
+    ) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("steadfast-info: {e}");
             std::process::exit(1);
         }
     };
-    if let Err(e) = params.validate() {
-        eprintln!("steadfast-info: {e}");
-        std::process::exit(1);
-    }
     if !only_params {
         let (major, minor) = fabric::libfabric_version();
         writeln!(out, "libfabric {major}.{minor}")?;
@@ -45,8 +50,8 @@ fn run(out: &mut impl Write) -> std::io::Result<()> {
             Ok(providers) => {
                 writeln!(out, "RDM providers: {}", providers.join(", "))?;
                 let mut asked_for = vec!["tcp"];
-                if params.text("provider") != "tcp" {
-                    asked_for.push(params.text("provider"));
+                if params.provider() != "tcp" {
+                    asked_for.push(params.provider());
                 }
                 for asked in asked_for {
                     match fabric::resolve_provider(asked, &providers) {
@@ -96,8 +101,15 @@ fn run(out: &mut impl Write) -> std::io::Result<()> {
         };
         writeln!(
             out,
-            "  {:width$}  {shown:<10} [{source}]  {}",
-            spec.name, spec.doc
+            "  {:width$}  {shown:<10} [{source}]  {} ({}{})",
+            spec.name,
+            spec.doc,
+            spec.kind,
+            if spec.must_agree {
+                "; equal on every rank"
+            } else {
+                ""
+            }
         )?;
     }
     Ok(())

@@ -199,7 +199,7 @@ pub(crate) struct EngineParts {
     pub fab: Option<Messenger>,
     pub shm: Option<ShmEndpoint>,
     pub boot: Box<dyn Bootstrap>,
-    pub detector: steadfast_agreement::detector::DetectorConfig,
+    pub detector: Detector,
     pub detectors: Detectors,
     pub yield_when_idle: bool,
 }
@@ -232,7 +232,7 @@ impl Engine {
             failed: RankSet::new(),
             notes: Vec::new(),
             pending_failures: VecDeque::new(),
-            detector: Detector::new(me, parts.size, parts.detector),
+            detector: parts.detector,
             world_bcast: Broadcaster::new(me, parts.size),
             comms: IdMap::default(),
             early: IdMap::default(),

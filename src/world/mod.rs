@@ -14,17 +14,17 @@ mod two_party;
 use std::sync::Arc;
 use std::time::Duration;
 
-use steadfast_agreement::detector::DetectorConfig;
-use steadfast_agreement::{CommId, CommKey, Epoch};
+use steadfast_agreement::detector::{Detector, DetectorConfig, DetectorError};
+use steadfast_agreement::{CommId, CommKey, Epoch, Rank};
 use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig};
 use steadfast_shm::{Endpoint as ShmEndpoint, EndpointConfig};
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError};
 use crate::comm::Comm;
-use crate::params::{ParamError, Params};
+use crate::params::{self, ParamError, Params};
 use engine::{Engine, EngineParts};
 pub use engine::{FailureNote, Route, Stats};
-use shared::Shared;
+use shared::{ProgressThread, Shared};
 
 /// The id of the world communicator.
 pub const WORLD_COMM: CommId = CommId(1);
@@ -37,9 +37,12 @@ pub enum InitError {
     /// No launcher, or the launcher failed.
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
-    /// A bad parameter.
+    /// A bad parameter, or parameters that differ between ranks.
     #[error(transparent)]
     Param(#[from] ParamError),
+    /// The failure detector cannot run with these timings.
+    #[error("failure detector: {0}")]
+    Detector(#[from] DetectorError),
     /// The fabric could not be opened or a peer's address was bad.
     #[error("fabric: {0}")]
     Fabric(#[from] steadfast_fabric::Error),
@@ -63,8 +66,7 @@ pub enum InitError {
 /// boot id (two containers of one kernel with different hostnames are different
 /// nodes; namespaces used as test "hosts" set the parameter).
 fn node_identity(params: &Params) -> String {
-    let set = params.text("node_id");
-    if !set.is_empty() {
+    if let Some(set) = params.node_id() {
         return set.to_string();
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
@@ -141,42 +143,6 @@ pub struct World {
     _local: std::marker::PhantomData<*const ()>,
 }
 
-/// The optional thread that runs the engine while the application computes.
-struct ProgressThread {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    handle: std::thread::JoinHandle<()>,
-}
-
-impl ProgressThread {
-    /// Every `interval`, runs one round of progress if the application is not inside
-    /// the library (it only ever tries for the engine, never waits for it).
-    fn start(engine: Arc<Shared>, interval: Duration) -> std::io::Result<Self> {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("steadfast-progress".into())
-            .spawn(move || {
-                // ORDERING: Relaxed; the flag only ends the loop, it publishes nothing
-                // (the join in `stop` orders the teardown).
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(interval);
-                    if let Some(mut e) = engine.try_lock() {
-                        e.progress();
-                        e.slow_checks();
-                    }
-                }
-            })?;
-        Ok(ProgressThread { stop, handle })
-    }
-
-    fn stop(self) {
-        // ORDERING: Relaxed; see the loop: the join waits for the thread to end.
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = self.handle.join();
-    }
-}
-
 impl Drop for World {
     fn drop(&mut self) {
         if let Some(t) = self.progress_thread.take() {
@@ -213,34 +179,22 @@ impl World {
     /// [`InitError`] naming what failed.
     pub fn init_with(mut boot: Box<dyn Bootstrap>, params: Params) -> Result<World, InitError> {
         let (rank, size) = (boot.rank(), boot.size());
-        params.validate()?;
-        let route_mode = params.choice("route", &["auto", "fabric"])?.to_string();
-        let heartbeat = params.number("heartbeat_ms")?.max(1);
-        let timeout = params.number("detect_timeout_ms")?;
-        if timeout <= heartbeat {
-            return Err(ParamError::BadValue {
-                name: "detect_timeout_ms",
-                value: timeout.to_string(),
-                origin: params.raw("detect_timeout_ms").1.clone(),
-                why: format!("must exceed heartbeat_ms ({heartbeat})"),
-            }
-            .into());
-        }
-        let eager = params.number("shm_eager_max")? as usize;
-        let split_copy = params.choice("shm_split_copy", &["0", "1"])? == "1";
-        let detectors = match params.choice("detectors", &["all", "launcher", "heartbeat"])? {
-            "launcher" => engine::Detectors::Launcher,
-            "heartbeat" => engine::Detectors::Heartbeat,
+        // Checked before any traffic: the conversion to nanoseconds cannot wrap.
+        let detector = Detector::new(
+            Rank(rank),
+            size,
+            DetectorConfig::from_millis(params.heartbeat_ms(), params.detect_timeout_ms())?,
+        )?;
+        let detectors = match params.detectors() {
+            params::Detectors::Launcher => engine::Detectors::Launcher,
+            params::Detectors::Heartbeat => engine::Detectors::Heartbeat,
             _ => engine::Detectors::All,
         };
-        let yield_mode = params
-            .choice("yield_when_idle", &["auto", "0", "1"])?
-            .to_string();
 
         // A provider named explicitly must exist, even if no peer needs the fabric.
-        if params.raw("provider").1 != &crate::params::Source::Default {
+        if params.get("provider").map(|(_, s)| s) != Some(&params::Source::Default) {
             let available = steadfast_fabric::available_providers()?;
-            steadfast_fabric::resolve_provider(params.text("provider"), &available)?;
+            steadfast_fabric::resolve_provider(params.provider(), &available)?;
         }
 
         // Node map.
@@ -250,10 +204,22 @@ impl World {
         // these cores.
         let host = steadfast_fabric::liveness::host_identity().to_le_bytes();
         boot.put("host", &host)?;
+        boot.put(params::consistency::KEY, &params.agreed_encoding())?;
         if rank == 0 {
             boot.put("job", &fresh_job_id().to_le_bytes())?;
         }
         boot.fence()?;
+        // Every rank compares every rank's values, so a mismatch stops them all here.
+        let agreed = (0..size)
+            .map(|r| {
+                if r == rank {
+                    Ok(params.agreed_encoding())
+                } else {
+                    boot.get(r, params::consistency::KEY)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        params::consistency::compare(&agreed)?;
         let job_bytes = boot.get(0, "job")?;
         let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
             InitError::BadPeerData {
@@ -274,15 +240,15 @@ impl World {
             }
         }
         let oversubscribed = host_ranks.len() > cores_available();
-        let bind = params.choice("bind", &["auto", "none", "core"])?;
-        if bind == "core" || (bind == "auto" && !oversubscribed) {
+        let bind = params.bind();
+        if bind == params::Bind::Core || (bind == params::Bind::Auto && !oversubscribed) {
             let index = host_ranks
                 .iter()
                 .position(|&r| r == rank)
                 .expect("self listed");
             bind_to_allowed_cpu(index);
         }
-        let forced_fabric = route_mode == "fabric";
+        let forced_fabric = params.route() == params::RouteMode::Fabric;
         let same = |r: usize| nodes[r] == nodes[rank as usize];
         let local_world: Vec<u32> = (0..size)
             .filter(|&r| same(r as usize) && (!forced_fabric || r == rank))
@@ -304,9 +270,8 @@ impl World {
         let mut fab = None;
         let mut provider = None;
         if needs_fabric {
-            let mut fc = FabricConfig::new(params.text("provider"));
-            let domain = params.text("domain");
-            if !domain.is_empty() {
+            let mut fc = FabricConfig::new(params.provider());
+            if let Some(domain) = params.domain() {
                 fc = fc.domain(domain);
             } else if one_host {
                 fc = fc.domain("lo");
@@ -333,19 +298,18 @@ impl World {
                 .expect("self is local") as u32;
             let seg_job = fnv1a(&[job.to_le_bytes().as_slice(), node.as_bytes()].concat());
             let mut cfg = EndpointConfig::new(seg_job, me, local_world.len() as u32);
-            cfg.eager_max = eager;
-            cfg.split_copy = split_copy;
+            cfg.eager_max = params.shm_eager_max();
+            cfg.split_copy = params.shm_split_copy();
             let mut ep = ShmEndpoint::open(cfg)?;
             ep.connect()?;
             shm = Some(ep);
         }
 
-        let yield_when_idle = match yield_mode.as_str() {
-            "1" => true,
-            "0" => false,
+        let yield_when_idle = match params.yield_when_idle() {
+            params::YieldWhenIdle::Yield => true,
+            params::YieldWhenIdle::Spin => false,
             _ => oversubscribed,
         };
-        let detector = DetectorConfig::new(heartbeat * 1_000_000, timeout * 1_000_000);
         let mut engine = Engine::new(EngineParts {
             rank,
             size,
@@ -367,8 +331,8 @@ impl World {
         };
         engine.add_comm(key, WORLD_CTX, (0..size).collect());
         let engine = Arc::new(Shared::new(engine));
-        let progress_thread = if params.choice("progress_thread", &["0", "1"])? == "1" {
-            let interval = Duration::from_millis((heartbeat / 2).max(1));
+        let progress_thread = if params.progress_thread() {
+            let interval = (params.heartbeat() / 2).max(Duration::from_millis(1));
             Some(
                 ProgressThread::start(Arc::clone(&engine), interval)
                     .map_err(|e| InitError::Thread(e.to_string()))?,

@@ -8,10 +8,15 @@
 //! progress thread only ever *tries*, every half heartbeat period, so it runs exactly
 //! when the application is computing outside the library. Without a progress thread
 //! nobody else ever takes the token: an uncontended compare-and-swap per operation.
+//!
+//! [`ProgressThread`] is that thread; stopping it wakes it from its sleep.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use steadfast_agreement::shared::token::{ProgressGuard, ProgressToken};
 
@@ -93,5 +98,101 @@ impl Shared {
                 "steadfast engine held for 10 s: re-entrant use from one thread?"
             );
         }
+    }
+}
+
+/// The optional thread that runs the engine while the application computes.
+///
+/// It sleeps between rounds with `park_timeout`, and [`stop`](Self::stop) unparks it:
+/// a world with a long heartbeat period still shuts down at once.
+pub(crate) struct ProgressThread {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl ProgressThread {
+    /// Every `interval`, runs one round of progress if the application is not inside
+    /// the library (it only ever tries for the engine, never waits for it).
+    pub fn start(engine: Arc<Shared>, interval: Duration) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("steadfast-progress".into())
+            .spawn(move || {
+                while sleep_unless_stopped(&flag, interval) {
+                    if let Some(mut e) = engine.try_lock() {
+                        e.progress();
+                        e.slow_checks();
+                    }
+                }
+            })?;
+        Ok(ProgressThread { stop, handle })
+    }
+
+    /// Stops the thread, waking it from its sleep, and waits for its current round.
+    pub fn stop(self) {
+        // ORDERING: Relaxed; `unpark` synchronizes with the `park_timeout` it ends
+        // (std's documented guarantee), so the woken thread sees the flag; the join
+        // orders the teardown.
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.thread().unpark();
+        let _ = self.handle.join();
+    }
+}
+
+/// Sleeps for `interval` on the calling thread unless `stop` is raised first (an
+/// `unpark` after raising it wakes the sleeper); returns whether to go on.
+fn sleep_unless_stopped(stop: &AtomicBool, interval: Duration) -> bool {
+    let until = Instant::now() + interval;
+    loop {
+        // ORDERING: Relaxed; see `ProgressThread::stop`: the unpark that follows the
+        // store makes it visible here.
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        // Spurious wake-ups and early unparks loop back to the checks.
+        std::thread::park_timeout(until - now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_sleep_ends_at_once_on_stop() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let start = Instant::now();
+        let t = std::thread::spawn(move || {
+            let mut rounds = 0;
+            while sleep_unless_stopped(&flag, Duration::from_secs(3600)) {
+                rounds += 1;
+            }
+            rounds
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        stop.store(true, Ordering::Relaxed);
+        t.thread().unpark();
+        assert_eq!(t.join().unwrap(), 0);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn short_sleeps_keep_going_until_stopped() {
+        let stop = AtomicBool::new(false);
+        let start = Instant::now();
+        assert!(sleep_unless_stopped(&stop, Duration::from_millis(20)));
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        stop.store(true, Ordering::Relaxed);
+        assert!(!sleep_unless_stopped(&stop, Duration::from_secs(3600)));
     }
 }

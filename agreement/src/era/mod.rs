@@ -268,7 +268,9 @@ impl Era {
     /// A decoded ERA message for instance `seq` from `from`.
     pub fn on_message(&mut self, from: Rank, seq: Seq, msg: EraMsg, out: &mut Vec<EraAction>) {
         self.stats.messages += 1;
-        if from.0 >= self.n || from == self.me {
+        // A rank beyond the communicator in a set (which `on_bytes`'s decoder refuses)
+        // would reach the decided failed set and the rebuilt tree: rejected, counted.
+        if from.0 >= self.n || from == self.me || !ranks_within(&msg, self.n) {
             self.stats.malformed += 1;
             return;
         }
@@ -346,7 +348,18 @@ impl Era {
         if !grew {
             return;
         }
-        for idx in 0..self.instances.len() {
+        // By sequence, not index: an instance that decides here may drop older ones
+        // (`complete` garbage-collects), which shifts the indices under the loop.
+        let in_flight: Vec<Seq> = self
+            .instances
+            .iter()
+            .filter(|i| matches!(i.state, State::Gathering | State::Broadcasting))
+            .map(|i| i.seq)
+            .collect();
+        for seq in in_flight {
+            let Some(idx) = self.find(seq) else {
+                continue;
+            };
             match self.instances[idx].state {
                 State::Gathering => {
                     self.request_missing(idx, false, out);
@@ -463,7 +476,10 @@ impl Era {
         self.learn(&d.failed, out);
         if named_us {
             out.push(EraAction::Excluded { seq });
-        } else {
+        } else if let Some(idx) = self.find(seq) {
+            // Found again: `learn` may have decided other instances and garbage-collected
+            // older ones, shifting indices. Gone means dropped by a decision whose
+            // `gc_below` says every participant already holds this one.
             self.forward_down(idx, &d, from, out);
         }
         out.push(EraAction::Decided {
@@ -538,6 +554,16 @@ impl Era {
             }
         }
     }
+}
+
+/// Whether every rank named in `msg` is below `n`.
+fn ranks_within(msg: &EraMsg, n: u32) -> bool {
+    let sets: [&RankSet; 2] = match msg {
+        EraMsg::Up(c) => [&c.known_failed, &c.acked],
+        EraMsg::Down(d) => [&d.failed, &d.failed],
+        EraMsg::ResultRequest { known_failed } => [known_failed, known_failed],
+    };
+    sets.iter().all(|s| s.iter().all(|r| r.0 < n))
 }
 
 fn send(to: Rank, seq: Seq, msg: EraMsg) -> EraAction {

@@ -187,7 +187,8 @@ pub fn run_ft(s: &FtScenario) -> FtRun {
     };
     let mut procs: Vec<Proc> = (0..s.ranks)
         .map(|r| Proc {
-            det: Detector::new(Rank(r), s.ranks, s.detector),
+            det: Detector::new(Rank(r), s.ranks, s.detector)
+                .expect("the scenario's detector configuration is valid"),
             bc: Broadcaster::new(Rank(r), s.ranks),
             alive: true,
             excluded: false,
