@@ -14,12 +14,14 @@
 mod collective;
 mod inter;
 mod nonblocking;
+mod owned;
 mod p2p;
 mod window;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
+pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use window::Window;
 
 use std::sync::Arc;
