@@ -354,12 +354,19 @@ impl Comm {
                 continue;
             }
             let mut b = [0u8; 8];
-            if me < r {
+            let got = if me < r {
                 self.send(r, TAG, &mine)?;
-                self.recv(Some(r), Some(TAG), &mut b)?;
+                self.recv(Some(r), Some(TAG), &mut b)?
             } else {
-                self.recv(Some(r), Some(TAG), &mut b)?;
+                let got = self.recv(Some(r), Some(TAG), &mut b)?;
                 self.send(r, TAG, &mine)?;
+                got
+            };
+            if got.len != b.len() {
+                return Err(CommError::Transport(format!(
+                    "split: rank {r} sent {} bytes for its (color, key), expected 8",
+                    got.len
+                )));
             }
             let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
             let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));

@@ -187,10 +187,15 @@ fn decode(d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError
     let addr = u64::from_le_bytes(d[12..20].try_into().expect("8 bytes"));
     let region = match d[20] {
         0 => None,
-        _ => Some(
+        1 => Some(
             RemoteRegion::from_bytes(&d[21..])
                 .map_err(|e| CommError::Transport(format!("window descriptor: {e}")))?,
         ),
+        flag => {
+            return Err(CommError::Transport(format!(
+                "window descriptor with region flag {flag}, expected 0 or 1"
+            )))
+        }
     };
     Ok((pid, len, addr, region))
 }
@@ -588,6 +593,25 @@ mod tests {
         let d = encode(1, 0, 0, None);
         assert_eq!(decode(&d).unwrap(), (1, 0, 0, None));
         assert!(decode(&d[..10]).is_err());
+    }
+
+    proptest::proptest! {
+        /// A descriptor from a peer: never a panic; accepted only at its exact length,
+        /// and then exactly what the peer encoded.
+        #[test]
+        fn descriptors_from_peers_are_checked(
+            d in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            if let Ok((pid, len, addr, region)) = decode(&d) {
+                let mut again = encode(pid, len, addr, region);
+                if region.is_none() {
+                    // Without a region its bytes are ignored (and encoded as zeros).
+                    again[20] = d[20];
+                    again[21..].copy_from_slice(&d[21..]);
+                }
+                proptest::prop_assert_eq!(&again[..], &d[..]);
+            }
+        }
     }
 
     #[test]
