@@ -14,6 +14,9 @@ pub mod launcher;
 pub mod params;
 pub mod world;
 
-pub use comm::{Agreement, Comm, CommError, Status, Window, ANY_SOURCE, ANY_TAG};
+pub use comm::{
+    Agreement, Comm, CommError, IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf,
+    Status, Window, ANY_SOURCE, ANY_TAG,
+};
 pub use steadfast_fabric as fabric;
 pub use world::{InitError, World};

@@ -94,34 +94,35 @@ fn p2p(world: &World, comm: &Comm) {
     // then everything tested round-robin (a wait on one alone could deadlock on large
     // messages), with an agreement in flight meanwhile.
     let big = 1 << 20;
-    let mut inbox: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; big]).collect();
-    let outbox: Vec<Vec<u8>> = (0..n).map(|p| pattern(big, me * 7 + p)).collect();
     let mut agreement = comm.iagree(!0);
-    let mut recvs: Vec<_> = inbox
-        .iter_mut()
-        .enumerate()
-        .filter(|(p, _)| *p as u32 != me)
-        .map(|(p, b)| Some(comm.irecv(Some(p as u32), Some(11), b).unwrap()))
+    // The requests own their buffers (the safe non-blocking API).
+    let peers: Vec<u32> = (0..n).filter(|&p| p != me).collect();
+    let mut recvs: Vec<_> = peers
+        .iter()
+        .map(|&p| Some(comm.irecv_owned(Some(p), Some(11), vec![0u8; big]).unwrap()))
         .collect();
-    let mut sends: Vec<_> = (0..n)
-        .filter(|&p| p != me)
-        .map(|p| Some(comm.isend(p, 11, &outbox[p as usize]).unwrap()))
+    let mut sends: Vec<_> = peers
+        .iter()
+        .map(|&p| Some(comm.isend_owned(p, 11, pattern(big, me * 7 + p)).unwrap()))
         .collect();
+    let mut inbox: Vec<Option<Vec<u8>>> = vec![None; peers.len()];
     let mut agreed = None;
     while recvs.iter().any(Option::is_some) || sends.iter().any(Option::is_some) || agreed.is_none()
     {
-        for slot in recvs.iter_mut() {
+        for (slot, got) in recvs.iter_mut().zip(inbox.iter_mut()) {
             if let Some(r) = slot {
-                if let Some(st) = r.test().unwrap() {
-                    assert_eq!(st.len, big);
-                    *slot = None;
+                if r.test().unwrap().is_some() {
+                    let (buf, st) = slot.take().unwrap().wait();
+                    assert_eq!(st.unwrap().len, big);
+                    *got = Some(buf);
                 }
             }
         }
         for slot in sends.iter_mut() {
             if let Some(s) = slot {
                 if s.test().unwrap() {
-                    *slot = None;
+                    let (_, sent) = slot.take().unwrap().wait();
+                    sent.unwrap();
                 }
             }
         }
@@ -130,11 +131,9 @@ fn p2p(world: &World, comm: &Comm) {
         }
     }
     assert_eq!(agreed.unwrap().value, !0);
-    drop((recvs, sends));
-    for p in (0..n).filter(|&p| p != me) {
-        assert_eq!(
-            inbox[p as usize],
-            pattern(big, p * 7 + me),
+    for (&p, got) in peers.iter().zip(&inbox) {
+        assert!(
+            got.as_deref() == Some(&pattern(big, p * 7 + me)[..]),
             "non-blocking from {p}"
         );
     }
@@ -514,8 +513,9 @@ fn anysource(world: &World, comm: &Comm, victim: u32) {
 fn window(world: &World, comm: &Comm, victim: u32) {
     const LEN: usize = 4 << 20;
     let (me, n) = (comm.rank(), comm.size());
-    let mut mem = pattern(LEN, me);
-    let mut win = comm.window(&mut mem).unwrap();
+    let win = comm.window_allocate(LEN).unwrap();
+    win.write_local(0, &pattern(LEN, me)).unwrap();
+    win.fence().unwrap();
     // Gets of several sizes and offsets from every window (own included).
     for t in 0..n {
         let expect = pattern(LEN, t);
@@ -536,7 +536,8 @@ fn window(world: &World, comm: &Comm, victim: u32) {
         win.put(t, me as usize * slice, &mine).unwrap();
     }
     win.fence().unwrap();
-    let local = win.local();
+    let mut local = vec![0u8; LEN];
+    win.read_local(0, &mut local).unwrap();
     for r in 0..n as usize {
         assert!(
             local[r * slice..(r + 1) * slice] == pattern(slice, 1000 + r as u32)[..],
@@ -640,8 +641,7 @@ fn stream(world: &World, comm: &Comm, ms: u64) {
         }
         _ => {}
     }
-    let mut mem = vec![0u8; 64];
-    let win = comm.window(&mut mem).unwrap_or_else(|e| fail(e));
+    let win = comm.window_allocate(64).unwrap_or_else(|e| fail(e));
     let start = Instant::now();
     let mut puts = 0u64;
     if me == 0 {

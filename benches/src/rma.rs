@@ -32,9 +32,8 @@ pub fn latency(world: &World, c: &Common, op: OneSided) {
         "completion",
         "each operation returns complete (put: in the target's memory)",
     );
-    let mut mem = vec![0u8; c.max.max(1)];
     let win = comm
-        .window(&mut mem)
+        .window_allocate(c.max.max(1))
         .unwrap_or_else(|e| crate::fail(&e.to_string()));
     let mut buf = vec![0x3cu8; c.max.max(1)];
     if me == 0 {

@@ -48,8 +48,8 @@ pub use info::{
     available_providers, resolve_provider, FabricConfig, Info, MrMode, ProviderResolution,
 };
 pub use messenger::{
-    Completion, ExposedRegion, Messenger, MessengerConfig, MessengerStats, PeerId, RemoteRegion,
-    Request, ANY_TAG, MAX_PEER_ID, MAX_USER_TAG,
+    Completion, ExposedBuffer, Exposure, Messenger, MessengerConfig, MessengerStats, PeerId,
+    RemoteRegion, Request, ANY_TAG, MAX_PEER_ID, MAX_USER_TAG,
 };
 pub use mr::{Access, CacheSlot, CacheStats, MemoryRegion, RegistrationCache};
 pub use objects::{

@@ -36,7 +36,7 @@ impl Access {
 /// It does not own or borrow the memory: whoever creates one promises (through the
 /// `unsafe` constructor) that the memory stays mapped while the region is open. Safe
 /// owners are [`RegistrationCache`] (inside a messenger) and
-/// [`ExposedRegion`](crate::ExposedRegion).
+/// the messenger's exposures ([`Messenger::expose`](crate::Messenger::expose)).
 pub struct MemoryRegion {
     fid: NonNull<sys::fid_mr>,
     desc: *mut c_void,

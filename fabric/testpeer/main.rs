@@ -114,13 +114,12 @@ fn truncate(m: &mut Messenger) {
 fn rma(m: &mut Messenger) {
     let mut memory = pattern(4096, 77);
     memory[..16].fill(0);
-    let region = m.expose(&mut memory).expect("expose");
+    let region = m.expose_owned(memory).expect("expose");
     let descriptor: RemoteRegion = region.remote();
     m.send(0, tag::DESCRIPTOR, &descriptor.to_bytes())
         .expect("descriptor");
     m.recv(Some(0), tag::DONE, 0, &mut []).expect("done");
-    let content = region.as_slice().to_vec();
-    drop(region);
+    let content = m.unexpose_owned(region).expect("unexpose");
     m.send(0, tag::CONTENT, &content).expect("content");
     m.recv(Some(0), tag::STOP, 0, &mut []).expect("stop");
 }

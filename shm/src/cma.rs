@@ -31,9 +31,15 @@ pub fn read_from(pid: u32, src: u64, dst: &mut [u8]) -> io::Result<()> {
 /// calls as the kernel needs. When it returns, the bytes are in the other process's
 /// memory.
 ///
+/// # Safety
+/// When `pid` is this process (or shares its address space), the write lands in this
+/// process's own memory behind the compiler's back: `dst..dst + src.len()` must then be
+/// memory that no live Rust reference covers and that may hold any bytes. Another
+/// process's memory is that process's business (it exposed the range for this).
+///
 /// # Errors
 /// As [`read_from`].
-pub fn write_to(pid: u32, dst: u64, src: &[u8]) -> io::Result<()> {
+pub unsafe fn write_to(pid: u32, dst: u64, src: &[u8]) -> io::Result<()> {
     let len = src.len();
     transfer(len, "process_vm_writev", |done| {
         let local = libc::iovec {
@@ -89,13 +95,15 @@ mod tests {
     fn writes_own_memory_and_refuses_unmapped() {
         let src: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
         let dst = vec![0u8; src.len()];
-        super::write_to(std::process::id(), dst.as_ptr() as u64, &src).unwrap();
+        // SAFETY: `dst` is ours and no reference to it is used until the write returns.
+        unsafe { super::write_to(std::process::id(), dst.as_ptr() as u64, &src) }.unwrap();
         // The kernel wrote behind the compiler's back: read through a volatile view.
         let seen: Vec<u8> = (0..dst.len())
             // SAFETY: in bounds of dst, which is alive.
             .map(|i| unsafe { std::ptr::read_volatile(dst.as_ptr().add(i)) })
             .collect();
         assert_eq!(seen, src);
-        assert!(super::write_to(std::process::id(), 8, &src[..8]).is_err());
+        // SAFETY: address 8 is never mapped: the kernel refuses (EFAULT).
+        assert!(unsafe { super::write_to(std::process::id(), 8, &src[..8]) }.is_err());
     }
 }

@@ -330,6 +330,19 @@ impl Endpoint {
                     Err(e) => return Err(e.into()),
                 }
             };
+            // Every ring index used below (ours in its segment, its in ours) must exist:
+            // a peer segment of another geometry is refused, never indexed.
+            if segment.geometry() != self.own.geometry() {
+                return Err(SegmentError::Invalid {
+                    path: segment.path().to_path_buf(),
+                    reason: format!(
+                        "geometry {:?}, this process expects {:?} (parameters differ between ranks?)",
+                        segment.geometry(),
+                        self.own.geometry()
+                    ),
+                }
+                .into());
+            }
             let pid = segment.owner_pid();
             let pidfd = pidfd_open(pid);
             let apid = match (&self.xpmem, segment.xpmem_segid()) {

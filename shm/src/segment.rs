@@ -130,10 +130,84 @@ impl Geometry {
         HEADER_BYTES + self.senders as usize * self.ring_stride()
     }
 
-    fn total_bytes(&self) -> usize {
-        self.slots_offset()
-            + self.senders as usize * SPLIT_SLOTS as usize * std::mem::size_of::<SplitSlot>()
+    /// The segment's size, `None` when it does not fit in the address space. Once this
+    /// is `Some`, every offset inside the segment (`ring_stride`, `slots_offset`) is
+    /// computed without overflow.
+    fn total_bytes(&self) -> Option<usize> {
+        let senders = self.senders as usize;
+        let stride = (self.ring_cells as usize)
+            .checked_mul(CELL_BYTES)?
+            .checked_add(std::mem::size_of::<RingHeader>())?;
+        let slots = senders
+            .checked_mul(SPLIT_SLOTS as usize)?
+            .checked_mul(std::mem::size_of::<SplitSlot>())?;
+        senders
+            .checked_mul(stride)?
+            .checked_add(HEADER_BYTES)?
+            .checked_add(slots)
     }
+}
+
+/// The plain fields of a segment header, as read from a peer's file: what
+/// [`validate_header`] checks before anything is computed from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderFields {
+    /// [`MAGIC`] in a correct segment.
+    pub magic: u64,
+    /// [`VERSION`] in a correct segment.
+    pub version: u32,
+    /// [`HEADER_BYTES`].
+    pub header_bytes: u32,
+    /// Size of a ring cell.
+    pub cell_bytes: u32,
+    /// Cells per ring.
+    pub ring_cells: u32,
+    /// Rings (local senders).
+    pub senders: u32,
+    /// The owner's rank.
+    pub owner_rank: u32,
+    /// The job.
+    pub job: u64,
+    /// The size the owner recorded.
+    pub total_bytes: u64,
+}
+
+/// Checks a header read from the file of `rank` in `job`, `file_len` bytes long:
+/// the geometry, when every field is what a correct owner writes and every size adds
+/// up (with checked arithmetic: a hostile header cannot make an offset wrap around).
+///
+/// # Errors
+/// What did not match, for [`SegmentError::Invalid`].
+pub fn validate_header(
+    h: &HeaderFields,
+    job: u64,
+    rank: u32,
+    file_len: usize,
+) -> Result<Geometry, String> {
+    if h.magic != MAGIC || h.version != VERSION {
+        return Err(format!("magic {:#x} version {}", h.magic, h.version));
+    }
+    if h.job != job || h.owner_rank != rank {
+        return Err(format!("job {:#x} rank {}", h.job, h.owner_rank));
+    }
+    let geometry = Geometry {
+        senders: h.senders,
+        ring_cells: h.ring_cells,
+    };
+    let total = geometry.total_bytes();
+    if h.header_bytes as usize != HEADER_BYTES
+        || h.cell_bytes as usize != CELL_BYTES
+        || !geometry.ring_cells.is_power_of_two()
+        || geometry.senders == 0
+        || total != Some(file_len)
+        || h.total_bytes != file_len as u64
+    {
+        return Err(format!(
+            "sizes disagree: header {}, cell {}, {} senders x {} cells, file {file_len}",
+            h.header_bytes, h.cell_bytes, geometry.senders, geometry.ring_cells
+        ));
+    }
+    Ok(geometry)
 }
 
 /// The path of the segment of `rank` in job `job`.
@@ -170,8 +244,20 @@ impl Segment {
         geometry: Geometry,
         xpmem_segid: i64,
     ) -> Result<Segment, SegmentError> {
-        assert!(geometry.ring_cells.is_power_of_two() && geometry.senders > 0);
         let path = segment_path(job, rank);
+        let total = match geometry.total_bytes() {
+            Some(total) if geometry.ring_cells.is_power_of_two() && geometry.senders > 0 => total,
+            _ => {
+                return Err(SegmentError::Invalid {
+                    path,
+                    reason: format!(
+                        "{} senders x {} cells: needs senders > 0, a power-of-two ring, \
+                         and a size that fits in memory",
+                        geometry.senders, geometry.ring_cells
+                    ),
+                })
+            }
+        };
         // Built under a private name, then linked into place complete: a sender never
         // sees a file that is not yet sized or initialised, and `link` fails when the
         // name exists, so creation stays exclusive.
@@ -189,7 +275,6 @@ impl Segment {
             .mode(0o600)
             .open(&tmp)
             .map_err(|e| io("creating", e))?;
-        let total = geometry.total_bytes();
         let built = (|| {
             file.set_len(total as u64).map_err(|e| io("sizing", e))?;
             // SAFETY: a fresh private file of ours; others map it only once linked, and
@@ -287,31 +372,18 @@ impl Segment {
         if !ready {
             return Err(SegmentError::NotReady { path });
         }
-        if h.magic != MAGIC || h.version != VERSION {
-            return Err(invalid(format!(
-                "magic {:#x} version {}",
-                h.magic, h.version
-            )));
-        }
-        if h.job != job || h.owner_rank != rank {
-            return Err(invalid(format!("job {:#x} rank {}", h.job, h.owner_rank)));
-        }
-        let geometry = Geometry {
-            senders: h.senders,
+        let fields = HeaderFields {
+            magic: h.magic,
+            version: h.version,
+            header_bytes: h.header_bytes,
+            cell_bytes: h.cell_bytes,
             ring_cells: h.ring_cells,
+            senders: h.senders,
+            owner_rank: h.owner_rank,
+            job: h.job,
+            total_bytes: h.total_bytes,
         };
-        if h.header_bytes as usize != HEADER_BYTES
-            || h.cell_bytes as usize != CELL_BYTES
-            || !geometry.ring_cells.is_power_of_two()
-            || geometry.senders == 0
-            || geometry.total_bytes() != len
-            || h.total_bytes as usize != len
-        {
-            return Err(invalid(format!(
-                "sizes disagree: header {}, cell {}, {} senders x {} cells, file {len}",
-                h.header_bytes, h.cell_bytes, geometry.senders, geometry.ring_cells
-            )));
-        }
+        let geometry = validate_header(&fields, job, rank, len).map_err(invalid)?;
         Ok(Segment {
             map,
             geometry,

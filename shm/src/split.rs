@@ -60,7 +60,8 @@ pub fn reset(slot: &SplitSlot) {
 ///
 /// # Safety
 /// `src` must be the buffer the RTS named, valid until the send completes (the caller
-/// is inside the wait for that send).
+/// is inside the wait for that send), and `receiver_pid` the receiving process (never
+/// this one) that published its buffer in `slot`.
 pub unsafe fn sender_help(slot: &SplitSlot, receiver_pid: u32, src: &[u8]) -> u64 {
     // ORDERING: Acquire; pairs with the Release store of `state` in `receiver_copy`:
     // `dst` is visible once state reads 1.
@@ -77,7 +78,9 @@ pub unsafe fn sender_help(slot: &SplitSlot, receiver_pid: u32, src: &[u8]) -> u6
             return mine;
         }
         let r = range(c, src.len());
-        if cma::write_to(receiver_pid, dst + r.start as u64, &src[r]).is_err() {
+        // SAFETY: `receiver_pid` is another process that published `dst` for this
+        // message (this function's contract).
+        if unsafe { cma::write_to(receiver_pid, dst + r.start as u64, &src[r]) }.is_err() {
             // ORDERING: Release; ordered before the `done` increment below.
             slot.failed.fetch_or(1 << c, Ordering::Release);
         } else {

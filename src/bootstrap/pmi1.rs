@@ -124,7 +124,8 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Bytes of a hex string; `None` when malformed.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    // from_str_radix alone would take a sign ("+f"): only hex digits are accepted.
+    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len())

@@ -101,7 +101,9 @@ impl Comm {
             to_bytes(values, &mut out);
             // Both post their send first, then receive: neither waits for the other's
             // receive, whatever the size.
-            let send = self.isend(partner, TAG, &out)?;
+            // SAFETY: waited for below, or dropped (cancelled) on an early return,
+            // before `out` is touched again.
+            let send = unsafe { self.isend(partner, TAG, &out) }?;
             let st = self.recv(Some(partner), Some(TAG), &mut inb)?;
             send.wait()?;
             check_len(st.len, inb.len())?;

@@ -378,3 +378,21 @@ impl InterComm {
         self.union.ack_failed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A group from a peer: never a panic; accepted only when whole and in range,
+        /// and then exactly the ranks sent.
+        #[test]
+        fn groups_from_peers_are_checked(b in proptest::collection::vec(any::<u8>(), 0..64), size in 1u32..100) {
+            if let Some(g) = decode_group(&b, size) {
+                prop_assert!(!g.is_empty() && g.iter().all(|&r| r < size));
+                prop_assert_eq!(encode_group(&g), b);
+            }
+        }
+    }
+}

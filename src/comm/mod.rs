@@ -14,12 +14,14 @@
 mod collective;
 mod inter;
 mod nonblocking;
+mod owned;
 mod p2p;
 mod window;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
+pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use window::Window;
 
 use std::sync::Arc;
@@ -352,12 +354,19 @@ impl Comm {
                 continue;
             }
             let mut b = [0u8; 8];
-            if me < r {
+            let got = if me < r {
                 self.send(r, TAG, &mine)?;
-                self.recv(Some(r), Some(TAG), &mut b)?;
+                self.recv(Some(r), Some(TAG), &mut b)?
             } else {
-                self.recv(Some(r), Some(TAG), &mut b)?;
+                let got = self.recv(Some(r), Some(TAG), &mut b)?;
                 self.send(r, TAG, &mine)?;
+                got
+            };
+            if got.len != b.len() {
+                return Err(CommError::Transport(format!(
+                    "split: rank {r} sent {} bytes for its (color, key), expected 8",
+                    got.len
+                )));
             }
             let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
             let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));

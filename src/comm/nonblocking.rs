@@ -1,8 +1,17 @@
 //! Non-blocking operations: [`Comm::isend`], [`Comm::irecv`], [`Comm::iagree`], each
-//! returning a request to `test` (progress once) or `wait`. Requests borrow their
+//! returning a request to `test` (progress once) or `wait`. These requests borrow their
 //! buffers, so a buffer cannot be reused while an operation may still touch it;
 //! dropping a pending receive cancels it (waiting until the transport releases the
-//! buffer).
+//! buffer). Because a request could be leaked instead (`mem::forget`), leaving the
+//! transport with a buffer its owner frees, the borrowed `isend` / `irecv` are `unsafe`;
+//! the safe [`Comm::isend_owned`] / [`Comm::irecv_owned`] own their buffers.
+//!
+//! ```compile_fail
+//! # fn demo(comm: &steadfast::Comm) {
+//! let mut buf = [0u8; 64];
+//! let request = comm.irecv(None, None, &mut buf); // error: call to unsafe function
+//! # }
+//! ```
 //!
 //! Receives match when they are tested, in the order they are tested, not in the
 //! order they were posted: two pending receives that both match one message may take
@@ -274,9 +283,15 @@ impl AgreeRequest {
 impl Comm {
     /// Starts a receive into `buf` (see [`Comm::recv`] for the arguments).
     ///
+    /// # Safety
+    /// The transport may write `buf` until the request completes or is dropped: the
+    /// request must not be leaked (`mem::forget`, a reference cycle), or `buf` could be
+    /// written after its owner freed or reused it. [`Comm::irecv_owned`] is the safe
+    /// form.
+    ///
     /// # Errors
     /// `InvalidArgument` for a bad source or tag.
-    pub fn irecv<'a>(
+    pub unsafe fn irecv<'a>(
         &self,
         source: Option<u32>,
         tag: Option<u32>,
@@ -298,9 +313,14 @@ impl Comm {
     /// Starts a send of `data` to `dest` (see [`Comm::send`]); small messages are
     /// copied out at once.
     ///
+    /// # Safety
+    /// The transport or the receiver may read `data` until the request completes or is
+    /// dropped: the request must not be leaked (`mem::forget`, a reference cycle).
+    /// [`Comm::isend_owned`] is the safe form.
+    ///
     /// # Errors
     /// As [`Comm::send`], for what is known at once.
-    pub fn isend<'a>(
+    pub unsafe fn isend<'a>(
         &self,
         dest: u32,
         tag: u32,

@@ -137,7 +137,9 @@ impl Comm {
         }
         // Everything else: the request completes or fails as a blocking send would
         // (inline and eager messages finish inside `isend`).
-        self.isend(dest, tag, data)?.wait()
+        // SAFETY: the request is waited for (or dropped on unwinding) before `data`'s
+        // borrow ends.
+        unsafe { self.isend(dest, tag, data) }?.wait()
     }
 
     /// Receives into `buf` a message from comm rank `source` ([`super::ANY_SOURCE`]:

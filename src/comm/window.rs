@@ -8,11 +8,18 @@
 //! call returns when the data is where it was sent: a put is in the target's memory, a
 //! get in the caller's buffer. [`Window::fence`] tells the owners that the puts before
 //! it are done (a barrier of the window's own communicator).
+//!
+//! Peers write a window's memory while this process runs, so no Rust reference to it is
+//! ever handed out: the owner reads and writes its own window by copies
+//! ([`Window::read_local`], [`Window::write_local`]). [`Comm::window_allocate`] gives a
+//! window that owns its memory (sound whatever the caller does: a leaked window leaks
+//! its memory instead of freeing it under the peers); [`Comm::window`] exposes the
+//! caller's buffer and is `unsafe` for that reason.
 
 use std::marker::PhantomData;
 
 use steadfast_agreement::Rank;
-use steadfast_fabric::{Error as FabricError, ExposedRegion, RemoteRegion};
+use steadfast_fabric::{Error as FabricError, Exposure, RemoteRegion};
 
 use super::{Comm, CommError};
 use crate::world::engine::{Engine, Route};
@@ -45,17 +52,45 @@ enum Target {
 }
 
 /// Memory exposed by every rank of a communicator for one-sided access. Created
-/// collectively by [`Comm::window`]; dropping it is collective too (a barrier, so no
-/// rank frees its memory while another still accesses it).
+/// collectively by [`Comm::window_allocate`] (or the `unsafe` [`Comm::window`]);
+/// dropping it is collective too (a barrier, so no rank frees its memory while another
+/// still accesses it).
+///
+/// ```no_run
+/// # fn demo(comm: &steadfast::Comm) -> Result<(), steadfast::CommError> {
+/// let win = comm.window_allocate(4096)?;
+/// let next = (comm.rank() + 1) % comm.size();
+/// win.put(next, 0, &comm.rank().to_le_bytes())?;
+/// win.fence()?;
+/// let mut got = [0u8; 4];
+/// win.read_local(0, &mut got)?; // what the previous rank put
+/// win.free()?;
+/// # Ok(()) }
+/// ```
+///
+/// The memory cannot be borrowed while peers may write it:
+///
+/// ```compile_fail
+/// # fn demo(comm: &steadfast::Comm) {
+/// let win = comm.window_allocate(64).unwrap();
+/// let bytes: &mut [u8] = win.local(); // no such method: peers write this memory
+/// # }
+/// ```
 pub struct Window<'a> {
     comm: Comm,
     base: *mut u8,
     len: usize,
+    /// The capacity of the `Vec` the window owns ([`Comm::window_allocate`]); `None` for
+    /// the caller's buffer.
+    owned_capacity: Option<usize>,
     targets: Vec<Target>,
     /// The fabric registration, when some rank is reached through the fabric (closed
     /// on drop, after the closing barrier).
-    exposed: Option<ExposedRegion<'a>>,
+    exposed: Option<Exposure>,
+    /// `free` was called (its barrier is not repeated on drop).
     freed: bool,
+    /// The closing barrier succeeded: no live peer still accesses the memory.
+    closed: bool,
     _buf: PhantomData<&'a mut [u8]>,
 }
 
@@ -66,6 +101,65 @@ impl std::fmt::Debug for Window<'_> {
             .field("len", &self.len)
             .finish()
     }
+}
+
+/// Sends this rank's descriptor to every other rank of `comm` and receives theirs: how
+/// each rank's window is reached.
+fn exchange_descriptors(
+    comm: &Comm,
+    group: &[u32],
+    base: *mut u8,
+    len: usize,
+    exposed: Option<&Exposure>,
+) -> Result<Vec<Target>, CommError> {
+    let (me, n) = (comm.rank(), comm.size());
+    let mine = encode(
+        std::process::id(),
+        len,
+        base as u64,
+        exposed.map(Exposure::remote),
+    );
+    // Everyone sends its descriptor to everyone, then receives theirs.
+    let mut sends = Vec::with_capacity(n as usize);
+    for r in (0..n).filter(|&r| r != me) {
+        // SAFETY: every request is waited for or dropped (cancelled) before `mine`
+        // goes out of scope.
+        sends.push(unsafe { comm.isend(r, TAG, &mine) }?);
+    }
+    let mut targets = Vec::with_capacity(n as usize);
+    for r in 0..n {
+        if r == me {
+            targets.push(Target::Own);
+            continue;
+        }
+        let mut d = [0u8; DESC_LEN];
+        let st = comm.recv(Some(r), Some(TAG), &mut d)?;
+        let (pid, len, addr, region) = decode(&d[..st.len])?;
+        let w = group[r as usize];
+        let route = comm.engine.lock().routes[w as usize];
+        targets.push(match route {
+            Route::Local => Target::Own,
+            Route::Shm(_) => Target::Cma { pid, addr, len },
+            Route::Fabric => match region {
+                Some(region) => Target::Fabric {
+                    world: w,
+                    region,
+                    len,
+                },
+                // An empty window has nothing registered.
+                None if len == 0 => Target::Cma { pid, addr, len },
+                None => {
+                    return Err(CommError::Transport(format!(
+                        "rank {r} did not register its window with the fabric"
+                    )))
+                }
+            },
+        });
+    }
+    for s in sends {
+        s.wait()?;
+    }
+    Ok(targets)
 }
 
 fn encode(pid: u32, len: usize, addr: u64, region: Option<RemoteRegion>) -> [u8; DESC_LEN] {
@@ -93,10 +187,15 @@ fn decode(d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError
     let addr = u64::from_le_bytes(d[12..20].try_into().expect("8 bytes"));
     let region = match d[20] {
         0 => None,
-        _ => Some(
+        1 => Some(
             RemoteRegion::from_bytes(&d[21..])
                 .map_err(|e| CommError::Transport(format!("window descriptor: {e}")))?,
         ),
+        flag => {
+            return Err(CommError::Transport(format!(
+                "window descriptor with region flag {flag}, expected 0 or 1"
+            )))
+        }
     };
     Ok((pid, len, addr, region))
 }
@@ -138,11 +237,53 @@ impl Comm {
     /// `ProcFailed`, `Revoked`, `Excluded` from the exchange; `Transport` when the
     /// buffer cannot be registered with the fabric or single-copy access between
     /// processes of this node is forbidden.
-    pub fn window<'a>(&self, buf: &'a mut [u8]) -> Result<Window<'a>, CommError> {
+    ///
+    /// # Safety
+    /// Peers write `buf` until the window is freed: the window must be dropped or
+    /// [`free`](Window::free)d, never leaked (`mem::forget`, a reference cycle), before
+    /// `buf` is used again, and a failed `free` leaves `buf` writable by a live peer
+    /// that has not finished. Prefer the safe [`window_allocate`](Self::window_allocate).
+    pub unsafe fn window<'a>(&self, buf: &'a mut [u8]) -> Result<Window<'a>, CommError> {
+        // SAFETY: the caller keeps `buf` for the window's life (this function's contract).
+        unsafe { self.window_over(buf.as_mut_ptr(), buf.len(), None) }
+    }
+
+    /// Allocates `len` zeroed bytes and exposes them for one-sided access by every rank
+    /// of the communicator (`MPI_Win_allocate`). Collective, as [`window`](Self::window).
+    /// The window owns the memory: read and write it with [`Window::read_local`] and
+    /// [`Window::write_local`].
+    ///
+    /// # Errors
+    /// As [`window`](Self::window); `InvalidArgument` when `len` bytes cannot be
+    /// allocated.
+    pub fn window_allocate(&self, len: usize) -> Result<Window<'static>, CommError> {
+        let mut memory = Vec::new();
+        memory
+            .try_reserve_exact(len)
+            .map_err(|e| CommError::InvalidArgument(format!("window of {len} bytes: {e}")))?;
+        memory.resize(len, 0);
+        let mut memory = std::mem::ManuallyDrop::new(memory);
+        let (base, capacity) = (memory.as_mut_ptr(), memory.capacity());
+        // SAFETY: the window owns the Vec's memory from here on (rebuilt and freed in its
+        // drop, leaked if it is leaked) and hands out no reference to it.
+        // On an error the memory is leaked, not freed: a peer that received this rank's
+        // descriptor may have finished creating its side and put into it.
+        unsafe { self.window_over(base, len, Some(capacity)) }
+    }
+
+    /// Creates a window over `len` bytes at `base`.
+    ///
+    /// # Safety
+    /// The memory stays valid, and is touched by this process only through raw
+    /// pointers, until the window is dropped; with `owned_capacity` the window owns it
+    /// (the raw parts of a `Vec`).
+    unsafe fn window_over<'a>(
+        &self,
+        base: *mut u8,
+        len: usize,
+        owned_capacity: Option<usize>,
+    ) -> Result<Window<'a>, CommError> {
         let comm = self.dup()?;
-        let (me, n) = (comm.rank(), comm.size());
-        let len = buf.len();
-        let base = buf.as_mut_ptr();
         let (group, routes_fabric) = {
             let e = comm.engine.lock();
             let group = e.comms[&comm.id].group.clone();
@@ -156,62 +297,33 @@ impl Comm {
             let fab = e.fab.as_mut().ok_or_else(|| {
                 CommError::Transport("fabric route without a fabric endpoint".into())
             })?;
-            let region = fab
-                .expose(buf)
+            // SAFETY: the window keeps the memory valid (this function's contract) and
+            // unexposes it in its drop, before the memory can be freed.
+            let region = unsafe { fab.expose(base, len) }
                 .map_err(|err| CommError::Transport(format!("window registration: {err}")))?;
             exposed = Some(region);
         }
-        let mine = encode(
-            std::process::id(),
-            len,
-            base as u64,
-            exposed.as_ref().map(ExposedRegion::remote),
-        );
-        // Everyone sends its descriptor to everyone, then receives theirs.
-        let mut sends = Vec::with_capacity(n as usize);
-        for r in (0..n).filter(|&r| r != me) {
-            sends.push(comm.isend(r, TAG, &mine)?);
-        }
-        let mut targets = Vec::with_capacity(n as usize);
-        for r in 0..n {
-            if r == me {
-                targets.push(Target::Own);
-                continue;
-            }
-            let mut d = [0u8; DESC_LEN];
-            let st = comm.recv(Some(r), Some(TAG), &mut d)?;
-            let (pid, len, addr, region) = decode(&d[..st.len])?;
-            let w = group[r as usize];
-            let route = comm.engine.lock().routes[w as usize];
-            targets.push(match route {
-                Route::Local => Target::Own,
-                Route::Shm(_) => Target::Cma { pid, addr, len },
-                Route::Fabric => match region {
-                    Some(region) => Target::Fabric {
-                        world: w,
-                        region,
-                        len,
-                    },
-                    // An empty window has nothing registered.
-                    None if len == 0 => Target::Cma { pid, addr, len },
-                    None => {
-                        return Err(CommError::Transport(format!(
-                            "rank {r} did not register its window with the fabric"
-                        )))
+        let targets = match exchange_descriptors(&comm, &group, base, len, exposed.as_ref()) {
+            Ok(targets) => targets,
+            Err(err) => {
+                if let Some(exposure) = exposed {
+                    if let Some(fab) = comm.engine.lock().fab.as_mut() {
+                        // Ours: made on this messenger, so it cannot fail.
+                        let _ = fab.unexpose(exposure);
                     }
-                },
-            });
-        }
-        for s in sends {
-            s.wait()?;
-        }
+                }
+                return Err(err);
+            }
+        };
         let window = Window {
             comm,
             base,
             len,
+            owned_capacity,
             targets,
             exposed,
             freed: false,
+            closed: false,
             _buf: PhantomData,
         };
         window.probe_single_copy()?;
@@ -236,12 +348,46 @@ impl Window<'_> {
         })
     }
 
-    /// This rank's own window memory. Peers may write it at any time: read it after a
-    /// [`fence`](Self::fence) that follows their puts.
-    pub fn local(&mut self) -> &mut [u8] {
-        // SAFETY: base/len come from the &'a mut [u8] the window borrows for its whole
-        // life; the &mut self receiver makes this the only Rust reference to it now.
-        unsafe { std::slice::from_raw_parts_mut(self.base, self.len) }
+    /// Copies `out.len()` bytes of this rank's own window at `offset` into `out`. Peers
+    /// may write the window at any time: what a copy sees of a concurrent put is
+    /// unspecified, so read after a [`fence`](Self::fence) that follows their puts.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the range exceeds the window.
+    pub fn read_local(&self, offset: usize, out: &mut [u8]) -> Result<(), CommError> {
+        self.check_local(offset, out.len())?;
+        // SAFETY: in range (checked) of memory the window keeps valid; no Rust reference
+        // to it exists, and `out` is the caller's distinct buffer.
+        unsafe { std::ptr::copy(self.base.add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copies `data` into this rank's own window at `offset` (no progress, no failure
+    /// check: a local store).
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the range exceeds the window.
+    pub fn write_local(&self, offset: usize, data: &[u8]) -> Result<(), CommError> {
+        self.check_local(offset, data.len())?;
+        // SAFETY: as in `read_local`; ptr::copy tolerates overlap.
+        unsafe { std::ptr::copy(data.as_ptr(), self.base.add(offset), data.len()) };
+        Ok(())
+    }
+
+    /// The first byte of this rank's own window, for callers that access it with their
+    /// own (unsafe) raw-pointer code, e.g. atomics; valid until the window is dropped.
+    pub fn local_ptr(&self) -> *mut u8 {
+        self.base
+    }
+
+    fn check_local(&self, offset: usize, len: usize) -> Result<(), CommError> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(CommError::InvalidArgument(format!(
+                "{len} bytes at offset {offset} exceed this rank's window of {} bytes",
+                self.len
+            )));
+        }
+        Ok(())
     }
 
     fn target(&self, target: u32) -> Result<Target, CommError> {
@@ -334,7 +480,9 @@ impl Window<'_> {
                 e.stats.one_sided_shm += 1;
                 let at = addr + offset as u64;
                 match access {
-                    Access::Put(data) => steadfast_shm::cma::write_to(pid, at, data),
+                    // SAFETY: a `Cma` target is another process of this node (this
+                    // process is `Own`), whose window is exposed for exactly this.
+                    Access::Put(data) => unsafe { steadfast_shm::cma::write_to(pid, at, data) },
                     Access::Get(buf) => steadfast_shm::cma::read_from(pid, at, buf),
                 }
                 .map_err(|err| cma_error(err, w, e))
@@ -370,7 +518,9 @@ impl Window<'_> {
     /// peer cannot write any more, but a live one that saw the failure late might).
     pub fn free(mut self) -> Result<(), CommError> {
         self.freed = true;
-        self.comm.barrier()
+        let result = self.comm.barrier();
+        self.closed = result.is_ok();
+        result
     }
 
     /// Reads one byte of every same-node peer's window, so a ptrace policy that
@@ -400,13 +550,30 @@ fn fill_ranks(err: CommError, target: u32) -> CommError {
 
 impl Drop for Window<'_> {
     fn drop(&mut self) {
-        if !self.freed {
+        let closed = if self.freed {
+            self.closed
+        } else {
             // Collective like MPI_Win_free; a failure cannot be reported from drop.
-            let _ = self.comm.barrier();
-        }
+            self.comm.barrier().is_ok()
+        };
         // The registration closes after the barrier (field drop order is not enough:
         // the barrier must come first).
-        self.exposed.take();
+        if let Some(exposure) = self.exposed.take() {
+            let mut e = self.comm.engine.lock();
+            if let Some(fab) = e.fab.as_mut() {
+                // Ours: made on this engine's messenger, so it cannot fail.
+                let _ = fab.unexpose(exposure);
+            }
+        }
+        if let Some(capacity) = self.owned_capacity {
+            if closed {
+                // SAFETY: the raw parts of the Vec made by `window_allocate`; every peer
+                // passed the closing barrier and the registration is closed.
+                drop(unsafe { Vec::from_raw_parts(self.base, self.len, capacity) });
+            }
+            // Otherwise a live peer may not have finished with the memory: it is
+            // leaked rather than freed under it.
+        }
     }
 }
 
@@ -426,6 +593,25 @@ mod tests {
         let d = encode(1, 0, 0, None);
         assert_eq!(decode(&d).unwrap(), (1, 0, 0, None));
         assert!(decode(&d[..10]).is_err());
+    }
+
+    proptest::proptest! {
+        /// A descriptor from a peer: never a panic; accepted only at its exact length,
+        /// and then exactly what the peer encoded.
+        #[test]
+        fn descriptors_from_peers_are_checked(
+            d in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            if let Ok((pid, len, addr, region)) = decode(&d) {
+                let mut again = encode(pid, len, addr, region);
+                if region.is_none() {
+                    // Without a region its bytes are ignored (and encoded as zeros).
+                    again[20] = d[20];
+                    again[21..].copy_from_slice(&d[21..]);
+                }
+                proptest::prop_assert_eq!(&again[..], &d[..]);
+            }
+        }
     }
 
     #[test]

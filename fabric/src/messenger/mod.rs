@@ -33,7 +33,7 @@ use crate::mr::{Access, CacheStats, MemoryRegion, RegistrationCache};
 use crate::objects::{AddressVector, CompletionQueue, CqEntry, Domain, Endpoint, Fabric, Posted};
 use crate::shm_lock_rescue::{self, LockRescue};
 
-pub use rma::{ExposedRegion, RemoteRegion};
+pub use rma::{ExposedBuffer, Exposure, RemoteRegion};
 pub use slots::Completion;
 use slots::{Op, Outcome, SlotTable, Staging, BOUNCE_LEN};
 pub use tags::{MAX_PEER_ID, MAX_USER_TAG};
@@ -148,6 +148,9 @@ pub struct Messenger {
     // and the slot table only after the endpoint no longer references it.
     cache: RegistrationCache,
     slots_mr: Option<MemoryRegion>,
+    /// Open registrations of exposed memory ([`Messenger::expose`]), by index; they
+    /// live here so that no libfabric handle of the messenger ever leaves it.
+    exposures: Vec<Option<MemoryRegion>>,
     endpoint: Endpoint,
     cq: CompletionQueue,
     _av: AddressVector,
@@ -167,6 +170,8 @@ pub struct Messenger {
     deferred_reads: Vec<u32>,
     /// Regions exposed so far (for requested keys).
     exposed_count: u64,
+    /// Tells this messenger's exposures from another's.
+    id: u64,
     /// Control receives kept posted (grows with outstanding rendezvous sends).
     control_receives: usize,
     /// Rendezvous sends waiting for their FIN.
@@ -180,6 +185,14 @@ pub struct Messenger {
     slots: SlotTable,
     /// Frees shm region locks that dead local peers held (shm before libfabric 1.18).
     shm_rescue: Option<LockRescue>,
+}
+
+/// A number no other messenger of this process has (tells exposures apart).
+fn next_messenger_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    // ORDERING: Relaxed: only uniqueness matters, which the read-modify-write gives
+    // whatever the order; nothing else is published through this counter.
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 // SAFETY: a Messenger exclusively owns its whole tree of libfabric objects (the Rc
@@ -265,6 +278,8 @@ impl Messenger {
             cq_batch: [CqEntry::default(); progress::CQ_BATCH],
             deferred_reads: Vec::with_capacity(config.request_slots),
             exposed_count: 0,
+            exposures: Vec::new(),
+            id: next_messenger_id(),
             control_receives: 0,
             rendezvous_outstanding: 0,
             staging_mrs: Vec::new(),

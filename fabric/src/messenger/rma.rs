@@ -67,76 +67,221 @@ impl RemoteRegion {
     }
 }
 
-/// Memory exposed to peers for RMA and atomics, borrowed for as long as it is exposed.
+/// A registration of memory for remote access, made by [`Messenger::expose`].
 ///
-/// Peers may write it at any time while it exists: read it through
-/// [`as_slice`](Self::as_slice) only after the peers said (by a message) that they are
-/// done, as with an MPI window.
-pub struct ExposedRegion<'a> {
-    region: MemoryRegion,
-    buf: &'a mut [u8],
+/// The registration itself lives inside the messenger (so that none of the messenger's
+/// libfabric handles ever leaves it, whichever thread it moves to); this is its handle,
+/// closed by [`Messenger::unexpose`]. Dropping a handle without closing it leaves the
+/// registration open until the messenger is dropped.
+#[derive(Debug)]
+#[must_use = "an exposure stays open until Messenger::unexpose"]
+pub struct Exposure {
+    messenger: u64,
+    index: usize,
     remote: RemoteRegion,
 }
 
-impl ExposedRegion<'_> {
+impl Exposure {
     /// The descriptor to send to peers.
     pub fn remote(&self) -> RemoteRegion {
         self.remote
     }
+}
 
-    /// The memory.
-    pub fn as_slice(&self) -> &[u8] {
-        self.buf
+/// Memory exposed to peers that the exposure owns (from [`Messenger::expose_owned`]).
+///
+/// Peers may write the memory at any time while it is exposed, so no Rust reference to
+/// it is handed out: [`read`](Self::read) and [`write`](Self::write) copy through raw
+/// pointers (what they see of a concurrent remote write is unspecified: read after the
+/// peers said, by a message, that they are done). Sound whatever the caller does: an
+/// `ExposedBuffer` dropped or leaked without [`Messenger::unexpose_owned`] leaks its
+/// memory, which the registration may still reach, instead of freeing it.
+///
+/// ```no_run
+/// # fn demo(m: &mut steadfast_fabric::Messenger) -> steadfast_fabric::Result<()> {
+/// let exposed = m.expose_owned(vec![0u8; 4096])?;
+/// let descriptor = exposed.remote(); // send it to the peers
+/// # let _ = descriptor;
+/// // ... the peers write, then say so ...
+/// let mut first = [0u8; 8];
+/// exposed.read(0, &mut first)?;
+/// let buffer: Vec<u8> = m.unexpose_owned(exposed)?; // registration closed first
+/// # let _ = buffer;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "an exposed buffer leaks unless given back with Messenger::unexpose_owned"]
+pub struct ExposedBuffer {
+    exposure: Exposure,
+    base: *mut u8,
+    len: usize,
+    capacity: usize,
+}
+
+impl ExposedBuffer {
+    /// The descriptor to send to peers.
+    pub fn remote(&self) -> RemoteRegion {
+        self.exposure.remote
     }
 
-    /// The memory, for local writes.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        self.buf
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
     }
 
-    /// The registration.
-    pub fn region(&self) -> &MemoryRegion {
-        &self.region
+    /// Whether the buffer is empty (never: empty buffers cannot be exposed).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the buffer.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the range exceeds the buffer.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        check_range(offset, out.len(), self.len)?;
+        // SAFETY: the range is inside the buffer, which this value owns and never frees
+        // while the registration may be open; no Rust reference to it exists, and `out`
+        // is the caller's own buffer.
+        unsafe { std::ptr::copy(self.base.add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copies `data` into the buffer at `offset`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the range exceeds the buffer.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        check_range(offset, data.len(), self.len)?;
+        // SAFETY: as in `read`; ptr::copy tolerates overlap.
+        unsafe { std::ptr::copy(data.as_ptr(), self.base.add(offset), data.len()) };
+        Ok(())
     }
 }
 
+fn check_range(offset: usize, len: usize, size: usize) -> Result<()> {
+    if offset.checked_add(len).is_none_or(|end| end > size) {
+        return Err(Error::InvalidArgument(format!(
+            "{len} bytes at offset {offset} exceed the exposed region of {size} bytes"
+        )));
+    }
+    Ok(())
+}
+
 impl Messenger {
-    /// Registers `buf` for remote reads, writes and atomics.
+    /// Registers `len` bytes at `base` for remote reads, writes and atomics.
+    ///
+    /// # Safety
+    /// Peers may write the memory until [`unexpose`](Self::unexpose) closes the
+    /// registration (or the messenger is dropped): until then it must stay allocated
+    /// and mapped, and this process may touch it only through raw pointers (no Rust
+    /// reference may be alive while a peer can write). Prefer the safe
+    /// [`expose_owned`](Self::expose_owned).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an empty buffer; [`Error::Fabric`] when
+    /// [`Error::InvalidArgument`] for an empty range; [`Error::Fabric`] when
     /// registration fails.
-    pub fn expose<'a>(&mut self, buf: &'a mut [u8]) -> Result<ExposedRegion<'a>> {
-        if buf.is_empty() {
+    pub unsafe fn expose(&mut self, base: *mut u8, len: usize) -> Result<Exposure> {
+        if len == 0 {
             return Err(Error::InvalidArgument(
                 "cannot expose an empty buffer".into(),
             ));
         }
         let key = 0x5f00_0000 + u64::from(self.config.local_id) * 0x1_0000 + self.exposed_count;
         self.exposed_count += 1;
-        // SAFETY: the region borrows buf for 'a, so the memory stays mapped while the
-        // region (dropped with the ExposedRegion) is open.
+        // SAFETY: the memory stays mapped while the region is open: this function's
+        // contract (the region stays in `self.exposures` until `unexpose`).
         let region = unsafe {
             MemoryRegion::register(
                 &self.domain,
                 &self.endpoint,
                 self.mr_mode,
-                buf.as_ptr(),
-                buf.len(),
+                base,
+                len,
                 Access::ALL,
                 key,
             )?
         };
         let remote = RemoteRegion {
-            addr: region.remote_address(self.mr_mode, buf.as_ptr() as usize),
+            addr: region.remote_address(self.mr_mode, base as usize),
             key: region.key(),
-            len: buf.len() as u64,
+            len: len as u64,
         };
-        Ok(ExposedRegion {
-            region,
-            buf,
+        let index = match self.exposures.iter().position(Option::is_none) {
+            Some(free) => {
+                self.exposures[free] = Some(region);
+                free
+            }
+            None => {
+                self.exposures.push(Some(region));
+                self.exposures.len() - 1
+            }
+        };
+        Ok(Exposure {
+            messenger: self.id,
+            index,
             remote,
         })
+    }
+
+    /// Closes a registration made by [`expose`](Self::expose): peers can no longer
+    /// access the memory once this returns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `exposure` belongs to another messenger.
+    pub fn unexpose(&mut self, exposure: Exposure) -> Result<()> {
+        if exposure.messenger != self.id {
+            return Err(Error::InvalidArgument(
+                "the exposure belongs to another messenger".into(),
+            ));
+        }
+        // Dropping the region closes it (fi_close).
+        self.exposures[exposure.index].take();
+        Ok(())
+    }
+
+    /// Registers `buf` for remote reads, writes and atomics; the exposure owns the
+    /// buffer until [`unexpose_owned`](Self::unexpose_owned) gives it back.
+    ///
+    /// # Errors
+    /// As [`expose`](Self::expose).
+    pub fn expose_owned(&mut self, buf: Vec<u8>) -> Result<ExposedBuffer> {
+        let mut buf = std::mem::ManuallyDrop::new(buf);
+        let (base, len, capacity) = (buf.as_mut_ptr(), buf.len(), buf.capacity());
+        // SAFETY: the memory belongs to the ExposedBuffer from here on, which frees it
+        // only in `unexpose_owned`, after the registration closed, and leaks it
+        // otherwise; it hands out no references to it.
+        match unsafe { self.expose(base, len) } {
+            Ok(exposure) => Ok(ExposedBuffer {
+                exposure,
+                base,
+                len,
+                capacity,
+            }),
+            Err(err) => {
+                // SAFETY: nothing was registered; the parts are the Vec's own.
+                drop(unsafe { Vec::from_raw_parts(base, len, capacity) });
+                Err(err)
+            }
+        }
+    }
+
+    /// Closes the registration of `buf`, then gives the memory back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `buf` was exposed by another messenger (it is
+    /// then leaked, since that messenger may still expose it).
+    pub fn unexpose_owned(&mut self, buf: ExposedBuffer) -> Result<Vec<u8>> {
+        let ExposedBuffer {
+            exposure,
+            base,
+            len,
+            capacity,
+        } = buf;
+        self.unexpose(exposure)?;
+        // SAFETY: base/len/capacity are the parts of the Vec given to `expose_owned`,
+        // whose registration is now closed: nothing else refers to the memory.
+        Ok(unsafe { Vec::from_raw_parts(base, len, capacity) })
     }
 
     /// Writes `data` into `peer`'s region at `offset`, returning when `data` may be

@@ -155,4 +155,57 @@ mod tests {
         assert_eq!(Control::decode(&bad), None);
         assert_eq!(Control::decode(&buf[..8]), None);
     }
+
+    /// Cases per fuzz property (`STEADFAST_FUZZ_CASES`, default 20000).
+    fn cases() -> u32 {
+        std::env::var("STEADFAST_FUZZ_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20_000)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: cases(),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Bytes from a peer: never a panic; an accepted header re-encodes to the same
+        /// bytes except the reserved ones (which decoding ignores).
+        #[test]
+        fn rts_headers_are_fuzzed(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48),
+            magic in proptest::prelude::any::<bool>(),
+        ) {
+            let mut bytes = bytes;
+            if magic && bytes.len() >= 6 {
+                bytes[0..4].copy_from_slice(&RTS_MAGIC);
+                bytes[4..6].copy_from_slice(&VERSION.to_le_bytes());
+            }
+            if let Some(rts) = Rts::decode(&bytes) {
+                let mut again = [0u8; RTS_LEN];
+                rts.encode(&mut again);
+                proptest::prop_assert_eq!(&again[..6], &bytes[..6]);
+                proptest::prop_assert_eq!(&again[8..], &bytes[8..]);
+            }
+        }
+
+        #[test]
+        fn control_messages_are_fuzzed(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..32),
+            magic in proptest::prelude::any::<bool>(),
+        ) {
+            let mut bytes = bytes;
+            if magic && bytes.len() >= 4 {
+                bytes[0..4].copy_from_slice(&CONTROL_MAGIC);
+            }
+            if let Some(c) = Control::decode(&bytes) {
+                let mut again = [0u8; CONTROL_LEN];
+                c.encode(&mut again);
+                proptest::prop_assert_eq!(&again[..6], &bytes[..6]);
+                proptest::prop_assert_eq!(&again[8..12], &bytes[8..12]);
+                proptest::prop_assert_eq!(&again[16..], &bytes[16..]);
+            }
+        }
+    }
 }
