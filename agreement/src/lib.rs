@@ -10,10 +10,13 @@
 //!   repaired around dead ranks.
 //! - [`wire`]: the byte layout of every message (docs/protocol.md).
 //! - [`bcast`], [`detector`], [`pair`]: reliable broadcast, failure detector, two-party agreement.
+//! - [`control`]: one process's control plane composed from the above: failures
+//!   reported and applied, every communicator's agreement and revoke, early messages.
 //! - [`shared`]: the lock-free structures other threads touch (loom-checked).
 //! - [`sim`]: discrete-event simulator with seeded faults and property checkers.
 
 pub mod bcast;
+pub mod control;
 pub mod detector;
 pub mod era;
 pub mod pair;

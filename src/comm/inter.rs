@@ -76,7 +76,7 @@ const PAIR_ACK: u8 = 2;
 
 impl Comm {
     fn world_group(&self) -> Vec<u32> {
-        self.with(|c| c.group.clone())
+        self.with(|c| c.group().to_vec())
     }
 
     /// Creates an inter-communicator with the group whose leader is `remote_leader` of
@@ -118,7 +118,7 @@ impl Comm {
                 "leader outside its communicator".into(),
             ));
         }
-        let world_size = self.engine.lock().size;
+        let world_size = self.engine.lock().size();
         let leader = me == local_leader;
         let local_group = self.world_group();
         // 1. Create: the leaders swap groups; each hands the remote group out.
@@ -261,7 +261,7 @@ impl Comm {
             epoch: Default::default(),
         };
         let mut e = self.engine.lock();
-        if e.comms.contains_key(&id) {
+        if e.has_comm(id) {
             return Err(CommError::InvalidArgument(format!(
                 "an inter-communicator of these groups with tag {tag} already exists"
             )));

@@ -140,7 +140,7 @@ impl Spin {
     pub(crate) fn new(e: &Engine) -> Self {
         Spin {
             polls: 0,
-            limit: if e.yield_when_idle { 0 } else { 2000 },
+            limit: if e.yield_when_idle() { 0 } else { 2000 },
         }
     }
 
@@ -200,39 +200,37 @@ impl Comm {
         }
     }
 
-    fn with<T>(&self, f: impl FnOnce(&crate::world::engine::CommState) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&steadfast_agreement::control::CommFt) -> T) -> T {
         let e = self.engine.lock();
-        f(e.comms
-            .get(&self.id)
-            .expect("a live handle names a registered comm"))
+        f(e.comm(self.id))
     }
 
     /// This process's rank in the communicator.
     pub fn rank(&self) -> u32 {
-        self.with(|c| c.me)
+        self.with(|c| c.me())
     }
 
     /// Number of ranks (failed ones included, until a shrink).
     pub fn size(&self) -> u32 {
-        self.with(|c| c.group.len() as u32)
+        self.with(|c| c.group().len() as u32)
     }
 
     /// The world rank of comm rank `r`.
     pub fn world_rank(&self, r: u32) -> Option<u32> {
-        self.with(|c| c.group.get(r as usize).copied())
+        self.with(|c| c.group().get(r as usize).copied())
     }
 
     /// Whether the communicator is revoked here.
     pub fn is_revoked(&self) -> bool {
-        self.with(|c| c.revoked)
+        self.with(|c| c.revoked())
     }
 
     /// Ranks of this communicator known failed here (acknowledged or not).
     pub fn failed_ranks(&self) -> Vec<u32> {
         let e = self.engine.lock();
-        let c = &e.comms[&self.id];
-        (0..c.group.len() as u32)
-            .filter(|&r| e.failed.contains(Rank(c.group[r as usize])))
+        let c = e.comm(self.id);
+        (0..c.group().len() as u32)
+            .filter(|&r| e.is_failed(c.group()[r as usize]))
             .collect()
     }
 
@@ -242,14 +240,14 @@ impl Comm {
     pub fn ack_failed(&self) -> usize {
         let failed = self.failed_ranks();
         let mut e = self.engine.lock();
-        let c = e.comms.get_mut(&self.id).expect("live comm");
-        c.acked = RankSet::from_ranks(failed.into_iter().map(Rank));
-        c.acked.len()
+        let c = e.comm_mut(self.id);
+        c.set_acked(RankSet::from_ranks(failed.into_iter().map(Rank)));
+        c.acked().len()
     }
 
     /// The failures acknowledged so far (`MPIX_Comm_failure_get_acked`).
     pub fn get_failed(&self) -> Vec<u32> {
-        self.with(|c| c.acked.iter().map(|r| r.0).collect())
+        self.with(|c| c.acked().iter().map(|r| r.0).collect())
     }
 
     /// Revokes the communicator on every rank (`MPIX_Comm_revoke`): a reliable
@@ -271,12 +269,12 @@ impl Comm {
         let seq = e.start_agreement(self.id, flag);
         let mut spin = Spin::new(&e);
         loop {
-            let c = e.comms.get_mut(&self.id).expect("live comm");
-            if let Some(d) = c.decisions.remove(&seq) {
+            let c = e.comm_mut(self.id);
+            if let Some(d) = c.take_decision(seq) {
                 return Ok(Agreement::from(d));
             }
             e.progress();
-            if e.excluded {
+            if e.excluded() {
                 return Err(CommError::Excluded);
             }
             spin.pause();
@@ -391,16 +389,15 @@ impl Comm {
         group_of: impl FnOnce(&[u32]) -> Vec<u32>,
     ) -> Result<Comm, CommError> {
         let mut e = self.engine.lock();
-        let c = e.comms.get_mut(&self.id).expect("live comm");
-        let child = c.children;
-        c.children += 1;
-        let id = derive(c.key, kind, child ^ salt);
-        let group = group_of(&c.group);
+        let c = e.comm_mut(self.id);
+        let child = c.next_child();
+        let id = derive(c.key(), kind, child ^ salt);
+        let group = group_of(c.group());
         let key = CommKey {
             comm: id,
             epoch: Default::default(),
         };
-        if e.comms.contains_key(&id) {
+        if e.has_comm(id) {
             return Err(CommError::InvalidArgument(format!(
                 "derived communicator id {:#x} already in use",
                 id.0

@@ -95,7 +95,7 @@ impl Drop for RecvRequest<'_> {
         if let Some(req) = self.fab_req.take() {
             {
                 let mut e = self.comm.engine.lock();
-                if let Some(fab) = e.fab.as_mut() {
+                if let Some(fab) = e.fab_mut() {
                     // Waits until libfabric no longer holds `buf`.
                     let _ = fab.cancel(req);
                 }
@@ -150,10 +150,10 @@ impl SendRequest<'_> {
             match &mut self.state {
                 SendState::Done => return Ok(true),
                 SendState::Waiting => {
-                    let Route::Shm(l) = e.routes[self.world as usize] else {
+                    let Route::Shm(l) = e.route(self.world) else {
                         unreachable!("only shm sends wait for room")
                     };
-                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    let shm = e.shm_mut().expect("shm route without endpoint");
                     // SAFETY: the request borrows `data` until it completes.
                     match unsafe { shm.isend(l, self.wire_tag, self.data()) } {
                         Ok(req) => self.state = SendState::Shm(req),
@@ -167,10 +167,10 @@ impl SendRequest<'_> {
                     }
                 }
                 SendState::Shm(req) => {
-                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+                    let shm = e.shm_mut().expect("shm route without endpoint");
                     match shm.test_send(req) {
                         Ok(true) => {
-                            e.stats.shm_sent += 1;
+                            e.stats_mut().shm_sent += 1;
                             self.state = SendState::Done;
                         }
                         Ok(false) => break,
@@ -184,10 +184,10 @@ impl SendRequest<'_> {
                 }
                 SendState::Fabric(req) => {
                     let req = *req;
-                    let fab = e.fab.as_mut().expect("fabric route without messenger");
+                    let fab = e.fab_mut().expect("fabric route without messenger");
                     match fab.test(req) {
                         Ok(Some(_)) => {
-                            e.stats.fabric_sent += 1;
+                            e.stats_mut().fabric_sent += 1;
                             self.state = SendState::Done;
                         }
                         Ok(None) => break,
@@ -207,7 +207,7 @@ impl SendRequest<'_> {
         e.progress();
         if let Some(err) = self.comm.interrupted(e, Some(self.world), false) {
             if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
-                let fab = e.fab.as_mut().expect("fabric route without messenger");
+                let fab = e.fab_mut().expect("fabric route without messenger");
                 if let Ok(Some(_)) = fab.cancel(req) {
                     return Ok(true);
                 }
@@ -236,7 +236,7 @@ impl Drop for SendRequest<'_> {
         if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
             {
                 let mut e = self.comm.engine.lock();
-                if let Some(fab) = e.fab.as_mut() {
+                if let Some(fab) = e.fab_mut() {
                     let _ = fab.cancel(req);
                 }
             }
@@ -259,12 +259,12 @@ impl AgreeRequest {
     /// [`CommError::Excluded`].
     pub fn test(&mut self) -> Result<Option<Agreement>, CommError> {
         let mut e = self.comm.engine.lock();
-        let c = e.comms.get_mut(&self.comm.id).expect("live comm");
-        if let Some(d) = c.decisions.remove(&self.seq) {
+        let c = e.comm_mut(self.comm.id);
+        if let Some(d) = c.take_decision(self.seq) {
             return Ok(Some(Agreement::from(d)));
         }
         e.progress();
-        if e.excluded {
+        if e.excluded() {
             return Err(CommError::Excluded);
         }
         Ok(None)
@@ -329,38 +329,38 @@ impl Comm {
         Self::check_tag(tag)?;
         let mut guard = self.engine.lock();
         let e = &mut *guard;
-        let c = &e.comms[&self.id];
-        let Some(&w) = c.group.get(dest as usize) else {
+        let c = e.comm(self.id);
+        let Some(&w) = c.group().get(dest as usize) else {
             return Err(CommError::InvalidArgument(format!(
                 "destination {dest} outside a communicator of {}",
-                c.group.len()
+                c.group().len()
             )));
         };
-        let ctx = c.ctx;
+        let ctx = c.context();
         if let Some(err) = self.interrupted(e, Some(w), false) {
             return Err(err);
         }
         let (wire_tag, _) = user_match(ctx, Some(tag));
         // Sends that never wait still let the engine run now and then.
         e.tick();
-        let state = match e.routes[w as usize] {
+        let state = match e.route(w) {
             Route::Local => {
-                e.self_queue.push_back(SelfMessage {
+                e.self_queue_mut().push_back(SelfMessage {
                     ctx,
                     tag,
                     data: data.to_vec(),
                 });
-                e.stats.self_sent += 1;
+                e.stats_mut().self_sent += 1;
                 SendState::Done
             }
             Route::Shm(_) => SendState::Waiting,
             Route::Fabric => {
-                let fab = e.fab.as_mut().expect("fabric route without messenger");
+                let fab = e.fab_mut().expect("fabric route without messenger");
                 // SAFETY: the request borrows `data` until it completes, and its drop
                 // cancels a send still posted (waiting for libfabric to let go).
                 match unsafe { fab.isend(w, wire_tag, data) } {
                     Ok(None) => {
-                        e.stats.fabric_sent += 1;
+                        e.stats_mut().fabric_sent += 1;
                         SendState::Done
                     }
                     Ok(Some(req)) => SendState::Fabric(req),

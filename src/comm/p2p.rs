@@ -17,7 +17,7 @@ fn shm_error(e: ShmError, world: &mut Engine) -> CommError {
             capacity,
         },
         ShmError::PeerDead(l) => {
-            let w = world.local_world[l as usize];
+            let w = world.local_world(l);
             world.report_failure(w, "process exited".into());
             world.apply_failures();
             CommError::Transport(format!("local peer {w} dead"))
@@ -73,24 +73,22 @@ impl Comm {
         peer: Option<u32>,
         wildcard: bool,
     ) -> Option<CommError> {
-        if e.excluded {
+        if e.excluded() {
             return Some(CommError::Excluded);
         }
-        let c = &e.comms[&self.id];
-        if c.revoked {
+        let c = e.comm(self.id);
+        if c.revoked() {
             return Some(CommError::Revoked);
         }
         if let Some(w) = peer {
-            if e.failed.contains(Rank(w)) {
+            if e.is_failed(w) {
                 let r = c.comm_rank(w).unwrap_or(u32::MAX);
                 return Some(CommError::ProcFailed { ranks: vec![r] });
             }
         }
         if wildcard {
-            let pending: Vec<u32> = (0..c.group.len() as u32)
-                .filter(|&r| {
-                    e.failed.contains(Rank(c.group[r as usize])) && !c.acked.contains(Rank(r))
-                })
+            let pending: Vec<u32> = (0..c.group().len() as u32)
+                .filter(|&r| e.is_failed(c.group()[r as usize]) && !c.acked().contains(Rank(r)))
                 .collect();
             if !pending.is_empty() {
                 return Some(CommError::ProcFailedPending { ranks: pending });
@@ -119,15 +117,13 @@ impl Comm {
         if data.len() <= steadfast_shm::message::INLINE_MAX && tag <= MAX_TAG {
             let mut guard = self.engine.lock();
             let e = &mut *guard;
-            let c = &e.comms[&self.id];
-            if let (Some(&w), false) = (c.group.get(dest as usize), c.revoked) {
-                if let (Route::Shm(l), false, false) =
-                    (e.routes[w as usize], e.excluded, e.failed.contains(Rank(w)))
-                {
-                    let (wire_tag, _) = user_match(c.ctx, Some(tag));
-                    let shm = e.shm.as_mut().expect("shm route without endpoint");
+            let c = e.comm(self.id);
+            if let (Some(&w), false) = (c.group().get(dest as usize), c.revoked()) {
+                if let (Route::Shm(l), false, false) = (e.route(w), e.excluded(), e.is_failed(w)) {
+                    let (wire_tag, _) = user_match(c.context(), Some(tag));
+                    let shm = e.shm_mut().expect("shm route without endpoint");
                     if shm.try_send(l, wire_tag, data).is_ok() {
-                        e.stats.shm_sent += 1;
+                        e.stats_mut().shm_sent += 1;
                         e.tick();
                         return Ok(());
                     }
@@ -191,38 +187,35 @@ impl Comm {
         if let Some(t) = tag {
             Self::check_tag(t)?;
         }
-        let c = &e.comms[&self.id];
+        let c = e.comm(self.id);
         let src_world = match source {
             None => None,
-            Some(s) => Some(*c.group.get(s as usize).ok_or_else(|| {
+            Some(s) => Some(*c.group().get(s as usize).ok_or_else(|| {
                 CommError::InvalidArgument(format!(
                     "source {s} outside a communicator of {}",
-                    c.group.len()
+                    c.group().len()
                 ))
             })?),
         };
         let fabric_members = match src_world {
-            Some(w) => e.routes[w as usize] == Route::Fabric,
-            None => c
-                .group
-                .iter()
-                .any(|&w| e.routes[w as usize] == Route::Fabric),
+            Some(w) => e.route(w) == Route::Fabric,
+            None => c.group().iter().any(|&w| e.route(w) == Route::Fabric),
         };
         let shm_source = match src_world {
-            Some(w) => match e.routes[w as usize] {
+            Some(w) => match e.route(w) {
                 Route::Shm(l) => Some(Some(l)),
                 _ => None,
             },
-            None => e.shm.is_some().then_some(None),
+            None => e.has_shm().then_some(None),
         };
-        let (wire_tag, ignore) = user_match(c.ctx, tag);
+        let (wire_tag, ignore) = user_match(c.context(), tag);
         Ok(RecvPlan {
-            ctx: c.ctx,
+            ctx: c.context(),
             tag,
             src_world,
             fabric_members,
             shm_source,
-            self_allowed: src_world.is_none_or(|w| w == e.rank),
+            self_allowed: src_world.is_none_or(|w| w == e.rank()),
             wire_tag,
             ignore,
             wildcard: source.is_none(),
@@ -240,7 +233,7 @@ impl Comm {
     ) -> Option<Result<Status, CommError>> {
         if plan.self_allowed {
             let hit = e
-                .self_queue
+                .self_queue_mut()
                 .iter()
                 .position(|m| m.ctx == plan.ctx && plan.tag.is_none_or(|t| t == m.tag));
             if let Some(i) = hit {
@@ -248,8 +241,8 @@ impl Comm {
                 if let Some(done) = self.withdraw_fabric(e, fab_req) {
                     return Some(done);
                 }
-                let m = e.self_queue.remove(i).expect("index from position");
-                let me = e.comms[&self.id].me;
+                let m = e.self_queue_mut().remove(i).expect("index from position");
+                let me = e.comm(self.id).me();
                 return Some(if m.data.len() > buf.len() {
                     Err(CommError::Truncated {
                         len: Some(m.data.len()),
@@ -266,7 +259,7 @@ impl Comm {
             }
         }
         if let Some(local) = plan.shm_source {
-            let shm = e.shm.as_mut().expect("shm source without endpoint");
+            let shm = e.shm_mut().expect("shm source without endpoint");
             // With a fabric receive posted too, take the shm message only after that
             // receive is cancelled, or the message would be lost.
             let ready = if fab_req.is_some() {
@@ -281,11 +274,11 @@ impl Comm {
                 if let Some(done) = self.withdraw_fabric(e, fab_req) {
                     return Some(done);
                 }
-                let shm = e.shm.as_mut().expect("shm source without endpoint");
+                let shm = e.shm_mut().expect("shm source without endpoint");
                 match shm.try_recv(local, plan.wire_tag, plan.ignore, buf) {
                     Ok(Some(r)) => {
-                        let w = e.local_world[r.source as usize];
-                        let c = &e.comms[&self.id];
+                        let w = e.local_world(r.source);
+                        let c = e.comm(self.id);
                         return Some(Ok(Status {
                             source: c.comm_rank(w).unwrap_or(u32::MAX),
                             tag: user_tag(r.tag),
@@ -298,7 +291,7 @@ impl Comm {
             }
         }
         if plan.fabric_members {
-            let fab = e.fab.as_mut().expect("fabric members without messenger");
+            let fab = e.fab_mut().expect("fabric members without messenger");
             if fab_req.is_none() {
                 // SAFETY: the caller keeps `buf` borrowed until the receive completes or
                 // is cancelled (`recv_finish`, or the request's drop), and cancel waits
@@ -308,7 +301,7 @@ impl Comm {
                     Err(err) => return Some(Err(fabric_error(err, e))),
                 }
             }
-            let fab = e.fab.as_mut().expect("fabric members without messenger");
+            let fab = e.fab_mut().expect("fabric members without messenger");
             match fab.test(fab_req.expect("posted above")) {
                 Ok(Some(done)) => {
                     *fab_req = None;
@@ -332,7 +325,7 @@ impl Comm {
         fab_req: &mut Option<Request>,
     ) -> Option<Result<Status, CommError>> {
         let req = fab_req.take()?;
-        let fab = e.fab.as_mut().expect("posted without messenger");
+        let fab = e.fab_mut().expect("posted without messenger");
         match fab.cancel(req) {
             Ok(Some(done)) => Some(Ok(self.status_of_fabric(e, done))),
             Ok(None) => None,
@@ -366,7 +359,7 @@ impl Comm {
     }
 
     fn status_of_fabric(&self, e: &Engine, done: Completion) -> Status {
-        let c = &e.comms[&self.id];
+        let c = e.comm(self.id);
         Status {
             source: c.comm_rank(done.source).unwrap_or(u32::MAX),
             tag: user_tag(done.tag),

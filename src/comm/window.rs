@@ -18,7 +18,6 @@
 
 use std::marker::PhantomData;
 
-use steadfast_agreement::Rank;
 use steadfast_fabric::{Error as FabricError, Exposure, RemoteRegion};
 
 use super::{Comm, CommError};
@@ -136,7 +135,7 @@ fn exchange_descriptors(
         let st = comm.recv(Some(r), Some(TAG), &mut d)?;
         let (pid, len, addr, region) = decode(&d[..st.len])?;
         let w = group[r as usize];
-        let route = comm.engine.lock().routes[w as usize];
+        let route = comm.engine.lock().route(w);
         targets.push(match route {
             Route::Local => Target::Own,
             Route::Shm(_) => Target::Cma { pid, addr, len },
@@ -286,15 +285,15 @@ impl Comm {
         let comm = self.dup()?;
         let (group, routes_fabric) = {
             let e = comm.engine.lock();
-            let group = e.comms[&comm.id].group.clone();
-            let fabric = group.iter().any(|&w| e.routes[w as usize] == Route::Fabric);
+            let group = e.comm(comm.id).group().to_vec();
+            let fabric = group.iter().any(|&w| e.route(w) == Route::Fabric);
             (group, fabric)
         };
         // Register with the fabric only when a member is reached through it.
         let mut exposed = None;
         if routes_fabric && len > 0 {
             let mut e = comm.engine.lock();
-            let fab = e.fab.as_mut().ok_or_else(|| {
+            let fab = e.fab_mut().ok_or_else(|| {
                 CommError::Transport("fabric route without a fabric endpoint".into())
             })?;
             // SAFETY: the window keeps the memory valid (this function's contract) and
@@ -307,7 +306,7 @@ impl Comm {
             Ok(targets) => targets,
             Err(err) => {
                 if let Some(exposure) = exposed {
-                    if let Some(fab) = comm.engine.lock().fab.as_mut() {
+                    if let Some(fab) = comm.engine.lock().fab_mut() {
                         // Ours: made on this messenger, so it cannot fail.
                         let _ = fab.unexpose(exposure);
                     }
@@ -414,15 +413,15 @@ impl Window<'_> {
     /// The world rank of `target`, unless it has failed, this process was excluded or
     /// the window is revoked.
     fn stopped(&self, e: &Engine, target: u32) -> Result<u32, CommError> {
-        let c = &e.comms[&self.comm.id];
-        if e.excluded {
+        let c = e.comm(self.comm.id);
+        if e.excluded() {
             return Err(CommError::Excluded);
         }
-        if c.revoked {
+        if c.revoked() {
             return Err(CommError::Revoked);
         }
-        let w = c.group[target as usize];
-        if e.failed.contains(Rank(w)) {
+        let w = c.group()[target as usize];
+        if e.is_failed(w) {
             return Err(CommError::ProcFailed {
                 ranks: vec![target],
             });
@@ -477,7 +476,7 @@ impl Window<'_> {
                 Ok(())
             }
             (Target::Cma { pid, addr, .. }, access) => {
-                e.stats.one_sided_shm += 1;
+                e.stats_mut().one_sided_shm += 1;
                 let at = addr + offset as u64;
                 match access {
                     // SAFETY: a `Cma` target is another process of this node (this
@@ -488,8 +487,8 @@ impl Window<'_> {
                 .map_err(|err| cma_error(err, w, e))
             }
             (Target::Fabric { world, region, .. }, access) => {
-                e.stats.one_sided_fabric += 1;
-                let fab = e.fab.as_mut().expect("fabric target without fabric");
+                e.stats_mut().one_sided_fabric += 1;
+                let fab = e.fab_mut().expect("fabric target without fabric");
                 match access {
                     Access::Put(data) => {
                         fab.rma_write_delivered(world, data, &region, offset as u64)
@@ -560,7 +559,7 @@ impl Drop for Window<'_> {
         // the barrier must come first).
         if let Some(exposure) = self.exposed.take() {
             let mut e = self.comm.engine.lock();
-            if let Some(fab) = e.fab.as_mut() {
+            if let Some(fab) = e.fab_mut() {
                 // Ours: made on this engine's messenger, so it cannot fail.
                 let _ = fab.unexpose(exposure);
             }

@@ -1,55 +1,24 @@
-//! The progress engine of one process: the two transports, the control plane (failure
-//! detector, suspicion broadcast, each communicator's agreement and revoke engines) and
-//! the failure set every operation consults.
+//! The progress engine of one process: the two transports under the control plane
+//! (`steadfast_agreement::control`: the failure set, the detector, the suspicion
+//! broadcast, each communicator's agreement and revoke engines).
 //!
 //! Everything runs on the caller's thread: every blocking operation of a communicator
-//! calls [`Engine::progress`] while it waits, which drains control messages, ticks the
-//! detector, and collects failure reports (the launcher's events, dead pids of local
-//! peers, transport errors). A failure is propagated once by reliable broadcast.
+//! calls [`Engine::progress`] while it waits, which drains control messages into the
+//! control plane, ticks its clock, and collects failure reports (the launcher's events,
+//! dead pids of local peers, transport errors). The control plane decides; the engine
+//! only moves its messages and tells the transports about failures.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use steadfast_agreement::bcast::{BcastAction, Broadcaster, Topic};
-use steadfast_agreement::detector::{Detector, DetectorAction};
-use steadfast_agreement::wire::{peek_header, FtMsg, Kind};
-use steadfast_agreement::{CommId, CommKey, Decision, Epoch, Era, EraAction, Rank, RankSet, Seq};
+use steadfast_agreement::control::{CommFt, ControlPlane, Output};
+use steadfast_agreement::detector::Detector;
+use steadfast_agreement::{CommId, CommKey, Seq};
 use steadfast_fabric::{Messenger, Request};
 use steadfast_shm::Endpoint as ShmEndpoint;
 
 use super::tags::{CONTROL, CONTROL_IGNORE};
-use super::two_party::{Step, TwoParty};
 use crate::bootstrap::Bootstrap;
-
-/// Hashes integer keys that are already well spread (communicator ids are FNV
-/// hashes; sequence numbers are dense): the key itself, mixed once. SipHash cost ~8% of
-/// an agreement's time here.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// A map keyed by ids, hashed with [`IdHasher`].
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// How a peer is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,16 +31,8 @@ pub enum Route {
     Fabric,
 }
 
-/// The key of the world-wide detector and suspicion broadcast.
-pub(crate) const FT_KEY: CommKey = CommKey {
-    comm: CommId(0),
-    epoch: Epoch(0),
-};
-
 /// Largest control message accepted.
 const CONTROL_MAX: usize = 64 << 10;
-/// Control messages kept for communicators not created here yet.
-const EARLY_MAX: usize = 4096;
 /// Progress calls between looks at the clock, the launcher and local pids.
 const POLLS_PER_SLOW_CHECK: u32 = 32;
 /// Calls of [`Engine::tick`] per round of progress.
@@ -118,76 +79,36 @@ pub(crate) struct SelfMessage {
     pub data: Vec<u8>,
 }
 
-/// One communicator's fault-tolerance state.
-pub(crate) struct CommState {
-    pub key: CommKey,
-    pub ctx: u64,
-    /// Comm rank -> world rank.
-    pub group: Vec<u32>,
-    pub me: u32,
-    pub era: Era,
-    pub bcast: Broadcaster,
-    pub revoked: bool,
-    pub decisions: IdMap<Seq, Decision>,
-    pub next_seq: Seq,
-    /// Failures (comm ranks) acknowledged by `ack_failed`.
-    pub acked: RankSet,
-    /// Communicators derived from this one so far (dup, shrink, split).
-    pub children: u64,
-    /// Agreement of a two-process communicator (instead of `era`).
-    pub two: Option<TwoParty>,
-}
-
-impl CommState {
-    /// The comm rank of world rank `w`, if a member.
-    pub fn comm_rank(&self, w: u32) -> Option<u32> {
-        self.group.iter().position(|&g| g == w).map(|i| i as u32)
-    }
-}
-
-/// The per-process engine (see the module doc).
+/// The per-process engine (see the module doc). Its state is private: communicators
+/// use the methods below.
 pub(crate) struct Engine {
-    pub rank: u32,
-    pub size: u32,
-    pub routes: Vec<Route>,
+    rank: u32,
+    size: u32,
+    routes: Vec<Route>,
     /// Local rank -> world rank.
-    pub local_world: Vec<u32>,
+    local_world: Vec<u32>,
     // Field order matters for drop: the messenger goes before the buffer it may
     // still receive into.
-    pub fab: Option<Messenger>,
+    fab: Option<Messenger>,
     fab_ctrl: Option<Request>,
     fab_ctrl_buf: Box<[u8]>,
-    pub shm: Option<ShmEndpoint>,
-    pub boot: Box<dyn Bootstrap>,
-    pub self_queue: VecDeque<SelfMessage>,
-    /// World ranks known failed.
-    pub failed: RankSet,
-    pub notes: Vec<FailureNote>,
-    pending_failures: VecDeque<(u32, String)>,
-    detector: Detector,
-    world_bcast: Broadcaster,
-    pub comms: IdMap<CommId, CommState>,
-    early: IdMap<CommId, Vec<(u32, Vec<u8>)>>,
-    early_count: usize,
-    /// Set when the others declared this process failed.
-    pub excluded: bool,
+    shm: Option<ShmEndpoint>,
+    boot: Box<dyn Bootstrap>,
+    self_queue: VecDeque<SelfMessage>,
+    control: ControlPlane,
     /// Which failure reports are consulted besides heartbeats.
     detectors: Detectors,
     /// Waits yield the core at every poll (more ranks than cores on this node).
-    pub yield_when_idle: bool,
+    yield_when_idle: bool,
     started: Instant,
     polls: u32,
     ticks: u32,
     next_slow_ns: u64,
-    era_out: Vec<EraAction>,
-    bcast_out: Vec<BcastAction>,
-    det_out: Vec<DetectorAction>,
-    encoded: Vec<u8>,
-    batch: Vec<(u32, usize)>,
-    two_steps: Vec<Step>,
     control_buf: Box<[u8]>,
     shm_dead: Vec<u32>,
-    pub stats: Stats,
+    /// Failed sends of control messages, reported once the outputs are drained.
+    send_failures: Vec<(u32, String)>,
+    stats: Stats,
 }
 
 /// What [`Engine::new`] needs.
@@ -217,7 +138,6 @@ pub enum Detectors {
 
 impl Engine {
     pub fn new(parts: EngineParts) -> Result<Self, steadfast_fabric::Error> {
-        let me = Rank(parts.rank);
         let mut e = Engine {
             rank: parts.rank,
             size: parts.size,
@@ -229,43 +149,144 @@ impl Engine {
             shm: parts.shm,
             boot: parts.boot,
             self_queue: VecDeque::new(),
-            failed: RankSet::new(),
-            notes: Vec::new(),
-            pending_failures: VecDeque::new(),
-            detector: parts.detector,
-            world_bcast: Broadcaster::new(me, parts.size),
-            comms: IdMap::default(),
-            early: IdMap::default(),
-            early_count: 0,
-            excluded: false,
+            control: ControlPlane::new(parts.rank, parts.size, parts.detector),
             detectors: parts.detectors,
             yield_when_idle: parts.yield_when_idle,
             started: Instant::now(),
             polls: 0,
             ticks: 0,
             next_slow_ns: 0,
-            era_out: Vec::new(),
-            bcast_out: Vec::new(),
-            det_out: Vec::new(),
-            encoded: Vec::with_capacity(256),
-            batch: Vec::new(),
-            two_steps: Vec::new(),
             control_buf: vec![0u8; CONTROL_MAX].into_boxed_slice(),
             shm_dead: Vec::new(),
+            send_failures: Vec::new(),
             stats: Stats::default(),
         };
         e.post_fabric_control()?;
         Ok(e)
     }
 
+    /// This process's world rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The world's size.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// How world rank `w` is reached.
+    pub fn route(&self, w: u32) -> Route {
+        self.routes[w as usize]
+    }
+
+    /// How every world rank is reached.
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// The world rank of local rank `l` of this node.
+    pub fn local_world(&self, l: u32) -> u32 {
+        self.local_world[l as usize]
+    }
+
+    /// The fabric messenger, when some peer is reached through it.
+    pub fn fab_mut(&mut self) -> Option<&mut Messenger> {
+        self.fab.as_mut()
+    }
+
+    /// The shared-memory endpoint, when some peer shares the node.
+    pub fn shm_mut(&mut self) -> Option<&mut ShmEndpoint> {
+        self.shm.as_mut()
+    }
+
+    /// The launcher's key-value service.
+    pub fn boot_mut(&mut self) -> &mut dyn Bootstrap {
+        self.boot.as_mut()
+    }
+
+    /// Messages this process sent itself, not received yet.
+    pub fn self_queue_mut(&mut self) -> &mut VecDeque<SelfMessage> {
+        &mut self.self_queue
+    }
+
+    /// Traffic counters (the control plane's included).
+    pub fn stats(&self) -> Stats {
+        let c = self.control.stats();
+        Stats {
+            control_sent: c.sent,
+            control_received: c.received,
+            control_malformed: c.malformed,
+            ..self.stats
+        }
+    }
+
+    /// Traffic counters, to count an operation.
+    pub fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    /// Whether waits yield the core at every poll.
+    pub fn yield_when_idle(&self) -> bool {
+        self.yield_when_idle
+    }
+
+    /// Whether world rank `w` is known failed.
+    pub fn is_failed(&self, w: u32) -> bool {
+        self.control.is_failed(w)
+    }
+
+    /// Whether the others declared this process failed.
+    pub fn excluded(&self) -> bool {
+        self.control.excluded()
+    }
+
+    /// Why and when each failure was learnt.
+    pub fn notes(&self) -> Vec<FailureNote> {
+        self.control
+            .notes()
+            .iter()
+            .map(|n| FailureNote {
+                rank: n.rank,
+                how: n.how.clone(),
+                at: std::time::Duration::from_nanos(n.at_ns),
+            })
+            .collect()
+    }
+
+    /// Whether communicator `id` is registered here.
+    pub fn has_comm(&self, id: CommId) -> bool {
+        self.control.comm(id).is_some()
+    }
+
+    /// Whether some peer shares this node (a shared-memory endpoint exists).
+    pub fn has_shm(&self) -> bool {
+        self.shm.is_some()
+    }
+
+    /// The fault-tolerance state of a live communicator.
+    ///
+    /// # Panics
+    /// If `id` was never added: a `Comm` handle exists only for an added communicator.
+    pub fn comm(&self, id: CommId) -> &CommFt {
+        self.control
+            .comm(id)
+            .expect("a Comm handle's communicator is registered")
+    }
+
+    /// As [`comm`](Self::comm), mutable.
+    pub fn comm_mut(&mut self, id: CommId) -> &mut CommFt {
+        self.control
+            .comm_mut(id)
+            .expect("a Comm handle's communicator is registered")
+    }
+
     /// Starts the failure detector. Called once every rank's transports are up: a
     /// first fabric message may wait for its peer to progress the connection.
     pub fn start_detector(&mut self) {
         let now = self.now_ns();
-        let mut out = std::mem::take(&mut self.det_out);
-        self.detector.start(now, &mut out);
-        self.det_out = out;
-        self.run_detector_actions();
+        self.control.start(now);
+        self.drive();
     }
 
     /// Nanoseconds since the engine started.
@@ -284,40 +305,11 @@ impl Engine {
     }
 
     /// Registers a communicator; control messages that arrived for it early are
-    /// handled now.
+    /// handled now. Its comm rank here, `None` when not a member.
     pub fn add_comm(&mut self, key: CommKey, ctx: u64, group: Vec<u32>) -> Option<u32> {
-        let me = group.iter().position(|&g| g == self.rank)? as u32;
-        let n = group.len() as u32;
-        let mut state = CommState {
-            key,
-            ctx,
-            group,
-            me,
-            era: Era::new(Rank(me), n, key, Default::default()),
-            bcast: Broadcaster::new(Rank(me), n),
-            revoked: false,
-            decisions: IdMap::default(),
-            next_seq: 0,
-            acked: RankSet::new(),
-            children: 0,
-            two: (n == 2).then(TwoParty::default),
-        };
-        // Members already known failed.
-        for (cr, &w) in state.group.iter().enumerate() {
-            if self.failed.contains(Rank(w)) {
-                state.era.on_failure(Rank(cr as u32), &mut self.era_out);
-                state.bcast.on_failure(Rank(cr as u32), &mut self.bcast_out);
-            }
-        }
-        self.comms.insert(key.comm, state);
-        self.run_comm_actions(key.comm);
-        if let Some(early) = self.early.remove(&key.comm) {
-            self.early_count -= early.len();
-            for (from, bytes) in early {
-                self.on_control(from, &bytes);
-            }
-        }
-        Some(me)
+        let me = self.control.add_comm(key, ctx, group);
+        self.drive();
+        me
     }
 
     /// One round of progress: control messages, then (now and then) the clock, the
@@ -353,114 +345,104 @@ impl Engine {
         if self.detectors != Detectors::Heartbeat {
             self.other_detectors();
         }
-        if now >= self.detector.next_deadline() {
-            let mut out = std::mem::take(&mut self.det_out);
-            self.detector.tick(now, &mut out);
-            self.det_out = out;
-            self.run_detector_actions();
-        }
+        self.control.tick(now);
+        self.drive();
     }
 
     /// The launcher's failure events, local pids, fabric peer failures.
     fn other_detectors(&mut self) {
         if let Ok(events) = self.boot.failures(std::time::Duration::ZERO) {
             for ev in events {
-                self.report_failure(ev.rank, format!("launcher: {}", ev.how));
+                self.control
+                    .report_failure(ev.rank, format!("launcher: {}", ev.how));
             }
         }
-        if self.detectors == Detectors::Launcher {
-            return;
-        }
-        if let Some(shm) = self.shm.as_mut() {
-            shm.poll_deaths(&mut self.shm_dead);
-        }
-        for l in std::mem::take(&mut self.shm_dead) {
-            let w = self.local_world[l as usize];
-            self.report_failure(w, "process exited (pidfd)".into());
-        }
-        if let Some(fab) = self.fab.as_ref() {
-            for w in 0..self.size {
-                if self.routes[w as usize] == Route::Fabric && !self.failed.contains(Rank(w)) {
-                    if let Some(why) = fab.peer_failure(w) {
-                        let why = format!("fabric: {why}");
-                        self.pending_failures.push_back((w, why));
+        if self.detectors != Detectors::Launcher {
+            if let Some(shm) = self.shm.as_mut() {
+                shm.poll_deaths(&mut self.shm_dead);
+            }
+            for l in std::mem::take(&mut self.shm_dead) {
+                let w = self.local_world[l as usize];
+                self.control
+                    .report_failure(w, "process exited (pidfd)".into());
+            }
+            if let Some(fab) = self.fab.as_ref() {
+                for w in 0..self.size {
+                    if self.routes[w as usize] == Route::Fabric && !self.control.is_failed(w) {
+                        if let Some(why) = fab.peer_failure(w) {
+                            self.control.report_failure(w, format!("fabric: {why}"));
+                        }
                     }
                 }
             }
         }
+        self.drive();
     }
 
-    /// A failure of world rank `w` learnt from `how` (applied at the next progress).
+    /// A failure of world rank `w` learnt from `how` (applied at the next progress;
+    /// the fabric learns at once).
     pub fn report_failure(&mut self, w: u32, how: String) {
-        if w < self.size && !self.failed.contains(Rank(w)) {
-            // The fabric learns at once: a control message sent before the failure is
-            // applied (a broadcast being forwarded) must not wait on the dead rank. Over
-            // net such a send stays in back-pressure until the messenger sees the death
-            // itself (the demo's survivors took 3.6-7.7 ms instead of ~1 ms).
-            if self.routes[w as usize] == Route::Fabric {
-                if let Some(fab) = self.fab.as_mut() {
-                    fab.declare_dead(w, &how);
-                }
-            }
-            self.pending_failures.push_back((w, how));
-        }
+        self.control.report_failure(w, how);
+        self.drive();
     }
 
-    /// Applies every pending failure: the failed set, the transports, the detector,
-    /// the broadcast of the suspicion, and every communicator holding the rank.
+    /// Applies every reported failure (see `ControlPlane::apply_failures`).
     pub fn apply_failures(&mut self) {
-        while let Some((w, how)) = self.pending_failures.pop_front() {
-            if w == self.rank {
-                self.excluded = true;
-                continue;
-            }
-            if !self.failed.insert(Rank(w)) {
-                continue;
-            }
-            self.notes.push(FailureNote {
-                rank: w,
-                how: how.clone(),
-                at: self.started.elapsed(),
-            });
-            match self.routes[w as usize] {
-                Route::Shm(l) => {
-                    if let Some(shm) = self.shm.as_mut() {
-                        shm.declare_dead(l);
+        let now = self.now_ns();
+        self.control.apply_failures(now);
+        self.drive();
+    }
+
+    /// Performs what the control plane asks: sends its messages, tells the transports
+    /// about failures; a send that fails is reported back, until nothing is left.
+    fn drive(&mut self) {
+        loop {
+            while let Some(output) = self.control.next_output() {
+                match output {
+                    Output::Send { to, range } => {
+                        let bytes = self.control.bytes(range);
+                        if let Some(how) = send_control(
+                            &self.routes,
+                            self.fab.as_mut(),
+                            self.shm.as_mut(),
+                            to,
+                            bytes,
+                        ) {
+                            self.send_failures.push((to, how));
+                        }
                     }
-                }
-                Route::Fabric => {
-                    if let Some(fab) = self.fab.as_mut() {
-                        fab.declare_dead(w, &how);
+                    // The fabric learns at once: a control message sent before the
+                    // failure is applied (a broadcast being forwarded) must not wait on
+                    // the dead rank. Over net such a send stays in back-pressure until
+                    // the messenger sees the death itself (the demo's survivors took
+                    // 3.6-7.7 ms instead of ~1 ms).
+                    Output::Reported { rank, how } => {
+                        if self.routes[rank as usize] == Route::Fabric {
+                            if let Some(fab) = self.fab.as_mut() {
+                                fab.declare_dead(rank, &how);
+                            }
+                        }
                     }
+                    Output::Failed { rank, how } => match self.routes[rank as usize] {
+                        Route::Shm(l) => {
+                            if let Some(shm) = self.shm.as_mut() {
+                                shm.declare_dead(l);
+                            }
+                        }
+                        Route::Fabric => {
+                            if let Some(fab) = self.fab.as_mut() {
+                                fab.declare_dead(rank, &how);
+                            }
+                        }
+                        Route::Local => {}
+                    },
                 }
-                Route::Local => {}
             }
-            let now = self.now_ns();
-            let mut out = std::mem::take(&mut self.det_out);
-            self.detector.on_failure(Rank(w), now, &mut out);
-            self.det_out = out;
-            self.run_detector_actions();
-            let mut out = std::mem::take(&mut self.bcast_out);
-            self.world_bcast
-                .originate(Topic::Suspicion(Rank(w)), &mut out);
-            self.world_bcast.on_failure(Rank(w), &mut out);
-            self.bcast_out = out;
-            self.run_world_bcast_actions();
-            let ids: Vec<CommId> = self.comms.keys().copied().collect();
-            for id in ids {
-                let c = self.comms.get_mut(&id).expect("listed");
-                if let Some(cr) = c.comm_rank(w) {
-                    c.era.on_failure(Rank(cr), &mut self.era_out);
-                    c.bcast.on_failure(Rank(cr), &mut self.bcast_out);
-                    if let Some(two) = c.two.as_mut() {
-                        let acked = c.acked.contains(Rank(cr));
-                        let mut steps = std::mem::take(&mut self.two_steps);
-                        two.on_peer_failure(cr, acked, &mut steps);
-                        self.run_two_party(id, &mut steps);
-                        self.two_steps = steps;
-                    }
-                    self.run_comm_actions(id);
-                }
+            if self.send_failures.is_empty() {
+                return;
+            }
+            for (to, how) in std::mem::take(&mut self.send_failures) {
+                self.control.report_failure(to, how);
             }
         }
     }
@@ -471,10 +453,10 @@ impl Engine {
             match shm.try_recv(None, CONTROL, CONTROL_IGNORE, &mut self.control_buf) {
                 Ok(Some(r)) => {
                     let from = self.local_world[r.source as usize];
-                    // Lend the buffer out while it is handled: no copy.
-                    let buf = std::mem::take(&mut self.control_buf);
-                    self.on_control(from, &buf[..r.len]);
-                    self.control_buf = buf;
+                    let now = self.now_ns();
+                    self.control
+                        .on_control(from, &self.control_buf[..r.len], now);
+                    self.drive();
                 }
                 Ok(None) => break,
                 Err(_) => {
@@ -493,9 +475,10 @@ impl Engine {
                 Ok(Some(c)) => {
                     self.fab_ctrl = None;
                     // Handled in place before the buffer is posted again: no copy.
-                    let buf = std::mem::take(&mut self.fab_ctrl_buf);
-                    self.on_control(c.source, &buf[..c.len]);
-                    self.fab_ctrl_buf = buf;
+                    let now = self.now_ns();
+                    self.control
+                        .on_control(c.source, &self.fab_ctrl_buf[..c.len], now);
+                    self.drive();
                     let _ = self.post_fabric_control();
                 }
                 Err(_) => {
@@ -507,270 +490,42 @@ impl Engine {
         }
     }
 
-    /// Handles one control message from world rank `from`.
-    pub fn on_control(&mut self, from: u32, bytes: &[u8]) {
-        self.stats.control_received += 1;
-        if from >= self.size || from == self.rank {
-            self.stats.control_malformed += 1;
-            return;
-        }
-        let Ok(h) = peek_header(bytes) else {
-            self.stats.control_malformed += 1;
-            return;
-        };
-        if h.key == FT_KEY {
-            let now = self.now_ns();
-            match FtMsg::decode(bytes, self.size) {
-                Ok((_, FtMsg::Heartbeat)) => self.detector.on_heartbeat(Rank(from), now),
-                Ok((_, FtMsg::Observe)) => {
-                    let mut out = std::mem::take(&mut self.det_out);
-                    self.detector.on_observe(Rank(from), now, &mut out);
-                    self.det_out = out;
-                    self.run_detector_actions();
-                }
-                Ok((_, FtMsg::Bcast(topic))) => {
-                    let mut out = std::mem::take(&mut self.bcast_out);
-                    self.world_bcast.on_message(Rank(from), topic, &mut out);
-                    self.bcast_out = out;
-                    self.run_world_bcast_actions();
-                }
-                _ => self.stats.control_malformed += 1,
-            }
-            return;
-        }
-        let id = h.key.comm;
-        let Some(c) = self.comms.get_mut(&id) else {
-            if self.early_count < EARLY_MAX {
-                self.early_count += 1;
-                self.early
-                    .entry(id)
-                    .or_default()
-                    .push((from, bytes.to_vec()));
-            } else {
-                self.stats.control_malformed += 1;
-            }
-            return;
-        };
-        let Some(cr) = c.comm_rank(from) else {
-            self.stats.control_malformed += 1;
-            return;
-        };
-        let next = c.next_seq;
-        if let (Some(two), Kind::Up) = (c.two.as_mut(), h.kind) {
-            match steadfast_agreement::wire::EraMsg::decode(bytes, 2) {
-                Ok((_, steadfast_agreement::wire::EraMsg::Up(contribution))) => {
-                    let mut steps = std::mem::take(&mut self.two_steps);
-                    two.on_contribution(h.seq, contribution.value, next, &mut steps);
-                    self.run_two_party(id, &mut steps);
-                    self.two_steps = steps;
-                }
-                _ => self.stats.control_malformed += 1,
-            }
-            return;
-        }
-        match h.kind {
-            Kind::Up | Kind::Down | Kind::ResultRequest => {
-                if c.era.on_bytes(Rank(cr), bytes, &mut self.era_out).is_err() {
-                    self.stats.control_malformed += 1;
-                }
-            }
-            Kind::Revoke => match FtMsg::decode(bytes, c.group.len() as u32) {
-                Ok((_, FtMsg::Bcast(topic))) => {
-                    c.bcast.on_message(Rank(cr), topic, &mut self.bcast_out)
-                }
-                _ => self.stats.control_malformed += 1,
-            },
-            _ => self.stats.control_malformed += 1,
-        }
-        self.run_comm_actions(id);
-    }
-
     /// Starts revoking communicator `id` (delivered here at once).
     pub fn revoke(&mut self, id: CommId) {
-        if let Some(c) = self.comms.get_mut(&id) {
-            c.bcast.originate(Topic::Revoke, &mut self.bcast_out);
-            self.run_comm_actions(id);
-        }
+        self.control.revoke(id);
+        self.drive();
     }
 
     /// Enters agreement on communicator `id`; returns its sequence number.
     pub fn start_agreement(&mut self, id: CommId, value: u64) -> Seq {
-        let c = self.comms.get_mut(&id).expect("live communicator");
-        let seq = c.next_seq;
-        c.next_seq += 1;
-        if let Some(two) = c.two.as_mut() {
-            let peer = 1 - c.me;
-            let w = c.group[peer as usize];
-            let failed = self.failed.contains(Rank(w));
-            let acked = c.acked.contains(Rank(peer));
-            let mut steps = std::mem::take(&mut self.two_steps);
-            two.start(seq, value, (peer, failed, acked), &mut steps);
-            self.run_two_party(id, &mut steps);
-            self.two_steps = steps;
-            return seq;
-        }
-        let acked = c.acked.clone();
-        // A fresh sequence number is never started twice.
-        let _ = c.era.start(seq, value, &acked, &mut self.era_out);
-        self.run_comm_actions(id);
+        let seq = self
+            .control
+            .start_agreement(id, value)
+            .expect("a Comm handle's communicator is registered");
+        self.drive();
         seq
     }
+}
 
-    /// Performs the steps of a two-process communicator's agreement.
-    fn run_two_party(&mut self, id: CommId, steps: &mut Vec<Step>) {
-        let Some(c) = self.comms.get_mut(&id) else {
-            steps.clear();
-            return;
-        };
-        let key = c.key;
-        let peer_world = c.group[(1 - c.me) as usize];
-        let mut bytes = std::mem::take(&mut self.encoded);
-        for step in steps.drain(..) {
-            match step {
-                Step::Send(seq, contribution) => {
-                    bytes.clear();
-                    steadfast_agreement::wire::EraMsg::Up(contribution)
-                        .encode(key, seq, &mut bytes);
-                    self.send_control(peer_world, &bytes);
-                }
-                Step::Decided(seq, decision) => {
-                    if let Some(c) = self.comms.get_mut(&id) {
-                        c.decisions.insert(seq, decision);
-                    }
-                }
-            }
-        }
-        self.encoded = bytes;
-    }
-
-    /// Performs the actions the engines of communicator `id` produced.
-    fn run_comm_actions(&mut self, id: CommId) {
-        let mut era_out = std::mem::take(&mut self.era_out);
-        let mut bcast_out = std::mem::take(&mut self.bcast_out);
-        while !era_out.is_empty() || !bcast_out.is_empty() {
-            let Some(c) = self.comms.get_mut(&id) else {
-                era_out.clear();
-                bcast_out.clear();
-                break;
-            };
-            let key = c.key;
-            // Every message is encoded into one reused buffer; `batch` holds (to, end).
-            let mut bytes = std::mem::take(&mut self.encoded);
-            let mut batch = std::mem::take(&mut self.batch);
-            bytes.clear();
-            batch.clear();
-            for a in era_out.drain(..) {
-                match a {
-                    EraAction::Send { to, seq, msg } => {
-                        msg.encode(key, seq, &mut bytes);
-                        batch.push((c.group[to.index()], bytes.len()));
-                    }
-                    EraAction::Decided { seq, decision } => {
-                        for r in decision.failed.iter() {
-                            let w = c.group[r.index()];
-                            if !self.failed.contains(Rank(w)) {
-                                self.pending_failures.push_back((w, "agreed failed".into()));
-                            }
-                        }
-                        c.decisions.insert(seq, decision);
-                    }
-                    EraAction::Excluded { .. } => self.excluded = true,
-                }
-            }
-            for a in bcast_out.drain(..) {
-                match a {
-                    BcastAction::Send { to, topic } => {
-                        FtMsg::Bcast(topic).encode(key, 0, &mut bytes);
-                        batch.push((c.group[to.index()], bytes.len()));
-                    }
-                    BcastAction::Deliver(Topic::Revoke) => c.revoked = true,
-                    BcastAction::Deliver(Topic::Suspicion(_)) => {}
-                }
-            }
-            let mut start = 0;
-            for &(to, end) in &batch {
-                self.send_control(to, &bytes[start..end]);
-                start = end;
-            }
-            self.encoded = bytes;
-            self.batch = batch;
-            // Sending may have queued more actions (it never does today; loop anyway).
-            era_out.append(&mut self.era_out);
-            bcast_out.append(&mut self.bcast_out);
-        }
-        self.era_out = era_out;
-        self.bcast_out = bcast_out;
-    }
-
-    fn run_world_bcast_actions(&mut self) {
-        let out = std::mem::take(&mut self.bcast_out);
-        for a in &out {
-            match *a {
-                BcastAction::Send { to, topic } => {
-                    self.encoded.clear();
-                    FtMsg::Bcast(topic).encode(FT_KEY, 0, &mut self.encoded);
-                    let bytes = std::mem::take(&mut self.encoded);
-                    self.send_control(to.0, &bytes);
-                    self.encoded = bytes;
-                }
-                BcastAction::Deliver(Topic::Suspicion(r)) => {
-                    self.report_failure(r.0, "suspicion broadcast".into())
-                }
-                BcastAction::Deliver(Topic::Revoke) => {}
-            }
-        }
-        let mut out = out;
-        out.clear();
-        self.bcast_out = out;
-    }
-
-    fn run_detector_actions(&mut self) {
-        let out = std::mem::take(&mut self.det_out);
-        for a in &out {
-            match *a {
-                DetectorAction::Heartbeat { to } => self.send_ft(to.0, FtMsg::Heartbeat),
-                DetectorAction::Observe { to } => self.send_ft(to.0, FtMsg::Observe),
-                DetectorAction::Suspect(r) => self.report_failure(r.0, "heartbeat timeout".into()),
-                DetectorAction::Excluded => self.excluded = true,
-            }
-        }
-        let mut out = out;
-        out.clear();
-        self.det_out = out;
-    }
-
-    fn send_ft(&mut self, to: u32, msg: FtMsg) {
-        self.encoded.clear();
-        msg.encode(FT_KEY, 0, &mut self.encoded);
-        let bytes = std::mem::take(&mut self.encoded);
-        self.send_control(to, &bytes);
-        self.encoded = bytes;
-    }
-
-    /// Sends a control message to world rank `to`; a dead destination is reported as
-    /// a failure, never an error to the caller (control traffic is best effort toward
-    /// the dead by design).
-    fn send_control(&mut self, to: u32, bytes: &[u8]) {
-        if self.failed.contains(Rank(to)) {
-            return;
-        }
-        self.stats.control_sent += 1;
-        let failed = match self.routes[to as usize] {
-            Route::Local => None,
-            Route::Shm(l) => match self.shm.as_mut().map(|s| s.send(l, CONTROL, bytes)) {
-                Some(Err(steadfast_shm::ShmError::PeerDead(_))) => {
-                    Some("process exited".to_string())
-                }
-                Some(Err(e)) => Some(format!("shm: {e}")),
-                _ => None,
-            },
-            Route::Fabric => match self.fab.as_mut().map(|f| f.send(to, CONTROL, bytes)) {
-                Some(Err(e)) => Some(format!("fabric: {e}")),
-                _ => None,
-            },
-        };
-        if let Some(how) = failed {
-            self.report_failure(to, how);
-        }
+/// Sends a control message to world rank `to`; a failure is returned as the reason to
+/// report (control traffic toward the dead is best effort by design), never an error.
+fn send_control(
+    routes: &[Route],
+    fab: Option<&mut Messenger>,
+    shm: Option<&mut ShmEndpoint>,
+    to: u32,
+    bytes: &[u8],
+) -> Option<String> {
+    match routes[to as usize] {
+        Route::Local => None,
+        Route::Shm(l) => match shm.map(|s| s.send(l, CONTROL, bytes)) {
+            Some(Err(steadfast_shm::ShmError::PeerDead(_))) => Some("process exited".to_string()),
+            Some(Err(e)) => Some(format!("shm: {e}")),
+            _ => None,
+        },
+        Route::Fabric => match fab.map(|f| f.send(to, CONTROL, bytes)) {
+            Some(Err(e)) => Some(format!("fabric: {e}")),
+            _ => None,
+        },
     }
 }

@@ -9,7 +9,6 @@
 pub(crate) mod engine;
 pub(crate) mod shared;
 pub mod tags;
-mod two_party;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -155,8 +154,8 @@ impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let e = self.engine.lock();
         f.debug_struct("World")
-            .field("rank", &e.rank)
-            .field("size", &e.size)
+            .field("rank", &e.rank())
+            .field("size", &e.size())
             .finish_non_exhaustive()
     }
 }
@@ -323,7 +322,7 @@ impl World {
             yield_when_idle,
         })?;
         // Every rank's transports are up before anyone sends.
-        engine.boot.fence()?;
+        engine.boot_mut().fence()?;
         engine.start_detector();
         let key = CommKey {
             comm: WORLD_COMM,
@@ -351,12 +350,12 @@ impl World {
 
     /// This process's rank.
     pub fn rank(&self) -> u32 {
-        self.engine.lock().rank
+        self.engine.lock().rank()
     }
 
     /// Number of ranks.
     pub fn size(&self) -> u32 {
-        self.engine.lock().size
+        self.engine.lock().size()
     }
 
     /// The communicator of every rank.
@@ -366,7 +365,7 @@ impl World {
 
     /// How world rank `rank` is reached.
     pub fn route(&self, rank: u32) -> Option<Route> {
-        self.engine.lock().routes.get(rank as usize).copied()
+        self.engine.lock().routes().get(rank as usize).copied()
     }
 
     /// The libfabric provider in use between nodes, if any peer needs it.
@@ -381,12 +380,12 @@ impl World {
 
     /// Traffic counters.
     pub fn stats(&self) -> Stats {
-        self.engine.lock().stats
+        self.engine.lock().stats()
     }
 
     /// Every failure learnt so far: rank, how, when.
     pub fn failures(&self) -> Vec<FailureNote> {
-        self.engine.lock().notes.clone()
+        self.engine.lock().notes()
     }
 
     /// Runs the progress engine once (heartbeats, failure reports, control messages).

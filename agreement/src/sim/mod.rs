@@ -9,6 +9,7 @@
 //! [`Era::on_bytes`], as in the runtime.
 
 mod check;
+pub mod control;
 mod ft;
 mod queue;
 mod rng;

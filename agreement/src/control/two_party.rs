@@ -14,14 +14,13 @@
 //! Messages are ERA UP messages (`docs/protocol.md`) sent to the peer rather than to a
 //! parent, so the wire format is unchanged.
 
-use steadfast_agreement::era::Contribution;
-use steadfast_agreement::{Decision, Outcome, RankSet, Seq};
-
-use super::engine::IdMap;
+use super::IdMap;
+use crate::era::Contribution;
+use crate::{Decision, Outcome, RankSet, Seq};
 
 /// The two-party state of one communicator at one process.
 #[derive(Debug, Default)]
-pub(crate) struct TwoParty {
+pub struct TwoParty {
     /// Instances entered here and not decided yet: our value.
     mine: IdMap<Seq, u64>,
     /// Contributions of the peer for instances not entered here yet.
@@ -29,7 +28,8 @@ pub(crate) struct TwoParty {
 }
 
 /// What to do after a call.
-pub(crate) enum Step {
+#[derive(Debug)]
+pub enum Step {
     /// Send our contribution for `seq` to the peer.
     Send(Seq, Contribution),
     /// Instance decided.
@@ -99,7 +99,7 @@ fn alone(value: u64, peer: u32, acked: bool) -> Decision {
             Outcome::ProcFailed
         },
         gc_below: 0,
-        failed: RankSet::from_ranks([steadfast_agreement::Rank(peer)]),
+        failed: RankSet::from_ranks([crate::Rank(peer)]),
     }
 }
 

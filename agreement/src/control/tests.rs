@@ -1,0 +1,157 @@
+use super::*;
+use crate::detector::DetectorConfig;
+use crate::Outcome;
+
+fn planes(n: u32) -> Vec<ControlPlane> {
+    let config = DetectorConfig::new(1_000_000, 20_000_000);
+    (0..n)
+        .map(|r| ControlPlane::new(r, n, Detector::new(Rank(r), n, config).unwrap()))
+        .collect()
+}
+
+fn key(id: u64) -> CommKey {
+    CommKey {
+        comm: CommId(id),
+        epoch: Epoch(0),
+    }
+}
+
+/// Delivers every queued message (in order) until none is left; the dead drop theirs.
+fn settle(cps: &mut [ControlPlane], dead: &[u32]) -> u64 {
+    let mut delivered = 0;
+    loop {
+        let mut moved = Vec::new();
+        for (from, cp) in cps.iter_mut().enumerate() {
+            cp.apply_failures(0);
+            while let Some(o) = cp.next_output() {
+                if let Output::Send { to, range } = o {
+                    moved.push((from as u32, to, cp.bytes(range).to_vec()));
+                }
+            }
+        }
+        if moved.is_empty() {
+            return delivered;
+        }
+        for (from, to, bytes) in moved {
+            if !dead.contains(&to) && !dead.contains(&from) {
+                cps[to as usize].on_control(from, &bytes, 0);
+                delivered += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn every_process_decides_the_and_of_the_values() {
+    for n in [2u32, 3, 5] {
+        let mut cps = planes(n);
+        for cp in cps.iter_mut() {
+            cp.add_comm(key(7), 0, (0..n).collect());
+        }
+        let seqs: Vec<Seq> = cps
+            .iter_mut()
+            .enumerate()
+            .map(|(r, cp)| cp.start_agreement(CommId(7), !(1 << r)).unwrap())
+            .collect();
+        assert!(settle(&mut cps, &[]) > 0);
+        let expect = (0..n).fold(!0u64, |a, r| a & !(1 << r));
+        for (cp, seq) in cps.iter_mut().zip(seqs) {
+            let d = cp.comm_mut(CommId(7)).unwrap().take_decision(seq).unwrap();
+            assert_eq!(
+                (d.value, d.outcome),
+                (expect, Outcome::Success),
+                "{n} ranks"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_reported_failure_is_agreed_and_applied_once() {
+    let mut cps = planes(4);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(7), 0, (0..4).collect());
+    }
+    for cp in cps.iter_mut().take(3) {
+        cp.report_failure(3, "test".into());
+        // A second report of the same rank is ignored once applied.
+        cp.apply_failures(5);
+        cp.report_failure(3, "again".into());
+    }
+    let seqs: Vec<Seq> = cps
+        .iter_mut()
+        .take(3)
+        .map(|cp| cp.start_agreement(CommId(7), 1).unwrap())
+        .collect();
+    settle(&mut cps, &[3]);
+    for (cp, seq) in cps.iter_mut().take(3).zip(seqs) {
+        assert_eq!(cp.notes().len(), 1);
+        assert_eq!(cp.notes()[0].how, "test");
+        let d = cp.comm_mut(CommId(7)).unwrap().take_decision(seq).unwrap();
+        assert_eq!(d.failed.iter().map(|r| r.0).collect::<Vec<_>>(), vec![3]);
+        // Not acknowledged: the outcome says so, uniformly.
+        assert_eq!(d.outcome, Outcome::ProcFailed);
+    }
+}
+
+#[test]
+fn messages_for_a_communicator_not_created_yet_wait_for_it() {
+    let mut cps = planes(2);
+    cps[0].add_comm(key(9), 0, vec![0, 1]);
+    let seq = cps[0].start_agreement(CommId(9), 6).unwrap();
+    settle(&mut cps, &[]);
+    assert!(cps[0]
+        .comm_mut(CommId(9))
+        .unwrap()
+        .take_decision(seq)
+        .is_none());
+    // Rank 1 creates it late: the early contribution is replayed.
+    cps[1].add_comm(key(9), 0, vec![0, 1]);
+    let seq1 = cps[1].start_agreement(CommId(9), 3).unwrap();
+    settle(&mut cps, &[]);
+    assert_eq!(
+        cps[1]
+            .comm_mut(CommId(9))
+            .unwrap()
+            .take_decision(seq1)
+            .unwrap()
+            .value,
+        2
+    );
+    assert_eq!(
+        cps[0]
+            .comm_mut(CommId(9))
+            .unwrap()
+            .take_decision(seq)
+            .unwrap()
+            .value,
+        2
+    );
+}
+
+#[test]
+fn a_revocation_reaches_every_member() {
+    let mut cps = planes(6);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(5), 0, (0..6).collect());
+    }
+    cps[4].revoke(CommId(5));
+    assert!(cps[4].comm(CommId(5)).unwrap().revoked());
+    settle(&mut cps, &[]);
+    assert!(cps.iter().all(|cp| cp.comm(CommId(5)).unwrap().revoked()));
+}
+
+#[test]
+fn malformed_and_misaddressed_messages_are_counted_not_trusted() {
+    let mut cps = planes(3);
+    cps[0].add_comm(key(5), 0, vec![0, 2]);
+    cps[0].on_control(1, b"garbage", 0);
+    cps[0].on_control(0, b"from myself", 0);
+    cps[0].on_control(9, b"from nobody", 0);
+    assert_eq!(cps[0].stats().malformed, 3);
+    assert_eq!(cps[0].stats().received, 3);
+    // A report about this process itself excludes it.
+    cps[0].report_failure(0, "suspected".into());
+    cps[0].apply_failures(1);
+    assert!(cps[0].excluded());
+}
