@@ -1,51 +1,11 @@
 //! Every steadfast-bench subcommand once, at tiny sizes, under steadfast-run (a smoke
 //! test: output checked, no timing asserted).
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
-/// steadfast-run, built beside this test by `cargo test --workspace`.
-fn launcher() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target/<profile>");
-    let run = dir.join("steadfast-run");
-    assert!(
-        run.exists(),
-        "{} missing: run the tests with cargo test --workspace",
-        run.display()
-    );
-    run
-}
-
-fn bench(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(launcher());
-    cmd.args([
-        "-n",
-        &ranks.to_string(),
-        env!("CARGO_BIN_EXE_steadfast-bench"),
-    ])
-    .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let out = cmd.output().expect("start steadfast-run");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::bench;
 
 const TINY: &[&str] = &["--iterations", "50", "--warmup", "5", "--repetitions", "2"];
 
@@ -84,9 +44,62 @@ fn point_to_point_and_allreduce_print_osu_tables() {
     let a = with("latency", &["--max", "8", "--json"]);
     let (code, out, _) = bench(2, &args(&a), &[]);
     assert_eq!(code, Some(0));
+    let doc: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON document");
+    assert_eq!(doc["benchmark"], "latency");
+    assert_eq!(doc["column"]["unit"], "us");
+    assert_eq!(doc["facts"]["ranks"], "2");
+    let labels: Vec<&str> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["0", "1", "2", "4", "8"]);
+    assert!(doc["rows"][0]["median"].as_f64().unwrap() > 0.0);
+}
+
+/// mbw_mr over 2 and 4 ranks (1 and 2 pairs): the OSU table with the messages/s
+/// column, and its JSON; an odd rank count is a one-line error per rank.
+#[test]
+fn message_rate_prints_bandwidth_and_messages_per_second() {
+    for (ranks, pairs) in [
+        (2, "1 (rank i sends to rank i + 1)"),
+        (4, "2 (rank i sends to rank i + 2)"),
+    ] {
+        let a = with("mbw_mr", &["--max", "1024"]);
+        let (code, out, err) = bench(ranks, &args(&a), &[]);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        assert!(out.contains("# steadfast-bench mbw_mr"), "{out}");
+        assert!(out.contains(&format!("# pairs: {pairs}")), "{out}");
+        assert!(out.contains("Messages/s"), "{out}");
+        for size in ["8", "1024"] {
+            let row = out
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(size))
+                .unwrap_or_else(|| panic!("no {size} row: {out}"));
+            let f: Vec<f64> = row.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            assert_eq!(f.len(), 5, "{row}");
+            // Messages/s is the median MB/s over the size (to the printed digit).
+            let rate = f[1] * 1e6 / f[0];
+            assert!((f[4] - rate).abs() <= rate * 0.01 + 1.0, "{row}");
+        }
+        assert!(
+            !out.lines().any(|l| l.starts_with("4 ")),
+            "starts at 8 B: {out}"
+        );
+    }
+    let a = with("mbw_mr", &["--min", "64", "--max", "64", "--json"]);
+    let (code, out, err) = bench(2, &args(&a), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON document");
+    assert_eq!(doc["second_column"]["name"], "Messages/s");
+    assert_eq!(doc["rows"][0]["label"], "64");
+    assert!(doc["rows"][0]["second"].as_f64().unwrap() > 0.0);
+    let (code, _, err) = bench(3, &args(&with("mbw_mr", &[])), &[]);
+    assert_ne!(code, Some(0), "{err}");
     assert!(
-        out.trim_start().starts_with("{\"benchmark\": \"latency\""),
-        "{out}"
+        err.contains("steadfast-bench: mbw_mr needs an even number of ranks (pairs), not 3"),
+        "{err}"
     );
 }
 
