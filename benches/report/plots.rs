@@ -88,10 +88,10 @@ fn curves(
     }
     chart
         .configure_series_labels()
-        .position(if metric == "lat" {
-            SeriesLabelPosition::UpperLeft
-        } else {
-            SeriesLabelPosition::LowerRight
+        .position(match metric {
+            "lat" => SeriesLabelPosition::UpperLeft,
+            "mr" => SeriesLabelPosition::LowerLeft,
+            _ => SeriesLabelPosition::LowerRight,
         })
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
@@ -126,6 +126,17 @@ pub fn latency(results: &Results, out: &Path) -> Result<(), String> {
 /// Bandwidth against size, every series.
 pub fn bandwidth(results: &Results, out: &Path) -> Result<(), String> {
     curves(results, "bw", "Bandwidth", "MB/s", out)
+}
+
+/// Message rate against size (osu_mbw_mr's shape), every series.
+pub fn rate(results: &Results, out: &Path) -> Result<(), String> {
+    curves(
+        results,
+        "mr",
+        "Message rate, one pair, window of 64",
+        "messages/s",
+        out,
+    )
 }
 
 /// The ULFM phases: for each phase, steadfast and Open MPI at each rank count.

@@ -149,7 +149,8 @@ fn fault_tolerance_phases_are_reported() {
 }
 
 /// steadfast-report turns a results directory (as benches/compare/run.sh writes it)
-/// into the three plots and the Markdown section; a directory without results is an
+/// into the plots and the Markdown section (worst ratio per metric, every size, the
+/// phases by rank count); a directory without results is an
 /// error naming the missing file.
 #[test]
 fn report_writes_plots_and_table() {
@@ -159,7 +160,9 @@ fn report_writes_plots_and_table() {
     std::fs::write(
         dir.join("curves.tsv"),
         "steadfast shm\tlat\t1\t0.12\nsteadfast shm\tlat\t1024\t0.5\n\
-         steadfast shm\tbw\t1024\t3000\nsteadfast shm\tbw\t1048576\t14000\n",
+         Open MPI sm\tlat\t1024\t0.25\n\
+         steadfast shm\tbw\t1024\t3000\nsteadfast shm\tbw\t1048576\t14000\n\
+         steadfast shm\tmr\t8\t1000000\nOpen MPI sm\tmr\t8\t2000000\n",
     )
     .unwrap();
     std::fs::write(
@@ -175,15 +178,37 @@ fn report_writes_plots_and_table() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for f in ["latency.svg", "bandwidth.svg", "phases.svg"] {
+    for f in ["latency.svg", "bandwidth.svg", "rate.svg", "phases.svg"] {
         let svg = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("steadfast"), "{f}");
     }
     let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
+    // The ratio at every size, and the worst per metric and peer.
+    assert!(md.contains("| 1 B | 0.12 | – | – |"), "{md}");
+    assert!(md.contains("| 1 KiB | 0.50 | 0.25 | **2.00** |"), "{md}");
     assert!(
-        md.contains("| agree failure free (us) | 0.35 | Open MPI ULFM | 0.72 | 0.49 | ahead |"),
+        md.contains(
+            "| latency | shm | Open MPI sm | **2.00** | 1 KiB | **behind at 1 of 1 sizes** |"
+        ),
         "{md}"
     );
+    assert!(
+        md.contains(
+            "| message rate | shm | Open MPI sm | **0.50** | 8 B | **behind at 1 of 1 sizes** |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| agree failure free (us) | Open MPI ULFM | 0.35 | 0.72 | 0.49 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| shrink (us) | ULFM | Open MPI ULFM | 0.05 | 2 ranks | ahead at all 1 rank counts |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("](benches/results/rate.svg)"), "{md}");
     std::fs::remove_dir_all(&dir).unwrap();
     let missing = Command::new(report).arg(&dir).output().unwrap();
     assert!(!missing.status.success());
