@@ -1,7 +1,7 @@
 //! `steadfast-report DIR`: turns the raw results `benches/compare/run.sh` writes into
 //! DIR (`meta.tsv`, `curves.tsv`, `pairs.tsv`, `floors.txt`, `sim.txt`) into the
-//! plots (`latency.svg`, `bandwidth.svg`, `rate.svg` when the run measured message
-//! rates, `phases.svg`) and the Markdown (`comparison.md`) the README shows: a summary
+//! plots (`slowdown.svg`: steadfast against each peer at every size, `latency.svg`,
+//! `bandwidth.svg`, `rate.svg` when the run measured message rates, `phases.svg`) and the Markdown (`comparison.md`) the README shows: a summary
 //! line per metric with the worst ratio to each peer, the ratio at every size, the
 //! ULFM phases by rank count.
 
@@ -22,7 +22,12 @@ type Plot = (
     fn(&Results, &Path) -> Result<(), String>,
 );
 
-const PLOTS: [Plot; 4] = [
+const PLOTS: [Plot; 5] = [
+    (
+        "slowdown.svg",
+        "how many times slower steadfast is than each peer at each size (above 1: behind)",
+        plots::slowdown,
+    ),
     (
         "latency.svg",
         "one-way latency against message size",

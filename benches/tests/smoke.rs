@@ -178,7 +178,13 @@ fn report_writes_plots_and_table() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for f in ["latency.svg", "bandwidth.svg", "rate.svg", "phases.svg"] {
+    for f in [
+        "slowdown.svg",
+        "latency.svg",
+        "bandwidth.svg",
+        "rate.svg",
+        "phases.svg",
+    ] {
         let svg = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("steadfast"), "{f}");
     }
@@ -209,6 +215,11 @@ fn report_writes_plots_and_table() {
         "{md}"
     );
     assert!(md.contains("](benches/results/rate.svg)"), "{md}");
+    let slowdown = std::fs::read_to_string(dir.join("slowdown.svg")).unwrap();
+    assert!(
+        slowdown.contains("latency shm vs Open MPI sm"),
+        "{slowdown}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     let missing = Command::new(report).arg(&dir).output().unwrap();
     assert!(!missing.status.success());
