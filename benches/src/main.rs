@@ -123,6 +123,12 @@ fn fail_at(rank: u32, why: impl Display) -> ! {
     std::process::exit(1)
 }
 
+/// Stdout failed (closed by the reader, full disk): one line, exit status 1.
+fn fail_output(e: std::io::Error) -> ! {
+    say(format_args!("writing the results: {e}"));
+    std::process::exit(1)
+}
+
 /// Writes "steadfast-bench: LINE" to stderr in one write, so that the lines of ranks
 /// sharing the launcher's stderr do not interleave.
 fn say(line: std::fmt::Arguments) {

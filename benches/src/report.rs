@@ -152,7 +152,7 @@ impl Report {
     fn push(&mut self, row: Row) {
         if !self.json {
             // OSU style: print as we go.
-            println!("{}", table_line(&row));
+            print_line(&table_line(&row));
         }
         self.doc.rows.push(row);
     }
@@ -162,9 +162,9 @@ impl Report {
         if self.json {
             return;
         }
-        println!("# steadfast-bench {}", self.doc.benchmark);
+        print_line(&format!("# steadfast-bench {}", self.doc.benchmark));
         for (k, v) in &self.doc.facts {
-            println!("# {k}: {v}");
+            print_line(&format!("# {k}: {v}"));
         }
         let c = &self.doc.column;
         let mut head = format!(
@@ -177,13 +177,13 @@ impl Report {
         if let Some(s) = &self.doc.second_column {
             head.push_str(&format!("{:>16}", s.name));
         }
-        println!("{head}");
+        print_line(&head);
     }
 
     /// Prints the JSON document (JSON mode).
     pub fn finish(&self) {
         if self.json {
-            println!("{}", self.to_json());
+            print_line(&self.to_json());
         }
     }
 
@@ -192,6 +192,17 @@ impl Report {
         // Serializing plain strings and finite or non-finite floats cannot fail
         // (serde_json writes a non-finite float as null).
         serde_json::to_string(&self.doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// Prints `line` to stdout, flushed (a table is read as it grows); a closed or
+/// failing stdout (`steadfast-bench ... | head`) is an error line and exit 1, not a
+/// panic.
+fn print_line(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        crate::fail_output(e);
     }
 }
 

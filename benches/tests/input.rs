@@ -6,7 +6,7 @@ mod common;
 use std::io::Read;
 use std::time::Duration;
 
-use common::{alone, bench, rank_pid, spawn, wait_for};
+use common::{alone, bench, first_bytes, rank_pid, spawn, wait_for};
 
 /// The one line of `err` from steadfast-bench (launcher lines aside), asserted to be
 /// the only one and free of panics.
@@ -118,12 +118,10 @@ fn allocation_failure_is_an_error_line() {
 
 /// SIGKILL of rank 1 while `args` runs (for ever, at one size): rank 0 reports the
 /// failure as one line naming itself and the dead rank, and the job fails; no panic.
-fn peer_death_is_an_error_line(args: &[&str], expected: &str) {
-    let mut job = spawn(2, args);
+fn peer_death_is_an_error_line(args: &[&str], env: &[(&str, &str)], expected: &str) {
+    let mut job = spawn(2, args, env);
     // Rank 0 prints the table's header once the world is up and the run begins.
-    let mut stdout = job.0.stdout.take().expect("piped stdout");
-    let mut head = [0u8; 24];
-    stdout.read_exact(&mut head).expect("the table's header");
+    let head = first_bytes(&mut job, 24, Duration::from_secs(60)).expect("the table's header");
     assert!(head.starts_with(b"# steadfast-bench"), "{head:?}");
     std::thread::sleep(Duration::from_millis(300));
     let victim = rank_pid(job.0.id(), 1, Duration::from_secs(10)).expect("rank 1's pid");
@@ -147,6 +145,27 @@ fn peer_death_is_an_error_line(args: &[&str], expected: &str) {
 }
 
 #[test]
+fn peer_death_during_latency_over_tcp_is_reported() {
+    peer_death_is_an_error_line(
+        &[
+            "latency",
+            "--route",
+            "fabric",
+            "--min",
+            "8",
+            "--max",
+            "8",
+            "--iterations",
+            "1000000000",
+            "--repetitions",
+            "1",
+        ],
+        &[("STEADFAST_PROVIDER", "tcp")],
+        "latency at 8 B: ",
+    );
+}
+
+#[test]
 fn peer_death_during_latency_is_reported() {
     peer_death_is_an_error_line(
         &[
@@ -160,6 +179,7 @@ fn peer_death_during_latency_is_reported() {
             "--repetitions",
             "1",
         ],
+        &[],
         "latency at 8 B: ",
     );
 }
@@ -178,6 +198,7 @@ fn peer_death_during_bandwidth_is_reported() {
             "--repetitions",
             "1",
         ],
+        &[],
         "",
     );
 }
@@ -198,6 +219,45 @@ fn peer_death_during_message_rate_is_reported() {
             "--warmup",
             "0",
         ],
+        &[],
         "",
+    );
+}
+
+/// The table's reader goes away (`steadfast-bench ... | head`): an error line and a
+/// failed job, not a panic on the broken pipe.
+#[test]
+fn closed_stdout_is_an_error_line() {
+    let mut job = spawn(
+        2,
+        &[
+            "latency",
+            "--max",
+            "65536",
+            "--iterations",
+            "2000",
+            "--repetitions",
+            "1",
+        ],
+        &[],
+    );
+    let mut stdout = job.0.stdout.take().expect("piped stdout");
+    let mut head = [0u8; 24];
+    stdout.read_exact(&mut head).expect("the table's header");
+    drop(stdout);
+    let code = wait_for(&mut job, Duration::from_secs(60)).expect("the job ends");
+    let mut err = String::new();
+    job.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("steadfast-bench: writing the results: Broken pipe")),
+        "{err}"
     );
 }

@@ -94,8 +94,8 @@ impl Drop for KillOnDrop {
 }
 
 /// Starts steadfast-bench under steadfast-run with piped output.
-pub fn spawn(ranks: u32, args: &[&str]) -> KillOnDrop {
-    let child = under_launcher(ranks, args, &[])
+pub fn spawn(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> KillOnDrop {
+    let child = under_launcher(ranks, args, env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -128,6 +128,22 @@ pub fn rank_pid(launcher_pid: u32, rank: u32, timeout: Duration) -> Option<i32> 
         std::thread::sleep(Duration::from_millis(50));
     }
     None
+}
+
+/// The first `n` bytes `child` prints, within `timeout` (None if it prints fewer, or
+/// not in time). The rest of its output is read and dropped, so that it never
+/// writes into a closed pipe.
+pub fn first_bytes(child: &mut KillOnDrop, n: usize, timeout: Duration) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut stdout = child.0.stdout.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The reader ends with the child's stdout (at the latest when the child is killed).
+    std::thread::spawn(move || {
+        let mut head = vec![0u8; n];
+        let _ = tx.send(stdout.read_exact(&mut head).ok().map(|()| head));
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+    });
+    rx.recv_timeout(timeout).ok().flatten()
 }
 
 /// Waits for `child` for at most `timeout`: its exit code, or None (then it is
