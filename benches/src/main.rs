@@ -17,7 +17,8 @@
 //! Bad input is one line on stderr and exit status 2: a flag out of range names the
 //! value and the bound (see `args.rs`). A communication error during a benchmark that
 //! injects no failure (a peer died, the transport broke) is one line naming the rank,
-//! the operation and the error, and exit status 1; a panic is a bug.
+//! the operation and the error, and exit status 1, as is a closed stdout; a panic is a
+//! bug.
 
 mod args;
 mod ft;
