@@ -261,3 +261,41 @@ fn closed_stdout_is_an_error_line() {
         "{err}"
     );
 }
+
+#[test]
+fn peer_death_during_put_is_reported() {
+    peer_death_is_an_error_line(
+        &[
+            "put",
+            "--min",
+            "8",
+            "--max",
+            "8",
+            "--iterations",
+            "1000000000",
+            "--repetitions",
+            "1",
+        ],
+        &[],
+        "put of 8 B into rank 1: ",
+    );
+}
+
+#[test]
+fn peer_death_during_allreduce_is_reported() {
+    peer_death_is_an_error_line(
+        &[
+            "allreduce",
+            "--min",
+            "8",
+            "--max",
+            "8",
+            "--iterations",
+            "1000000000",
+            "--repetitions",
+            "1",
+        ],
+        &[],
+        "allreduce of 8 B: ",
+    );
+}
