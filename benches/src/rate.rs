@@ -44,6 +44,14 @@ pub fn mbw_mr(world: &World, c: &Common) {
         "pairs",
         format!("{pairs} (rank i sends to rank i + {pairs})"),
     );
+    if pairs > 1 {
+        report.fact(
+            &format!("route 0->{pairs}"),
+            world
+                .route(pairs)
+                .map_or_else(|| "-".to_string(), |r| format!("{r:?}")),
+        );
+    }
     report.fact("window", WINDOW);
     let data = max_buffer(c, 0x5a, me);
     let mut buf = max_buffer(c, 0, me);
