@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 use steadfast::bootstrap::wire::SECRET_LEN;
-use steadfast::launcher::Service;
+use steadfast::launcher::{Limits, Service};
 
 fn usage() -> ! {
     eprintln!(
@@ -102,10 +102,17 @@ fn main() {
     let addr = listener.local_addr().expect("bound address").to_string();
     let secret = secret();
     let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-    let service = Service::new(o.n, secret);
+    let service = Service::new(o.n, secret, Limits::default()).unwrap_or_else(|e| {
+        eprintln!("steadfast-run: cannot start the bootstrap service: {e}");
+        std::process::exit(1)
+    });
     {
         let s = service.clone();
-        std::thread::spawn(move || s.serve(listener));
+        std::thread::spawn(move || {
+            if let Err(e) = s.serve(listener) {
+                eprintln!("steadfast-run: bootstrap service failed: {e}");
+            }
+        });
     }
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
