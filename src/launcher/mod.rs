@@ -22,6 +22,7 @@
 //!   is closed.
 
 mod event_loop;
+pub mod segments;
 mod store;
 
 use crate::bootstrap::wire::{MAX_VALUE, SECRET_LEN};
