@@ -158,3 +158,14 @@ fn tag_output_into_a_closed_pipe_does_not_panic() {
         "the launcher died of a signal: {err}"
     );
 }
+
+#[test]
+fn steadfast_info_refuses_an_unknown_argument() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steadfast-info"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--bogus"));
+    assert!(out.stdout.is_empty());
+}

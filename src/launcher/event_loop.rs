@@ -110,7 +110,8 @@ impl<'a> EventLoop<'a> {
                 fds.push(pollfd(c.stream.as_raw_fd(), events));
                 slots.push(i);
             }
-            let timeout = self.next_deadline(now).map_or(IDLE_POLL, |d| {
+            let due = self.next_deadline(now);
+            let timeout = due.map_or(IDLE_POLL, |d| {
                 d.saturating_duration_since(now).min(IDLE_POLL)
             });
             // Round up so a deadline is never polled for just before it passes.
@@ -130,7 +131,7 @@ impl<'a> EventLoop<'a> {
                 let mut sink = [0u8; 64];
                 while matches!((&self.svc.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
             }
-            self.take_deaths();
+            let deaths = self.take_deaths();
             for (k, &i) in slots.iter().enumerate() {
                 let revents = fds[k + 2].revents;
                 if revents & libc::POLLOUT != 0 {
@@ -143,8 +144,13 @@ impl<'a> EventLoop<'a> {
             if fds[1].revents & libc::POLLIN != 0 {
                 self.accept();
             }
-            self.expire(Instant::now());
-            self.answer_waiting(Instant::now());
+            let now = Instant::now();
+            self.expire(now);
+            // Requests are re-examined after puts and fences as they come; here only
+            // for deaths and deadlines.
+            if deaths || due.is_some_and(|d| now >= d) {
+                self.answer_waiting(now);
+            }
         }
     }
 
@@ -168,9 +174,11 @@ impl<'a> EventLoop<'a> {
         next
     }
 
-    fn take_deaths(&mut self) {
+    /// Applies the deaths reported since the last round; whether there were any.
+    fn take_deaths(&mut self) -> bool {
         let deaths =
             std::mem::take(&mut *self.svc.deaths.lock().unwrap_or_else(|p| p.into_inner()));
+        let any = !deaths.is_empty();
         for (rank, how) in deaths {
             if rank >= self.svc.size {
                 continue;
@@ -184,6 +192,7 @@ impl<'a> EventLoop<'a> {
                 self.send(i, &event);
             }
         }
+        any
     }
 
     fn accept(&mut self) {
@@ -411,6 +420,9 @@ impl<'a> EventLoop<'a> {
             Frame::Put { key, .. } => Some(key.clone()),
             _ => None,
         };
+        // Only a put or a fence can complete others' requests (or show a get cannot
+        // be answered); a get changes nothing.
+        let may_unblock = !matches!(frame, Frame::Get { .. });
         match self.store.request(rank, frame, now) {
             Step::Answer(answer) => {
                 if let (Frame::Ok, Some(key)) = (&answer, put_key) {
@@ -428,8 +440,9 @@ impl<'a> EventLoop<'a> {
                 }
             }
         }
-        // A request may complete others' (a put, the last rank at a fence).
-        self.answer_waiting(now);
+        if may_unblock {
+            self.answer_waiting(now);
+        }
     }
 
     fn run_put_hook(&mut self, rank: u32, key: &str) {

@@ -53,7 +53,8 @@ struct Usage {
 pub(crate) struct Store {
     size: u32,
     limits: Limits,
-    values: HashMap<(u32, String), Vec<u8>>,
+    /// Each rank's values by key.
+    values: Vec<HashMap<String, Vec<u8>>>,
     usage: Vec<Usage>,
     total_bytes: usize,
     dead: HashMap<u32, String>,
@@ -67,7 +68,7 @@ impl Store {
         Store {
             size,
             limits,
-            values: HashMap::new(),
+            values: vec![HashMap::new(); size as usize],
             usage: vec![Usage::default(); size as usize],
             total_bytes: 0,
             dead: HashMap::new(),
@@ -83,7 +84,7 @@ impl Store {
 
     /// The value `rank` stored under `key`.
     pub(crate) fn value(&self, rank: u32, key: &str) -> Option<&[u8]> {
-        self.values.get(&(rank, key.to_string())).map(Vec::as_slice)
+        self.values.get(rank as usize)?.get(key).map(Vec::as_slice)
     }
 
     /// Records that `rank` ended (`how` says how); its values stay readable.
@@ -140,7 +141,7 @@ impl Store {
                 key,
                 deadline,
             } => {
-                if let Some(v) = self.values.get(&(*owner, key.clone())) {
+                if let Some(v) = self.values[*owner as usize].get(key) {
                     return Some(Frame::Value(v.clone()));
                 }
                 if let Some(how) = self.dead.get(owner) {
@@ -190,9 +191,8 @@ impl Store {
                 l.max_value
             ));
         }
-        let old = self
-            .values
-            .get(&(rank, key.clone()))
+        let old = self.values[rank as usize]
+            .get(&key)
             .map(|v| key.len() + v.len());
         let new = key.len() + value.len();
         let usage = self.usage[rank as usize];
@@ -219,7 +219,7 @@ impl Store {
         }
         self.usage[rank as usize] = Usage { keys, bytes };
         self.total_bytes = total;
-        self.values.insert((rank, key), value);
+        self.values[rank as usize].insert(key, value);
         Ok(())
     }
 }
