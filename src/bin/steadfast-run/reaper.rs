@@ -5,16 +5,17 @@
 //! The launcher tells it, over a pipe, each rank's pid (`P <pid>`) and each segment id
 //! of the job (`S <hex>`) as soon as it learns them, and `D` when it has cleaned up
 //! itself. When the pipe ends without `D`, the launcher is dead: the ranks are dying
-//! too (PR_SET_PDEATHSIG), so the reaper waits for them (pidfds opened when it heard
-//! of them, so a reused pid is never waited for), bounded by [`RANK_EXIT_WAIT`],
+//! too (PR_SET_PDEATHSIG), so the reaper waits for them (watched through pidfds opened
+//! when it heard of them, so a reused pid is never waited for), bounded by [`RANK_EXIT_WAIT`],
 //! removes the segments and reports on stderr. It ignores SIGINT, SIGTERM and SIGHUP,
 //! which a terminal sends the whole process group: the launcher handles those and
 //! cleans up, and the reaper ends with it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
+use steadfast::fabric::liveness::ProcessWatch;
 use steadfast::launcher::segments;
 
 /// Longest wait for the ranks to die after the launcher did.
@@ -86,18 +87,21 @@ fn run(rx: File, launcher: u32) {
         // SAFETY: dup2 onto descriptor 1 of this process.
         unsafe { libc::dup2(null.as_raw_fd(), 1) };
     }
-    let mut ranks: Vec<OwnedFd> = Vec::new();
+    let mut ranks: Vec<ProcessWatch> = Vec::new();
     let mut seg_jobs: Vec<u64> = Vec::new();
     for line in BufReader::new(rx).lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
-            Some(("P", pid)) => ranks.extend(pid.parse().ok().and_then(pidfd)),
+            Some(("P", pid)) => ranks.extend(pid.parse().ok().map(ProcessWatch::new)),
             Some(("S", hex)) => seg_jobs.extend(u64::from_str_radix(hex, 16).ok()),
             _ if line == "D" => return,
             _ => {}
         }
     }
-    // The launcher died without cleaning up.
+    // The launcher died without cleaning up (or stopped before starting a rank).
+    if ranks.is_empty() && seg_jobs.is_empty() {
+        return;
+    }
     let start = Instant::now();
     let all_gone = wait_for_exits(&ranks, RANK_EXIT_WAIT);
     let removed = segments::remove_segments(&seg_jobs);
@@ -111,43 +115,16 @@ fn run(rx: File, launcher: u32) {
     );
 }
 
-fn pidfd(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: a non-negative return is a fresh fd we now own.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// Waits until every process is gone (each pidfd readable) or `limit` passes.
-fn wait_for_exits(pidfds: &[OwnedFd], limit: Duration) -> bool {
+/// Waits until every watched process has exited or `limit` passes.
+fn wait_for_exits(ranks: &[ProcessWatch], limit: Duration) -> bool {
     let start = Instant::now();
-    let mut polls: Vec<libc::pollfd> = pidfds
-        .iter()
-        .map(|f| libc::pollfd {
-            fd: f.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
     loop {
-        polls.retain(|p| p.revents == 0);
-        if polls.is_empty() {
+        if ranks.iter().all(ProcessWatch::has_exited) {
             return true;
         }
-        let left = limit.saturating_sub(start.elapsed());
-        if left.is_zero() {
+        if start.elapsed() >= limit {
             return false;
         }
-        // SAFETY: `polls` is a valid array of pollfds whose fds live until we return.
-        let r = unsafe {
-            libc::poll(
-                polls.as_mut_ptr(),
-                polls.len() as libc::nfds_t,
-                left.as_millis().max(1) as i32,
-            )
-        };
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
-        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
