@@ -93,7 +93,7 @@ fn ranks_get_in_past_an_idle_flood_with_64_descriptors() {
         ],
         Some(64),
     );
-    let idle = flood(port, 300, Duration::from_secs(5));
+    let idle = flood(port, 300, Duration::from_secs(20));
     assert!(idle.len() >= 100, "only {} connections opened", idle.len());
     let out = child.wait_with_output().unwrap();
     drop(idle);

@@ -137,7 +137,12 @@ impl<'a> EventLoop<'a> {
                 if revents & libc::POLLOUT != 0 {
                     self.flush(i);
                 }
-                if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                if revents & libc::POLLERR != 0
+                    || revents & (libc::POLLHUP | libc::POLLIN) == libc::POLLHUP
+                {
+                    // Gone, with nothing left to read.
+                    self.close(i);
+                } else if revents & libc::POLLIN != 0 {
                     self.read(i);
                 }
             }
