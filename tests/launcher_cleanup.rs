@@ -7,9 +7,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Starts two ranks streaming to each other over shared memory for a minute.
+/// Starts two ranks streaming to each other over shared memory for a minute; the
+/// launcher leads a process group of its own.
 fn start_job() -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.process_group(0);
     cmd.args([
         "-n",
         "2",
@@ -108,6 +110,24 @@ fn sigkill_of_the_launcher_leaves_no_segment() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut launcher.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("SIGKILL") && err.contains("removed"), "{err}");
+}
+
+#[test]
+fn sigkill_of_the_whole_process_group_leaves_no_segment() {
+    let (mut launcher, segments) = job_with_segments();
+    // SAFETY: signalling the process group our child leads.
+    unsafe { libc::kill(-(launcher.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = launcher.wait();
+    assert!(
+        wait_until(Duration::from_secs(15), || left_over(&segments).is_empty()),
+        "left over: {:?}",
+        left_over(&segments)
+    );
+    // The reaper, outside the group, survived to do it (a starting job elsewhere on
+    // the machine may also sweep segments of dead owners, so its report is the proof).
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut launcher.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("died") && err.contains("removed"), "{err}");
 }
 
 #[test]

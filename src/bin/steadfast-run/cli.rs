@@ -74,7 +74,7 @@ pub struct Options {
     /// Error handler of MPI_COMM_WORLD at start-up (MPI-4 `mpi_initial_errhandler`,
     /// e.g. mpi_errors_return), handed to the ranks as STEADFAST_INITIAL_ERRHANDLER
     /// (also -initial-errhandler).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub initial_errhandler: Option<String>,
     /// Accepted for mpiexec compatibility; no effect.
     #[arg(long)]

@@ -7,9 +7,10 @@
 //! itself. When the pipe ends without `D`, the launcher is dead: the ranks are dying
 //! too (PR_SET_PDEATHSIG), so the reaper waits for them (watched through pidfds opened
 //! when it heard of them, so a reused pid is never waited for), bounded by [`RANK_EXIT_WAIT`],
-//! removes the segments and reports on stderr. It ignores SIGINT, SIGTERM and SIGHUP,
-//! which a terminal sends the whole process group: the launcher handles those and
-//! cleans up, and the reaper ends with it.
+//! removes the segments and reports on stderr. It runs in a session of its own, so a
+//! signal sent to the launcher's process group (Ctrl-C, a batch system killing the
+//! group) does not reach it, and ignores SIGINT, SIGTERM and SIGHUP besides: the
+//! launcher handles those and cleans up, and the reaper ends with it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -78,6 +79,10 @@ impl Reaper {
 }
 
 fn run(rx: File, launcher: u32) {
+    // A session of its own: a SIGKILL sent to the launcher's whole process group (a
+    // batch system's or `timeout`'s clean-up) does not take the reaper with it.
+    // SAFETY: setsid has no preconditions; a child of a fork is never a group leader.
+    unsafe { libc::setsid() };
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: setting a signal to be ignored has no handler to be unsafe.
         unsafe { libc::signal(sig, libc::SIG_IGN) };
