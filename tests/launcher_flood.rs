@@ -40,12 +40,17 @@ fn launcher(args: &[&str], nofile: Option<u64>) -> Child {
     cmd.spawn().expect("start steadfast-run")
 }
 
-/// Opens up to `count` idle connections to `port` within `limit`.
-fn flood(port: u16, count: usize, limit: Duration) -> Vec<TcpStream> {
+/// Opens up to `count` idle connections to `port` within `limit`, while `go` holds.
+fn flood_while(
+    port: u16,
+    count: usize,
+    limit: Duration,
+    mut go: impl FnMut() -> bool,
+) -> Vec<TcpStream> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let start = Instant::now();
     let mut idle = Vec::new();
-    while idle.len() < count && start.elapsed() < limit {
+    while idle.len() < count && start.elapsed() < limit && go() {
         match TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
             Ok(s) => idle.push(s),
             // Not listening yet.
@@ -53,6 +58,10 @@ fn flood(port: u16, count: usize, limit: Duration) -> Vec<TcpStream> {
         }
     }
     idle
+}
+
+fn flood(port: u16, count: usize, limit: Duration) -> Vec<TcpStream> {
+    flood_while(port, count, limit, || true)
 }
 
 /// Raises this process's soft descriptor limit to its hard limit.
@@ -75,12 +84,12 @@ fn ranks_get_in_past_an_idle_flood_with_64_descriptors() {
     raise_own_nofile();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    // The ranks wait a second, so the flood is there first.
+    // The ranks wait two seconds, so the flood is there first.
     let rank = format!(
-        "sleep 1; exec {} exchange",
+        "sleep 2; exec {} exchange",
         env!("CARGO_BIN_EXE_bootstrap-test-rank")
     );
-    let child = launcher(
+    let mut child = launcher(
         &[
             "-n",
             "4",
@@ -93,7 +102,9 @@ fn ranks_get_in_past_an_idle_flood_with_64_descriptors() {
         ],
         Some(64),
     );
-    let idle = flood(port, 300, Duration::from_secs(20));
+    let idle = flood_while(port, 300, Duration::from_secs(20), || {
+        matches!(child.try_wait(), Ok(None))
+    });
     assert!(idle.len() >= 100, "only {} connections opened", idle.len());
     let out = child.wait_with_output().unwrap();
     drop(idle);
