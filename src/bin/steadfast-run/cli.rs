@@ -91,6 +91,9 @@ pub struct Options {
     /// Local address (ADDR or ADDR:PORT) of the bootstrap service.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub listen: String,
+    /// Also print the bootstrap service's debug messages (connections, refusals).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// How the job's exit status is chosen (see below).
     #[arg(long, value_enum, default_value_t = ExitStatusPolicy::AnyFailure, value_name = "POLICY")]
     pub exit_status: ExitStatusPolicy,

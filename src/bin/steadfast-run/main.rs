@@ -81,6 +81,41 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
+/// The launcher's logger: the library's warnings and errors (the bootstrap service's
+/// included) on stderr, prefixed like the launcher's own lines; `--verbose` adds the
+/// debug messages.
+struct StderrLogger {
+    level: log::LevelFilter,
+}
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.level() <= self.level
+    }
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            say(&format!(
+                "steadfast-run: {}: {}",
+                record.level().as_str().to_lowercase(),
+                record.args()
+            ));
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn init_logging(verbose: bool) {
+    let level = if verbose {
+        log::LevelFilter::Debug
+    } else {
+        log::LevelFilter::Warn
+    };
+    let logger: &'static StderrLogger = Box::leak(Box::new(StderrLogger { level }));
+    if log::set_logger(logger).is_ok() {
+        log::set_max_level(level);
+    }
+}
+
 /// Signal the launcher received (0: none), relayed to the ranks by the main loop.
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
@@ -158,6 +193,7 @@ fn main() {
     if let Err(why) = o.check() {
         fail(2, why.as_str());
     }
+    init_logging(o.verbose);
     let nofile = cli::ensure_descriptors(o.n).unwrap_or_else(|why: String| fail(2, &why));
     // SAFETY: no thread has been started yet.
     let reaper = unsafe { Reaper::start() }
