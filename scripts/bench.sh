@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: the benchmark suite on this machine, over shared memory and over tcp,
-# with fault injection. For each path: OSU-style latency, bandwidth, put and get
-# between two ranks, allreduce over four, and the ULFM phases over four ranks with the
+# with fault injection. For each path: OSU-style latency, bandwidth, put, get and
+# message rate between two ranks, allreduce over four, and the ULFM phases over four ranks with the
 # last one SIGKILLed (agree: first agreement after the kill, stabilization, with the
 # hole; revoke; shrink; detect: SIGKILL to every survivor's first ProcFailed).
 #
@@ -13,9 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=(--max 4194304)
+rate_sizes=(--max 1048576)
 reps=(--repetitions 3)
 if [ "${1:-}" = "--quick" ]; then
     sizes=(--max 65536)
+    rate_sizes=(--max 65536)
     reps=(--repetitions 2 --iterations 2000 --warmup 200)
 fi
 scripts/install-deps.sh
@@ -56,6 +58,7 @@ for route in shm fabric; do
     for sub in latency bw put get; do
         step "$sub $route" 0 2 $sub --route $route "${sizes[@]}" "${reps[@]}"
     done
+    step "mbw_mr $route" 0 2 mbw_mr --route $route "${rate_sizes[@]}" "${reps[@]}"
     step "allreduce $route" 0 4 allreduce --route $route --max 4096 "${reps[@]}"
     for sub in agree revoke shrink; do
         expect=0; [ $sub != revoke ] && expect=1

@@ -20,7 +20,13 @@ fn frame() -> impl Strategy<Value = Frame> {
     let key = "[a-z0-9/_-]{0,40}";
     let bytes = proptest::collection::vec(any::<u8>(), 0..300);
     prop_oneof![
-        (any::<u32>(), any::<[u8; 32]>()).prop_map(|(rank, secret)| Frame::Hello { rank, secret }),
+        (any::<u16>(), any::<u32>(), any::<[u8; 32]>()).prop_map(|(version, rank, secret)| {
+            Frame::Hello {
+                version,
+                rank,
+                secret,
+            }
+        }),
         (key, bytes.clone()).prop_map(|(key, value)| Frame::Put { key, value }),
         (any::<u32>(), key).prop_map(|(rank, key)| Frame::Get { rank, key }),
         Just(Frame::Fence),

@@ -2,7 +2,7 @@
  * 1 MiB in flight, as steadfast-bench bw) between ranks 0 and 1, for Open MPI.
  * Prints "latency_8B <us>" and "bw_1MiB <MB/s>" (medians of 5 repetitions).
  * With the argument "sweep": "lat <size> <us>" and "bw <size> <MB/s>" for sizes 1 B to
- * 4 MiB in steps of 4 (median of 3), with steadfast-bench's iteration counts. */
+ * 4 MiB at every power of two (median of 3), with steadfast-bench's iteration counts. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +58,7 @@ static double bw_of(int rank, char *buf, size_t size, int iters) {
 
 static void sweep(int rank) {
     char *buf = calloc(4u << 20, 1);
-    for (size_t size = 1; size <= (4u << 20); size *= 4) {
+    for (size_t size = 1; size <= (4u << 20); size *= 2) {
         double lat[3], bw[3];
         for (int rep = 0; rep < 3; rep++) {
             lat[rep] = lat_of(rank, buf, size, iterations_for(size, 10000));

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # The side-by-side comparison, on this machine, in one sitting: steadfast-bench against
 # fi_pingpong (libfabric-bin) per provider, against Open MPI 5 with ULFM (PyPI venv)
-# for ping-pong, allreduce and the ULFM phases at 2 and 4 ranks, and the physical
-# floors (cache line, memcpy / process_vm_readv, loopback TCP). Prints each pair and
-# the ratio steadfast / peer (below 1 is better for times, above 1 for bandwidth).
+# for ping-pong, message rate (osu_mbw_mr's shape), allreduce and the ULFM phases at
+# 2, 4 and 8 ranks, and the physical floors (cache line, memcpy / process_vm_readv,
+# loopback TCP). Prints each pair and the ratio steadfast / peer (below 1 is better for
+# times, above 1 for bandwidth and rates), then the curves at every size from 1 B to
+# 4 MiB over shm, tcp;ofi_rxm and net, which the report turns into per-size tables.
 #
-#   benches/compare/run.sh [--install] [--venv DIR] [--rounds N] [--out DIR] [--no-readme]
+#   benches/compare/run.sh [--install] [--venv DIR] [--rounds N] [--ranks "2 4 8"]
+#                          [--out DIR] [--no-readme]
+#
+# --ranks: the rank counts of the ULFM phases (default "2 4 8"; counts above the cores
+# run oversubscribed; e.g. --ranks "2 4" skips 8).
 #
 # Whatever is missing is skipped with a message; nothing is installed unless
 # --install is given (then: Debian packages through scripts/install-deps.sh, and the
@@ -21,6 +27,7 @@ cd "$(dirname "$0")/../.."
 install=0
 venv=${STEADFAST_OMPI_VENV:-/tmp/ompi}
 rounds=3
+ranks="2 4 8"
 results=benches/results
 readme=1
 args_given="$*"
@@ -29,9 +36,10 @@ while [ $# -gt 0 ]; do
         --install) install=1 ;;
         --venv) venv=$2; shift ;;
         --rounds) rounds=$2; shift ;;
+        --ranks) ranks=$2; shift ;;
         --out) results=$2; shift ;;
         --no-readme) readme=0 ;;
-        *) echo "usage: $0 [--install] [--venv DIR] [--rounds N] [--out DIR] [--no-readme]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--install] [--venv DIR] [--rounds N] [--ranks \"2 4 8\"] [--out DIR] [--no-readme]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -127,28 +135,33 @@ else
     echo "SKIPPED: fi_pingpong not installed (apt-get install libfabric-bin, or --install)"
 fi
 
-head_ "Open MPI 5 with ULFM (shared memory), 2 and 4 ranks" "Open MPI"
+head_ "Open MPI 5 with ULFM (shared memory), ULFM phases at $ranks ranks" "Open MPI"
 if [ -x "$venv/bin/mpicc" ]; then
     "$venv/bin/mpicc" -O2 -o "$work/ulfm_phases" benches/compare/ulfm_phases.c
     "$venv/bin/mpicc" -O2 -o "$work/ompi_pingpong" benches/compare/ompi_pingpong.c
+    "$venv/bin/mpicc" -O2 -o "$work/ompi_mbw_mr" benches/compare/ompi_mbw_mr.c
     mpiexec() { "$venv/bin/mpiexec" --allow-run-as-root --with-ft ulfm --mca async_mpi_finalize 1 "$@" 2>/dev/null; }
-    sf_lat=(); om_lat=(); sf_bw=(); om_bw=()
+    sf_lat=(); om_lat=(); sf_bw=(); om_bw=(); sf_mr=(); om_mr=()
     sf_pp() {
         sf_lat+=("$($run -n 2 $bench latency --route shm --min 8 --max 8 --repetitions 3 | sf_value 8)")
         sf_bw+=("$($run -n 2 $bench bw --route shm --min 1048576 --max 1048576 --iterations 1280 --repetitions 3 | sf_value 1048576)")
+        # mbw_mr's last column: messages per second.
+        sf_mr+=("$($run -n 2 $bench mbw_mr --route shm --min 8 --max 8 --repetitions 3 | awk '$1 == 8 { print $5 }')")
     }
     om_pp() {
         local ompi_out
         ompi_out=$(mpiexec -n 2 "$work/ompi_pingpong")
         om_lat+=("$(echo "$ompi_out" | awk '/^latency_8B/ {print $2}')")
         om_bw+=("$(echo "$ompi_out" | awk '/^bw_1MiB/ {print $2}')")
+        om_mr+=("$(mpiexec -n 2 "$work/ompi_mbw_mr" 8 | awk '$1 == "mbw_mr" && $2 == 8 { print $4 }')")
     }
     for r in $(seq "$rounds"); do
         if [ $((r % 2)) = 1 ]; then sf_pp; om_pp; else om_pp; sf_pp; fi
     done
     row "Open MPI" "shm 8 B one-way latency (us)" "$(printf '%s\n' "${sf_lat[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_lat[@]}" | median)" lower
     row "Open MPI" "shm 1 MiB bandwidth, window 64 (MB/s)" "$(printf '%s\n' "${sf_bw[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_bw[@]}" | median)" higher
-    for n in 2 4; do
+    row "Open MPI" "shm 8 B message rate, 1 pair, window 64 (messages/s)" "$(printf '%s\n' "${sf_mr[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_mr[@]}" | median)" higher
+    for n in $ranks; do
         ov=(); [ $n -gt "$(nproc)" ] && ov=(--oversubscribe)
         : >"$work/sf"; : >"$work/om"
         for r in $(seq "$rounds"); do
@@ -174,16 +187,21 @@ else
 fi
 
 echo
-echo "## Curves: latency and bandwidth from 1 B to 4 MiB (for the plots)"
-for route in shm fabric; do
-    name="steadfast shm"; [ $route = fabric ] && name="steadfast tcp;ofi_rxm"
+echo "## Curves: latency and bandwidth from 1 B to 4 MiB, message rate from 8 B to 1 MiB"
+# Series are named "steadfast PATH", "libfabric PATH (fi_pingpong...)" and "Open MPI sm"
+# (PATH shm): steadfast-report compares each steadfast series with the peers of its path.
+for path in shm "tcp;ofi_rxm" net; do
+    # Over shm the provider only serves ranks on other nodes (none here).
+    route=fabric; prov=$path; [ "$path" = shm ] && { route=shm; prov="tcp;ofi_rxm"; }
     for what in latency bw; do
         metric=lat; [ $what = bw ] && metric=bw
-        STEADFAST_PROVIDER="tcp;ofi_rxm" $run -n 2 $bench $what --route $route --min 1 --repetitions 3 | curve "$name" $metric
+        STEADFAST_PROVIDER="$prov" $run -n 2 $bench $what --route $route --min 1 --repetitions 3 | curve "steadfast $path" $metric
     done
 done
+# Message rate (mbw_mr's fifth column: messages/s), one pair over shared memory.
+$run -n 2 $bench mbw_mr --route shm --repetitions 3 | awk 'NF == 5 && $1 ~ /^[0-9]+$/ { print $1, $5 }' | curve "steadfast shm" mr
 if command -v fi_pingpong >/dev/null; then
-    for prov in shm "tcp;ofi_rxm"; do
+    for prov in shm "tcp;ofi_rxm" net; do
         port=$((20000 + RANDOM % 20000))
         dom=(); [ $prov != shm ] && dom=(-d lo)
         taskset -c 0 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -B $port -I 1000 -S all >"$work/srv" 2>&1 &
@@ -205,6 +223,7 @@ if [ -x "$venv/bin/mpicc" ]; then
     mpiexec -n 2 "$work/ompi_pingpong" sweep >"$work/sweep" || true
     awk '$1 == "lat" {print $2, $3}' "$work/sweep" | curve "Open MPI sm" lat
     awk '$1 == "bw" {print $2, $3}' "$work/sweep" | curve "Open MPI sm" bw
+    { mpiexec -n 2 "$work/ompi_mbw_mr" || true; } | awk '$1 == "mbw_mr" {print $2, $4}' | curve "Open MPI sm" mr
 fi
 echo "$(wc -l <"$results/curves.tsv") points in $results/curves.tsv"
 

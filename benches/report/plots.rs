@@ -43,13 +43,35 @@ fn curves(
     unit: &str,
     out: &Path,
 ) -> Result<(), String> {
-    let series = results.series(metric);
-    let points = || series.iter().flat_map(|(_, v)| v.iter());
-    let (Some((y0, y1)), Some(x1)) = (decades(points().map(|p| p.1)), points().map(|p| p.0).max())
-    else {
-        return Err(format!("no {metric} points"));
+    let position = match metric {
+        "lat" => SeriesLabelPosition::UpperLeft,
+        "mr" => SeriesLabelPosition::LowerLeft,
+        _ => SeriesLabelPosition::LowerRight,
     };
-    let root = SVGBackend::new(out, (760, 480)).into_drawing_area();
+    let series = results.series(metric);
+    if series.is_empty() {
+        return Err(format!("no {metric} points"));
+    }
+    draw_curves(&series, title, unit, position, false, out)
+}
+
+/// Every series against message size (log-log); `parity`: a black line at 1.
+fn draw_curves(
+    series: &[(String, Vec<(u64, f64)>)],
+    title: &str,
+    unit: &str,
+    position: SeriesLabelPosition,
+    parity: bool,
+    out: &Path,
+) -> Result<(), String> {
+    let points = || series.iter().flat_map(|(_, v)| v.iter());
+    let values = points().map(|p| p.1).chain(parity.then_some(1.0));
+    let (Some((y0, y1)), Some(x1)) = (decades(values), points().map(|p| p.0).max()) else {
+        return Err("no points".into());
+    };
+    // The many comparisons' legend gets a decade of its own above the curves.
+    let (y1, height) = if parity { (y1 * 10.0, 600) } else { (y1, 480) };
+    let root = SVGBackend::new(out, (760, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
@@ -67,6 +89,15 @@ fn curves(
         .x_label_formatter(&|x| size_label(2f64.powf(x.round()) as u64))
         .draw()
         .map_err(err)?;
+    let x_end = log2(x1.next_power_of_two());
+    if parity {
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, 1.0), (x_end, 1.0)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
     for (i, (name, pts)) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         chart
@@ -88,11 +119,7 @@ fn curves(
     }
     chart
         .configure_series_labels()
-        .position(if metric == "lat" {
-            SeriesLabelPosition::UpperLeft
-        } else {
-            SeriesLabelPosition::LowerRight
-        })
+        .position(position)
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .draw()
@@ -126,6 +153,49 @@ pub fn latency(results: &Results, out: &Path) -> Result<(), String> {
 /// Bandwidth against size, every series.
 pub fn bandwidth(results: &Results, out: &Path) -> Result<(), String> {
     curves(results, "bw", "Bandwidth", "MB/s", out)
+}
+
+/// Message rate against size (osu_mbw_mr's shape), every series.
+pub fn rate(results: &Results, out: &Path) -> Result<(), String> {
+    curves(
+        results,
+        "mr",
+        "Message rate, one pair, window of 64",
+        "messages/s",
+        out,
+    )
+}
+
+/// How many times slower steadfast is than each peer at each size, every metric and
+/// path on one plot (latency: steadfast's / the peer's; bandwidth and rates: the
+/// peer's / steadfast's): above the line at 1, steadfast is behind.
+pub fn slowdown(results: &Results, out: &Path) -> Result<(), String> {
+    let series: Vec<(String, Vec<(u64, f64)>)> = crate::ratios::size_tables(results)
+        .iter()
+        .flat_map(|t| {
+            let flip = !t.metric.lower_is_better();
+            t.peers.iter().enumerate().map(move |(i, peer)| {
+                let pts = t
+                    .ratios(i)
+                    .filter(|&(_, r)| r > 0.0)
+                    .map(|(s, r)| (s, if flip { 1.0 / r } else { r }))
+                    .collect();
+                (format!("{} {} vs {peer}", t.metric.title(), t.path), pts)
+            })
+        })
+        .filter(|(_, pts): &(String, Vec<_>)| !pts.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Err("no size at which steadfast and a peer were both measured".into());
+    }
+    draw_curves(
+        &series,
+        "Times slower than the peer (above 1: steadfast behind)",
+        "times slower (bandwidth, rate: peer's / steadfast's)",
+        SeriesLabelPosition::UpperRight,
+        true,
+        out,
+    )
 }
 
 /// The ULFM phases: for each phase, steadfast and Open MPI at each rank count.

@@ -9,35 +9,37 @@ use steadfast::comm::ReduceOp;
 use steadfast::{Comm, CommError, World};
 
 use crate::report::{Report, Stats};
-use crate::{fail, Common};
+use crate::{fail, Common, OrFail};
 
+/// Nanoseconds since 1970 (0 for a clock set before it: the phases then read as 0).
 fn realtime_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos() as u64
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Every rank's `v`, at every rank (an allreduce over one slot per rank).
 fn all_values(comm: &Comm, v: u64) -> Vec<u64> {
     let mut slots = vec![0u64; comm.size() as usize];
     slots[comm.rank() as usize] = v;
-    comm.allreduce(&mut slots, ReduceOp::Sum).unwrap();
+    comm.allreduce(&mut slots, ReduceOp::Sum)
+        .or_fail(comm.rank(), "gathering every rank's value");
     slots
 }
 
 /// µs per agreement over `iters`, for each repetition.
 fn agreements(comm: &Comm, c: &Common) -> Vec<f64> {
+    let me = comm.rank();
     for _ in 0..c.warmup {
-        comm.agree(1).unwrap();
+        comm.agree(1).or_fail(me, "agreement (warm-up)");
     }
-    (0..c.repetitions.max(1))
+    (0..c.repetitions)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..c.iterations {
-                comm.agree(1).unwrap();
+                comm.agree(1).or_fail(me, "agreement");
             }
-            t.elapsed().as_secs_f64() * 1e6 / c.iterations.max(1) as f64
+            t.elapsed().as_secs_f64() * 1e6 / c.iterations as f64
         })
         .collect()
 }
@@ -53,7 +55,7 @@ fn header(world: &World, name: &'static str, c: &Common) -> Report {
         format!(
             "{:?}",
             (0..world.size())
-                .map(|r| world.route(r).expect("rank"))
+                .filter_map(|r| world.route(r))
                 .collect::<Vec<_>>()
         ),
     );
@@ -68,18 +70,20 @@ fn header(world: &World, name: &'static str, c: &Common) -> Report {
 fn kill_last(comm: &Comm) -> u64 {
     let (me, n) = (comm.rank(), comm.size());
     let victim = n - 1;
-    comm.agree(1).unwrap();
+    comm.agree(1).or_fail(me, "agreement before the kill");
     if me == victim {
         let t = realtime_ns();
         for r in 0..victim {
-            comm.send(r, 5, &t.to_le_bytes()).unwrap();
+            comm.send(r, 5, &t.to_le_bytes())
+                .or_fail(me, format_args!("time stamp to rank {r}"));
         }
         // SAFETY: raising a signal at ourselves.
         unsafe { libc::raise(libc::SIGKILL) };
         unreachable!("SIGKILL returned");
     }
     let mut b = [0u8; 8];
-    comm.recv(Some(victim), Some(5), &mut b).unwrap();
+    comm.recv(Some(victim), Some(5), &mut b)
+        .or_fail(me, format_args!("time stamp from rank {victim}"));
     u64::from_le_bytes(b)
 }
 
@@ -102,8 +106,8 @@ pub fn agree(world: World, c: &Common) {
     let first = loop {
         match comm.agree(1) {
             Ok(_) => {}
-            Err(CommError::ProcFailed { .. }) => break realtime_ns() - killed_at,
-            Err(e) => fail(&e.to_string()),
+            Err(CommError::ProcFailed { .. }) => break realtime_ns().saturating_sub(killed_at),
+            Err(e) => crate::fail_at(comm.rank(), format_args!("agreement after the kill: {e}")),
         }
     };
     let t = Instant::now();
@@ -115,7 +119,7 @@ pub fn agree(world: World, c: &Common) {
     }
     let stabilize = t.elapsed().as_nanos() as u64;
     let mut after = agreements(&comm, c);
-    let survivors = comm.shrink().unwrap();
+    let survivors = comm.shrink().or_fail(comm.rank(), "shrink");
     let first = over(&survivors, first);
     let stabilize = over(&survivors, stabilize);
     if survivors.rank() == 0 {
@@ -135,12 +139,12 @@ pub fn revoke(world: World, c: &Common) {
     let comm = world.comm();
     let me = comm.rank();
     let mut report = header(&world, "revoke", c);
-    let other = comm.dup().unwrap();
+    let other = comm.dup().or_fail(me, "dup");
     let mut before = agreements(&other, c);
     let mut interrupt = Vec::new();
-    for _ in 0..c.repetitions.max(1) {
-        let dup = comm.dup().unwrap();
-        other.agree(1).unwrap();
+    for _ in 0..c.repetitions {
+        let dup = comm.dup().or_fail(me, "dup");
+        other.agree(1).or_fail(me, "agreement before the revoke");
         let mut stamp = 0;
         let mut i = 0usize;
         loop {
@@ -152,7 +156,7 @@ pub fn revoke(world: World, c: &Common) {
             match dup.allreduce(&mut v, ReduceOp::Sum) {
                 Ok(()) => i += 1,
                 Err(CommError::Revoked) => break,
-                Err(e) => fail(&e.to_string()),
+                Err(e) => crate::fail_at(me, format_args!("allreduce before the revoke: {e}")),
             }
         }
         let now = if me == 0 { stamp } else { realtime_ns() };
@@ -179,17 +183,18 @@ pub fn revoke(world: World, c: &Common) {
 pub fn shrink(world: World, c: &Common) {
     let comm = world.comm();
     let mut report = header(&world, "shrink", c);
+    let me = comm.rank();
     let mut ff = Vec::new();
-    for _ in 0..c.repetitions.max(1) {
-        comm.agree(1).unwrap();
+    for _ in 0..c.repetitions {
+        comm.agree(1).or_fail(me, "agreement before a shrink");
         let t = Instant::now();
-        let s = comm.shrink().unwrap();
+        let s = comm.shrink().or_fail(me, "failure-free shrink");
         ff.push(t.elapsed().as_secs_f64() * 1e6);
         drop(s);
     }
     let killed_at = kill_last(&comm);
-    let small = comm.shrink().unwrap();
-    let after = realtime_ns() - killed_at;
+    let small = comm.shrink().or_fail(me, "shrink after the kill");
+    let after = realtime_ns().saturating_sub(killed_at);
     let after = over(&small, after);
     if small.rank() == 0 {
         report.row("failure_free", Stats::of(&mut ff));
@@ -211,11 +216,16 @@ pub fn detect(world: World, c: &Common, detectors: &str) {
     let mut b = [0u8; 1];
     match comm.recv(Some(victim), Some(6), &mut b) {
         Err(CommError::ProcFailed { .. }) => {}
-        other => fail(&format!("expected ProcFailed, got {other:?}")),
+        other => crate::fail_at(
+            comm.rank(),
+            format_args!(
+                "receive from the killed rank {victim}: expected ProcFailed, got {other:?}"
+            ),
+        ),
     }
-    let detected = realtime_ns() - killed_at;
+    let detected = realtime_ns().saturating_sub(killed_at);
     comm.ack_failed();
-    let small = comm.shrink().unwrap();
+    let small = comm.shrink().or_fail(comm.rank(), "shrink after the kill");
     let stats = over(&small, detected);
     if small.rank() == 0 {
         report.row(format!("detect_{detectors}"), stats);

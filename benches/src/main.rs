@@ -2,48 +2,38 @@
 //! program (`steadfast-run -n 2 steadfast-bench latency`, `mpiexec.hydra`, `srun`).
 //!
 //! Point to point (ranks 0 and 1; OSU-style tables): `latency`, `bw` (window of 64),
-//! `bibw`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives: `allreduce`; fault tolerance (the phases ICLDisco's
-//! ulfm-testing reports): `agree`, `revoke`, `shrink`, `detect`. Every number is the
-//! median of `--repetitions` runs of `--iterations` operations after `--warmup`, with
-//! min and max; `--json` prints one JSON document instead of the table.
+//! `bibw`; message rate (OSU's `osu_mbw_mr`: rank i sends to rank i + n/2, windows of
+//! 64): `mbw_mr`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives:
+//! `allreduce`; fault tolerance (the phases ICLDisco's ulfm-testing reports): `agree`,
+//! `revoke`, `shrink`, `detect`. Every number is the median of `--repetitions` runs of
+//! `--iterations` operations after `--warmup`, with min and max.
+//!
+//! `--json` prints one JSON document at rank 0 instead of the table (written with
+//! serde, the shape is `report::Document`'s): `benchmark`, `first_column`, `column`
+//! (`name`, `unit`), `second_column` (mbw_mr only), `facts` (an object of strings, in
+//! the table header's order) and `rows` (`label`, `median`, `min`, `max`, and `second`
+//! with a second column).
+//!
+//! Bad input is one line on stderr and exit status 2: a flag out of range names the
+//! value and the bound (see `args.rs`). A communication error during a benchmark that
+//! injects no failure (a peer died, the transport broke) is one line naming the rank,
+//! the operation and the error, and exit status 1, as is a closed stdout; a panic is a
+//! bug.
 
+mod args;
 mod ft;
 mod p2p;
+mod rate;
 mod report;
 mod rma;
+
+use std::fmt::Display;
 
 use clap::{Parser, Subcommand};
 use steadfast::params::Params;
 use steadfast::World;
 
-/// Options shared by every subcommand.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Common {
-    /// Smallest message size in bytes (point to point, allreduce).
-    #[arg(long, default_value_t = 0)]
-    pub min: usize,
-    /// Largest message size in bytes.
-    #[arg(long, default_value_t = 4 << 20)]
-    pub max: usize,
-    /// Operations per repetition (fewer for large sizes).
-    #[arg(long, default_value_t = 10_000)]
-    pub iterations: usize,
-    /// Operations before measuring.
-    #[arg(long, default_value_t = 1_000)]
-    pub warmup: usize,
-    /// Repetitions: the median, min and max over them are reported.
-    #[arg(long, default_value_t = 5)]
-    pub repetitions: usize,
-    /// Path between ranks: auto (shm within a node, fabric across), shm, or fabric.
-    #[arg(long, default_value = "auto")]
-    pub route: String,
-    /// Core binding: auto, core or none.
-    #[arg(long, default_value = "auto")]
-    pub bind: String,
-    /// Print JSON instead of the OSU-style table.
-    #[arg(long)]
-    pub json: bool,
-}
+pub use args::{Common, SizeRange};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -63,6 +53,10 @@ enum Bench {
     Bw(Common),
     /// Bidirectional bandwidth between ranks 0 and 1, 64 messages each way.
     Bibw(Common),
+    /// Message rate and bandwidth of pairs (rank i sends to rank i + n/2), 64
+    /// messages in flight per pair, as OSU's osu_mbw_mr (an even number of ranks).
+    #[command(name = "mbw_mr")]
+    MbwMr(Common),
     /// Latency of a put from rank 0 into rank 1's window (complete at the target).
     Put(Common),
     /// Latency of a get by rank 0 from rank 1's window.
@@ -88,6 +82,13 @@ enum Bench {
     },
 }
 
+/// Checks `common` for `bench` (with its sizes, if it has any) before any rank starts
+/// talking.
+fn checked(mut common: Common, bench: &str, range: Option<SizeRange>) -> Common {
+    common.resolve(bench, range).unwrap_or_else(|e| fail(&e));
+    common
+}
+
 fn init(common: &Common, detectors: Option<&str>) -> World {
     let mut params = Params::load().unwrap_or_else(|e| fail(&e.to_string()));
     let mut set = |name: &str, value: &str| {
@@ -110,25 +111,112 @@ fn init(common: &Common, detectors: Option<&str>) -> World {
     World::init_with(boot, params).unwrap_or_else(|e| fail(&e.to_string()))
 }
 
+/// Bad input: one line, exit status 2.
 fn fail(why: &str) -> ! {
-    eprintln!("steadfast-bench: {why}");
+    say(format_args!("{why}"));
     std::process::exit(2)
 }
 
+/// A failure while running (a peer's death, a transport error, memory): one line
+/// naming the rank, exit status 1.
+fn fail_at(rank: u32, why: impl Display) -> ! {
+    say(format_args!("rank {rank}: {why}"));
+    std::process::exit(1)
+}
+
+/// Stdout failed (closed by the reader, full disk): one line, exit status 1.
+fn fail_output(e: std::io::Error) -> ! {
+    say(format_args!("writing the results: {e}"));
+    std::process::exit(1)
+}
+
+/// Writes "steadfast-bench: LINE" to stderr in one write, so that the lines of ranks
+/// sharing the launcher's stderr do not interleave.
+fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let text = format!("steadfast-bench: {line}\n");
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// Turns an error of a benchmark's operation into [`fail_at`]'s line.
+pub(crate) trait OrFail<T> {
+    /// The value, or exit with "rank RANK: WHAT: the error".
+    fn or_fail(self, rank: u32, what: impl Display) -> T;
+}
+
+impl<T, E: Display> OrFail<T> for Result<T, E> {
+    fn or_fail(self, rank: u32, what: impl Display) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => fail_at(rank, format_args!("{what}: {e}")),
+        }
+    }
+}
+
+/// Parses the command line; a usage error is one line (help and version print as
+/// usual).
+fn parse() -> Cli {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            e.exit()
+        }
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad command line");
+            fail(first.trim_start_matches("error: "))
+        }
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse();
     match cli.bench {
-        Bench::Latency(c) => p2p::latency(&init(&c, None), &c),
-        Bench::Bw(c) => p2p::bandwidth(&init(&c, None), &c, false),
-        Bench::Bibw(c) => p2p::bandwidth(&init(&c, None), &c, true),
-        Bench::Put(c) => rma::latency(&init(&c, None), &c, rma::OneSided::Put),
-        Bench::Get(c) => rma::latency(&init(&c, None), &c, rma::OneSided::Get),
-        Bench::Allreduce(c) => p2p::allreduce(&init(&c, None), &c),
-        Bench::Agree(c) => ft::agree(init(&c, None), &c),
-        Bench::Revoke(c) => ft::revoke(init(&c, None), &c),
-        Bench::Shrink(c) => ft::shrink(init(&c, None), &c),
+        Bench::Latency(c) => {
+            let c = checked(c, "latency", Some(p2p::LATENCY_SIZES));
+            p2p::latency(&init(&c, None), &c)
+        }
+        Bench::Bw(c) => {
+            let c = checked(c, "bw", Some(p2p::BANDWIDTH_SIZES));
+            p2p::bandwidth(&init(&c, None), &c, false)
+        }
+        Bench::Bibw(c) => {
+            let c = checked(c, "bibw", Some(p2p::BANDWIDTH_SIZES));
+            p2p::bandwidth(&init(&c, None), &c, true)
+        }
+        Bench::MbwMr(c) => {
+            let c = checked(c, "mbw_mr", Some(rate::SIZES));
+            rate::mbw_mr(&init(&c, None), &c)
+        }
+        Bench::Put(c) => {
+            let c = checked(c, "put", Some(rma::SIZES));
+            rma::latency(&init(&c, None), &c, rma::OneSided::Put)
+        }
+        Bench::Get(c) => {
+            let c = checked(c, "get", Some(rma::SIZES));
+            rma::latency(&init(&c, None), &c, rma::OneSided::Get)
+        }
+        Bench::Allreduce(c) => {
+            let c = checked(c, "allreduce", Some(p2p::ALLREDUCE_SIZES));
+            p2p::allreduce(&init(&c, None), &c)
+        }
+        Bench::Agree(c) => {
+            let c = checked(c, "agree", None);
+            ft::agree(init(&c, None), &c)
+        }
+        Bench::Revoke(c) => {
+            let c = checked(c, "revoke", None);
+            ft::revoke(init(&c, None), &c)
+        }
+        Bench::Shrink(c) => {
+            let c = checked(c, "shrink", None);
+            ft::shrink(init(&c, None), &c)
+        }
         Bench::Detect { common, detectors } => {
-            ft::detect(init(&common, Some(&detectors)), &common, &detectors)
+            let c = checked(common, "detect", None);
+            ft::detect(init(&c, Some(&detectors)), &c, &detectors)
         }
     }
 }

@@ -5,15 +5,29 @@ use std::time::Instant;
 use steadfast::comm::ReduceOp;
 use steadfast::{Comm, World};
 
+use crate::args::{buffer, SizeRange};
 use crate::report::{iterations_for, sizes, Report, Stats};
-use crate::{fail, Common};
+use crate::{fail, Common, OrFail};
 
-/// Messages in flight in `bw` and `bibw`.
-const WINDOW: usize = 64;
+/// Messages in flight in `bw`, `bibw` and `mbw_mr`.
+pub(crate) const WINDOW: usize = 64;
+
+/// The sizes `latency` measures: 0 B to 4 MiB by default.
+pub const LATENCY_SIZES: SizeRange = SizeRange::new(0, 4 << 20);
+/// The sizes `bw` and `bibw` measure: 1 B to 4 MiB by default.
+pub const BANDWIDTH_SIZES: SizeRange = SizeRange::new(1, 4 << 20);
+/// The sizes `allreduce` measures: 8 B (one u64) to the most one allreduce takes.
+pub const ALLREDUCE_SIZES: SizeRange = SizeRange {
+    ceiling: (
+        steadfast::comm::ALLREDUCE_MAX * 8,
+        "the most values one allreduce takes",
+    ),
+    ..SizeRange::new(8, 4 << 20)
+};
 
 /// Runs `op` for `iters` timed operations per repetition (the first repetition after
-/// `warmup` untimed ones); returns each repetition's seconds per operation. `op`
-/// returns false when this rank takes no part.
+/// `warmup` untimed ones, at most `iters`); returns each repetition's seconds per
+/// operation. `op` returns false when this rank takes no part.
 pub(crate) fn timed(
     c: &Common,
     iters: usize,
@@ -21,7 +35,7 @@ pub(crate) fn timed(
     mut op: impl FnMut() -> bool,
 ) -> Vec<f64> {
     let mut samples = Vec::with_capacity(c.repetitions);
-    for rep in 0..c.repetitions.max(1) {
+    for rep in 0..c.repetitions {
         let warm = if rep == 0 { warmup.min(iters) } else { 0 };
         let mut t = Instant::now();
         for i in 0..warm + iters {
@@ -41,7 +55,9 @@ pub(crate) fn describe(world: &World, report: &mut Report, c: &Common) {
     report.fact("ranks", world.size());
     report.fact(
         "route 0->1",
-        format!("{:?}", world.route(1).expect("two ranks")),
+        world
+            .route(1)
+            .map_or_else(|| "-".to_string(), |r| format!("{r:?}")),
     );
     report.fact("provider", world.provider().unwrap_or("-"));
     report.fact(
@@ -56,6 +72,13 @@ pub(crate) fn need_two(world: &World) {
     }
 }
 
+/// A buffer of the largest size (at least one byte), or this rank's error line.
+pub(crate) fn max_buffer(c: &Common, fill: u8, rank: u32) -> Vec<u8> {
+    let max = c.range.1;
+    buffer(max.max(1), fill, format_args!("messages of --max {max}"))
+        .unwrap_or_else(|e| crate::fail_at(rank, e))
+}
+
 /// One-way latency (half the round trip) between ranks 0 and 1.
 pub fn latency(world: &World, c: &Common) {
     need_two(world);
@@ -63,21 +86,26 @@ pub fn latency(world: &World, c: &Common) {
     let me = comm.rank();
     let mut report = Report::new("latency", "Latency", "us", c.json);
     describe(world, &mut report, c);
+    let mut buf = max_buffer(c, 0, me);
     if me == 0 {
         report.start();
     }
-    let mut buf = vec![0u8; c.max.max(1)];
-    for size in sizes(c.min, c.max) {
+    for size in sizes(c.range.0, c.range.1) {
         let iters = iterations_for(size, c.iterations);
         let mut samples: Vec<f64> = timed(c, iters, c.warmup, || {
+            // format_args!: the error's words cost nothing until they are printed.
             match me {
                 0 => {
-                    comm.send(1, 1, &buf[..size]).unwrap();
-                    comm.recv(Some(1), Some(1), &mut buf[..size]).unwrap();
+                    comm.send(1, 1, &buf[..size])
+                        .or_fail(me, format_args!("latency at {size} B: send to rank 1"));
+                    comm.recv(Some(1), Some(1), &mut buf[..size])
+                        .or_fail(me, format_args!("latency at {size} B: receive from rank 1"));
                 }
                 1 => {
-                    comm.recv(Some(0), Some(1), &mut buf[..size]).unwrap();
-                    comm.send(0, 1, &buf[..size]).unwrap();
+                    comm.recv(Some(0), Some(1), &mut buf[..size])
+                        .or_fail(me, format_args!("latency at {size} B: receive from rank 0"));
+                    comm.send(0, 1, &buf[..size])
+                        .or_fail(me, format_args!("latency at {size} B: send to rank 0"));
                 }
                 _ => return false,
             }
@@ -91,26 +119,58 @@ pub fn latency(world: &World, c: &Common) {
             report.row(size, Stats::of(&mut samples));
         }
     }
-    comm.barrier().unwrap();
+    comm.barrier().or_fail(me, "final barrier");
     if me == 0 {
         report.finish();
     }
 }
 
-fn window(comm: &Comm, to: u32, data: &[u8], recv_from: Option<u32>, buf: &mut [u8]) {
+/// Sends a window of [`WINDOW`] messages of `data` to `to` (receiving as many from
+/// `recv_from` meanwhile, for `bibw`) and waits for the sends.
+pub(crate) fn window(comm: &Comm, to: u32, data: &[u8], recv_from: Option<u32>, buf: &mut [u8]) {
+    let me = comm.rank();
+    let size = data.len();
     let sends: Vec<_> = (0..WINDOW)
-        // SAFETY: every request is waited for below before `data`'s borrow ends (a
-        // panic drops, hence cancels, them first).
-        .map(|_| unsafe { comm.isend(to, 2, data) }.unwrap())
+        .map(|_| {
+            // SAFETY: every request is waited for below before `data`'s borrow ends (an
+            // error ends the process, whose memory no transport can then touch; a panic
+            // drops, hence cancels, them first).
+            unsafe { comm.isend(to, 2, data) }
+                .or_fail(me, format_args!("isend of {size} B to rank {to}"))
+        })
         .collect();
     if let Some(from) = recv_from {
         for _ in 0..WINDOW {
-            comm.recv(Some(from), Some(2), buf).unwrap();
+            comm.recv(Some(from), Some(2), buf)
+                .or_fail(me, format_args!("receive of {size} B from rank {from}"));
         }
     }
     for s in sends {
-        s.wait().unwrap();
+        s.wait()
+            .or_fail(me, format_args!("send of {size} B to rank {to}"));
     }
+}
+
+/// Receives a window of [`WINDOW`] messages from `from` in order, then acknowledges
+/// it with one byte.
+pub(crate) fn drain_window(comm: &Comm, from: u32, buf: &mut [u8]) {
+    let me = comm.rank();
+    let size = buf.len();
+    for _ in 0..WINDOW {
+        comm.recv(Some(from), Some(2), buf)
+            .or_fail(me, format_args!("receive of {size} B from rank {from}"));
+    }
+    comm.send(from, 3, &[0u8])
+        .or_fail(me, format_args!("acknowledgement to rank {from}"));
+}
+
+/// Waits for the receiver's acknowledgement of a window.
+pub(crate) fn await_ack(comm: &Comm, from: u32) {
+    let mut ack = [0u8; 1];
+    comm.recv(Some(from), Some(3), &mut ack).or_fail(
+        comm.rank(),
+        format_args!("acknowledgement from rank {from}"),
+    );
 }
 
 /// Bandwidth from 0 to 1 (`bi`: both ways at once), in MB/s.
@@ -122,31 +182,26 @@ pub fn bandwidth(world: &World, c: &Common, bi: bool) {
     let mut report = Report::new(name, "Bandwidth", "MB/s", c.json);
     describe(world, &mut report, c);
     report.fact("window", WINDOW);
+    let data = max_buffer(c, 0x5a, me);
+    let mut buf = max_buffer(c, 0, me);
     if me == 0 {
         report.start();
     }
-    let data = vec![0x5au8; c.max.max(1)];
-    let mut buf = vec![0u8; c.max.max(1)];
-    let mut ack = [0u8; 1];
-    for size in sizes(c.min.max(1), c.max) {
+    for size in sizes(c.range.0, c.range.1) {
         let iters = iterations_for(size, (c.iterations / WINDOW).max(10));
         let bytes = (size * WINDOW) as f64 * if bi { 2.0 } else { 1.0 };
         let mut samples: Vec<f64> = timed(c, iters, 2, || {
             match me {
                 0 => {
                     window(&comm, 1, &data[..size], bi.then_some(1), &mut buf[..size]);
-                    comm.recv(Some(1), Some(3), &mut ack).unwrap();
+                    await_ack(&comm, 1);
                 }
                 1 if bi => {
                     window(&comm, 0, &data[..size], Some(0), &mut buf[..size]);
-                    comm.send(0, 3, &ack).unwrap();
+                    comm.send(0, 3, &[0u8])
+                        .or_fail(me, "acknowledgement to rank 0");
                 }
-                1 => {
-                    for _ in 0..WINDOW {
-                        comm.recv(Some(0), Some(2), &mut buf[..size]).unwrap();
-                    }
-                    comm.send(0, 3, &ack).unwrap();
-                }
+                1 => drain_window(&comm, 0, &mut buf[..size]),
                 _ => return false,
             }
             true
@@ -158,7 +213,7 @@ pub fn bandwidth(world: &World, c: &Common, bi: bool) {
             report.row(size, Stats::of(&mut samples));
         }
     }
-    comm.barrier().unwrap();
+    comm.barrier().or_fail(me, "final barrier");
     if me == 0 {
         report.finish();
     }
@@ -174,20 +229,22 @@ pub fn allreduce(world: &World, c: &Common) {
     if me == 0 {
         report.start();
     }
-    let max = c.max.min(steadfast::comm::ALLREDUCE_MAX * 8);
-    for size in sizes(c.min.max(8), max) {
+    for size in sizes(c.range.0, c.range.1) {
         let n = size / 8;
         let mut values = vec![1u64; n];
         let iters = iterations_for(size, c.iterations);
         let mut samples: Vec<f64> = timed(c, iters, c.warmup, || {
             values.iter_mut().for_each(|v| *v = 1);
-            comm.allreduce(&mut values, ReduceOp::Sum).unwrap();
+            comm.allreduce(&mut values, ReduceOp::Sum)
+                .or_fail(me, format_args!("allreduce of {size} B"));
             true
         })
         .into_iter()
         .map(|secs| secs * 1e6)
         .collect();
-        assert!(values.iter().all(|&v| v == comm.size() as u64), "wrong sum");
+        if let Some(v) = values.iter().find(|&&v| v != u64::from(comm.size())) {
+            fail_wrong_sum(me, size, *v, comm.size());
+        }
         if me == 0 {
             report.row(size, Stats::of(&mut samples));
         }
@@ -195,4 +252,11 @@ pub fn allreduce(world: &World, c: &Common) {
     if me == 0 {
         report.finish();
     }
+}
+
+fn fail_wrong_sum(me: u32, size: usize, got: u64, ranks: u32) -> ! {
+    crate::fail_at(
+        me,
+        format_args!("allreduce of {size} B summed to {got}, expected {ranks}"),
+    )
 }

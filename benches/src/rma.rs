@@ -2,9 +2,13 @@
 
 use steadfast::World;
 
-use crate::p2p::{describe, need_two, timed};
+use crate::args::SizeRange;
+use crate::p2p::{describe, max_buffer, need_two, timed};
 use crate::report::{iterations_for, sizes, Report, Stats};
-use crate::Common;
+use crate::{Common, OrFail};
+
+/// The sizes `put` and `get` measure: 0 B to 4 MiB by default.
+pub const SIZES: SizeRange = SizeRange::new(0, 4 << 20);
 
 /// Which one-sided operation to time.
 #[derive(Clone, Copy, Debug)]
@@ -33,13 +37,13 @@ pub fn latency(world: &World, c: &Common, op: OneSided) {
         "each operation returns complete (put: in the target's memory)",
     );
     let win = comm
-        .window_allocate(c.max.max(1))
-        .unwrap_or_else(|e| crate::fail(&e.to_string()));
-    let mut buf = vec![0x3cu8; c.max.max(1)];
+        .window_allocate(c.range.1.max(1))
+        .or_fail(me, "creating the window");
+    let mut buf = max_buffer(c, 0x3c, me);
     if me == 0 {
         report.start();
     }
-    for size in sizes(c.min, c.max) {
+    for size in sizes(c.range.0, c.range.1) {
         let iters = iterations_for(size, c.iterations);
         let mut samples: Vec<f64> = timed(c, iters, c.warmup, || {
             if me != 0 {
@@ -49,28 +53,19 @@ pub fn latency(world: &World, c: &Common, op: OneSided) {
                 OneSided::Put => win.put(1, 0, &buf[..size]),
                 OneSided::Get => win.get(1, 0, &mut buf[..size]),
             }
-            .unwrap_or_else(|e| {
-                crate::fail(&format!(
-                    "{name} of {size} B: {e}; failures: {:?}",
-                    world.failures()
-                ))
-            });
+            .or_fail(me, format_args!("{name} of {size} B into rank 1"));
             true
         })
         .into_iter()
         .map(|secs| secs * 1e6)
         .collect();
-        win.fence().unwrap_or_else(|e| {
-            crate::fail(&format!(
-                "fence after {size} B: {e}; failures: {:?}",
-                world.failures()
-            ))
-        });
+        win.fence()
+            .or_fail(me, format_args!("fence after {size} B"));
         if me == 0 {
             report.row(size, Stats::of(&mut samples));
         }
     }
-    win.free().unwrap();
+    win.free().or_fail(me, "freeing the window");
     if me == 0 {
         report.finish();
     }

@@ -1,51 +1,11 @@
 //! Every steadfast-bench subcommand once, at tiny sizes, under steadfast-run (a smoke
 //! test: output checked, no timing asserted).
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
-/// steadfast-run, built beside this test by `cargo test --workspace`.
-fn launcher() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target/<profile>");
-    let run = dir.join("steadfast-run");
-    assert!(
-        run.exists(),
-        "{} missing: run the tests with cargo test --workspace",
-        run.display()
-    );
-    run
-}
-
-fn bench(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(launcher());
-    cmd.args([
-        "-n",
-        &ranks.to_string(),
-        env!("CARGO_BIN_EXE_steadfast-bench"),
-    ])
-    .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let out = cmd.output().expect("start steadfast-run");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::bench;
 
 const TINY: &[&str] = &["--iterations", "50", "--warmup", "5", "--repetitions", "2"];
 
@@ -84,9 +44,62 @@ fn point_to_point_and_allreduce_print_osu_tables() {
     let a = with("latency", &["--max", "8", "--json"]);
     let (code, out, _) = bench(2, &args(&a), &[]);
     assert_eq!(code, Some(0));
+    let doc: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON document");
+    assert_eq!(doc["benchmark"], "latency");
+    assert_eq!(doc["column"]["unit"], "us");
+    assert_eq!(doc["facts"]["ranks"], "2");
+    let labels: Vec<&str> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["0", "1", "2", "4", "8"]);
+    assert!(doc["rows"][0]["median"].as_f64().unwrap() > 0.0);
+}
+
+/// mbw_mr over 2 and 4 ranks (1 and 2 pairs): the OSU table with the messages/s
+/// column, and its JSON; an odd rank count is a one-line error per rank.
+#[test]
+fn message_rate_prints_bandwidth_and_messages_per_second() {
+    for (ranks, pairs) in [
+        (2, "1 (rank i sends to rank i + 1)"),
+        (4, "2 (rank i sends to rank i + 2)"),
+    ] {
+        let a = with("mbw_mr", &["--max", "1024"]);
+        let (code, out, err) = bench(ranks, &args(&a), &[]);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        assert!(out.contains("# steadfast-bench mbw_mr"), "{out}");
+        assert!(out.contains(&format!("# pairs: {pairs}")), "{out}");
+        assert!(out.contains("Messages/s"), "{out}");
+        for size in ["8", "1024"] {
+            let row = out
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(size))
+                .unwrap_or_else(|| panic!("no {size} row: {out}"));
+            let f: Vec<f64> = row.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            assert_eq!(f.len(), 5, "{row}");
+            // Messages/s is the median MB/s over the size (to the printed digit).
+            let rate = f[1] * 1e6 / f[0];
+            assert!((f[4] - rate).abs() <= rate * 0.01 + 1.0, "{row}");
+        }
+        assert!(
+            !out.lines().any(|l| l.starts_with("4 ")),
+            "starts at 8 B: {out}"
+        );
+    }
+    let a = with("mbw_mr", &["--min", "64", "--max", "64", "--json"]);
+    let (code, out, err) = bench(2, &args(&a), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON document");
+    assert_eq!(doc["second_column"]["name"], "Messages/s");
+    assert_eq!(doc["rows"][0]["label"], "64");
+    assert!(doc["rows"][0]["second"].as_f64().unwrap() > 0.0);
+    let (code, _, err) = bench(3, &args(&with("mbw_mr", &[])), &[]);
+    assert_ne!(code, Some(0), "{err}");
     assert!(
-        out.trim_start().starts_with("{\"benchmark\": \"latency\""),
-        "{out}"
+        err.contains("steadfast-bench: mbw_mr needs an even number of ranks (pairs), not 3"),
+        "{err}"
     );
 }
 
@@ -136,7 +149,8 @@ fn fault_tolerance_phases_are_reported() {
 }
 
 /// steadfast-report turns a results directory (as benches/compare/run.sh writes it)
-/// into the three plots and the Markdown section; a directory without results is an
+/// into the plots and the Markdown section (worst ratio per metric, every size, the
+/// phases by rank count); a directory without results is an
 /// error naming the missing file.
 #[test]
 fn report_writes_plots_and_table() {
@@ -146,7 +160,9 @@ fn report_writes_plots_and_table() {
     std::fs::write(
         dir.join("curves.tsv"),
         "steadfast shm\tlat\t1\t0.12\nsteadfast shm\tlat\t1024\t0.5\n\
-         steadfast shm\tbw\t1024\t3000\nsteadfast shm\tbw\t1048576\t14000\n",
+         Open MPI sm\tlat\t1024\t0.25\n\
+         steadfast shm\tbw\t1024\t3000\nsteadfast shm\tbw\t1048576\t14000\n\
+         steadfast shm\tmr\t8\t1000000\nOpen MPI sm\tmr\t8\t2000000\n",
     )
     .unwrap();
     std::fs::write(
@@ -162,14 +178,47 @@ fn report_writes_plots_and_table() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for f in ["latency.svg", "bandwidth.svg", "phases.svg"] {
+    for f in [
+        "slowdown.svg",
+        "latency.svg",
+        "bandwidth.svg",
+        "rate.svg",
+        "phases.svg",
+    ] {
         let svg = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("steadfast"), "{f}");
     }
     let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
+    // The ratio at every size, and the worst per metric and peer.
+    assert!(md.contains("| 1 B | 0.12 | – | – |"), "{md}");
+    assert!(md.contains("| 1 KiB | 0.50 | 0.25 | **2.00** |"), "{md}");
     assert!(
-        md.contains("| agree failure free (us) | 0.35 | Open MPI ULFM | 0.72 | 0.49 | ahead |"),
+        md.contains(
+            "| latency | shm | Open MPI sm | **2.00** | 1 KiB | **behind at 1 of 1 sizes** |"
+        ),
         "{md}"
+    );
+    assert!(
+        md.contains(
+            "| message rate | shm | Open MPI sm | **0.50** | 8 B | **behind at 1 of 1 sizes** |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| agree failure free (us) | Open MPI ULFM | 0.35 | 0.72 | 0.49 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| shrink (us) | ULFM | Open MPI ULFM | 0.05 | 2 ranks | ahead at all 1 rank counts |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("](benches/results/rate.svg)"), "{md}");
+    let slowdown = std::fs::read_to_string(dir.join("slowdown.svg")).unwrap();
+    assert!(
+        slowdown.contains("latency shm vs Open MPI sm"),
+        "{slowdown}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
     let missing = Command::new(report).arg(&dir).output().unwrap();

@@ -3,14 +3,27 @@
 //! the topology, XPMEM and single-copy availability, and every parameter with its value
 //! and where the value came from. `--params` prints only the parameters.
 
+use clap::Parser;
 use std::io::Write;
 use steadfast::fabric;
 use steadfast::params::{self, Params};
 
+/// What steadfast finds on this machine, and every parameter with its value and where
+/// the value came from.
+#[derive(Debug, Parser)]
+#[command(name = "steadfast-info", version)]
+struct Options {
+    /// Print only the parameters.
+    #[arg(long)]
+    params: bool,
+}
+
 fn main() {
+    // Usage errors exit 2 before anything is printed.
+    let options = Options::parse();
     let mut out = std::io::stdout().lock();
     // A closed pipe (`steadfast-info | head`) ends the listing quietly.
-    if let Err(e) = run(&mut out) {
+    if let Err(e) = run(&mut out, &options) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("steadfast-info: {e}");
             std::process::exit(1);
@@ -18,15 +31,8 @@ fn main() {
     }
 }
 
-fn run(out: &mut impl Write) -> std::io::Result<()> {
-    let only_params = match std::env::args().nth(1).as_deref() {
-        None => false,
-        Some("--params") => true,
-        Some(other) => {
-            eprintln!("usage: steadfast-info [--params] (unknown argument {other:?})");
-            std::process::exit(2);
-        }
-    };
+fn run(out: &mut impl Write, options: &Options) -> std::io::Result<()> {
+    let only_params = options.params;
     // No logger here: the unknown-variable warnings are printed by this binary.
     for unknown in
         params::unknown_variables(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))

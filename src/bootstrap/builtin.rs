@@ -1,9 +1,12 @@
 //! The rank side of `steadfast-run`'s key-value service.
 
-use super::wire::{Frame, SECRET_LEN};
+use super::wire::{Frame, MAX_VALUE, PROTOCOL_VERSION, SECRET_LEN};
 use super::{Bootstrap, BootstrapError, FailureEvent};
 use std::net::TcpStream;
 use std::time::Duration;
+
+/// Connections attempted before [`Builtin::connect`] gives up.
+pub const CONNECT_ATTEMPTS: u32 = 5;
 
 /// A connection to the launcher of this job.
 #[derive(Debug)]
@@ -74,19 +77,56 @@ impl Builtin {
                 why: format!("{rank} not below STEADFAST_SIZE {size}"),
             });
         }
-        let stream = TcpStream::connect(&addr).map_err(|e| BootstrapError::BadEnv {
-            name: "STEADFAST_RUN_ADDR",
-            why: format!("cannot connect to {addr}: {e}"),
-        })?;
-        stream.set_nodelay(true).ok();
-        let mut b = Builtin {
-            rank,
-            size,
-            stream,
-            events: Vec::new(),
-        };
-        b.request(&Frame::Hello { rank, secret })?;
-        Ok(b)
+        Self::connect(&addr, rank, size, secret)
+    }
+
+    /// Connects to the launcher at `addr` as `rank` of `size`, authenticated by
+    /// `secret`. A connection that fails or is cut before the launcher answers (it
+    /// sheds unauthenticated connections under a flood) is retried, up to
+    /// [`CONNECT_ATTEMPTS`] times in all.
+    ///
+    /// # Errors
+    /// [`BootstrapError::BadEnv`] for an address that cannot be reached; the
+    /// launcher's refusal; the last connection error.
+    pub fn connect(
+        addr: &str,
+        rank: u32,
+        size: u32,
+        secret: [u8; SECRET_LEN],
+    ) -> Result<Self, BootstrapError> {
+        let mut attempt = 1;
+        loop {
+            let stream = TcpStream::connect(addr).map_err(|e| BootstrapError::BadEnv {
+                name: "STEADFAST_RUN_ADDR",
+                why: format!("cannot connect to {addr}: {e}"),
+            })?;
+            stream.set_nodelay(true).ok();
+            let mut b = Builtin {
+                rank,
+                size,
+                stream,
+                events: Vec::new(),
+            };
+            let hello = Frame::Hello {
+                version: PROTOCOL_VERSION,
+                rank,
+                secret,
+            };
+            match b.request(&hello) {
+                Ok(Frame::Ok) => return Ok(b),
+                Ok(other) => {
+                    return Err(BootstrapError::Refused(format!(
+                        "unexpected answer to hello: {other:?}"
+                    )))
+                }
+                Err(BootstrapError::Frame(e)) if attempt < CONNECT_ATTEMPTS => {
+                    log::debug!("bootstrap: connection to {addr} lost before hello was answered ({e}); retrying");
+                    std::thread::sleep(Duration::from_millis(20 << attempt));
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Sends a request and returns its answer, keeping failure events aside.
@@ -113,6 +153,19 @@ impl Bootstrap for Builtin {
     }
 
     fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
+        if value.len() > MAX_VALUE {
+            return Err(BootstrapError::Refused(format!(
+                "value of {} bytes for key {key:?} exceeds the launcher's limit of {MAX_VALUE} bytes",
+                value.len()
+            )));
+        }
+        if key.len() > super::wire::MAX_KEY {
+            return Err(BootstrapError::Refused(format!(
+                "key of {} bytes exceeds the launcher's limit of {} bytes",
+                key.len(),
+                super::wire::MAX_KEY
+            )));
+        }
         match self.request(&Frame::Put {
             key: key.into(),
             value: value.into(),

@@ -4,6 +4,8 @@
 //! [`MAX_FRAME`]) then an op byte and its fields. Strings and byte strings are a
 //! length (u16 for keys, u32 for values) then the bytes. Decoding checks every length
 //! against the frame: malformed input is an error, never a panic or a large allocation.
+//! The first frame of a connection, `Hello`, carries [`PROTOCOL_VERSION`]; the launcher
+//! refuses another version by name. The format is described in `docs/protocol.md`.
 
 use std::io::{self, Read, Write};
 
@@ -11,6 +13,13 @@ use std::io::{self, Read, Write};
 pub const MAX_FRAME: usize = 1 << 20;
 /// Largest key.
 pub const MAX_KEY: usize = 256;
+/// Largest value the launcher stores (a put of more is refused with an error).
+pub const MAX_VALUE: usize = 64 << 10;
+/// Version of this protocol, sent in `Hello` (1 was the unversioned format).
+pub const PROTOCOL_VERSION: u16 = 2;
+/// Length of a `Hello` frame's body: the largest frame a connection may send before
+/// it is authenticated.
+pub const HELLO_LEN: usize = 1 + 2 + 4 + SECRET_LEN;
 /// Length of the job secret.
 pub const SECRET_LEN: usize = 32;
 
@@ -19,6 +28,8 @@ pub const SECRET_LEN: usize = 32;
 pub enum Frame {
     /// Rank -> launcher: identification; the secret must match the job's.
     Hello {
+        /// [`PROTOCOL_VERSION`] of the sender.
+        version: u16,
         /// The rank connecting.
         rank: u32,
         /// The job secret from the environment.
@@ -117,8 +128,13 @@ impl Frame {
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; 4];
         match self {
-            Frame::Hello { rank, secret } => {
+            Frame::Hello {
+                version,
+                rank,
+                secret,
+            } => {
                 b.push(1);
+                b.extend_from_slice(&version.to_le_bytes());
                 b.extend_from_slice(&rank.to_le_bytes());
                 b.extend_from_slice(secret);
             }
@@ -161,10 +177,15 @@ impl Frame {
         let mut r = Reader(body);
         let f = match r.u8()? {
             1 => {
+                let version = r.u16()?;
                 let rank = r.u32()?;
                 let mut secret = [0u8; SECRET_LEN];
                 secret.copy_from_slice(r.take(SECRET_LEN)?);
-                Frame::Hello { rank, secret }
+                Frame::Hello {
+                    version,
+                    rank,
+                    secret,
+                }
             }
             2 => Frame::Put {
                 key: r.key()?,
@@ -223,6 +244,7 @@ mod tests {
     fn round_trip_and_every_truncation_refused() {
         let frames = [
             Frame::Hello {
+                version: PROTOCOL_VERSION,
                 rank: 3,
                 secret: [7; SECRET_LEN],
             },
@@ -243,6 +265,7 @@ mod tests {
                 how: "killed by signal 9".into(),
             },
         ];
+        assert_eq!(frames[0].encode().len(), 4 + HELLO_LEN);
         for f in frames {
             let bytes = f.encode();
             assert_eq!(Frame::read_from(&mut &bytes[..]).unwrap(), f);

@@ -84,6 +84,17 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
+/// The id of the shared-memory segments of `job` on `node` (their names are
+/// `steadfast-<id>-<rank>`); `steadfast-run` derives it too, to remove them.
+pub(crate) fn shm_segment_job(job: u64, node: &[u8]) -> u64 {
+    fnv1a(&[job.to_le_bytes().as_slice(), node].concat())
+}
+
+/// The job id `steadfast-run` chose (`STEADFAST_JOB_ID`, hex), if it did.
+fn launcher_job_id() -> Option<u64> {
+    u64::from_str_radix(&std::env::var("STEADFAST_JOB_ID").ok()?, 16).ok()
+}
+
 /// Cores this process may run on.
 fn cores_available() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
@@ -205,7 +216,8 @@ impl World {
         boot.put("host", &host)?;
         boot.put(params::consistency::KEY, &params.agreed_encoding())?;
         if rank == 0 {
-            boot.put("job", &fresh_job_id().to_le_bytes())?;
+            let job = launcher_job_id().unwrap_or_else(fresh_job_id);
+            boot.put("job", &job.to_le_bytes())?;
         }
         boot.fence()?;
         // Every rank compares every rank's values, so a mismatch stops them all here.
@@ -295,7 +307,7 @@ impl World {
                 .iter()
                 .position(|&w| w == rank)
                 .expect("self is local") as u32;
-            let seg_job = fnv1a(&[job.to_le_bytes().as_slice(), node.as_bytes()].concat());
+            let seg_job = shm_segment_job(job, node.as_bytes());
             let mut cfg = EndpointConfig::new(seg_job, me, local_world.len() as u32);
             cfg.eager_max = params.shm_eager_max();
             cfg.split_copy = params.shm_split_copy();

@@ -1,0 +1,325 @@
+//! The command line of `steadfast-run`, parsed with clap, and its checks against what
+//! the system allows.
+
+use clap::{Parser, ValueEnum};
+
+/// The exit-status policy text, shown by `--help`.
+const AFTER_HELP: &str = "\
+Exit status:
+  --exit-status any-failure (default): 0 when every rank exited 0, else 1.
+  --exit-status survivors: for jobs in which ranks die on purpose (fault-tolerance
+      tests and demos): ranks killed by a signal are the dead and are not counted;
+      the job's status is that of its survivors, the ranks that exited: 0 when every
+      survivor exited 0, else the first non-zero status (by rank); 1 when no rank
+      survived. Either way the summary on stderr names every rank that failed and how.
+  2: a usage error (nothing started).
+
+Environment given to every rank: STEADFAST_RUN_ADDR, STEADFAST_RUN_SECRET,
+STEADFAST_RANK, STEADFAST_SIZE, STEADFAST_JOB_ID; STEADFAST_INITIAL_ERRHANDLER with
+--initial-errhandler; IPATH_NO_BACKTRACE=1 and HFI_NO_BACKTRACE=1 unless set (so a rank
+killed by a signal is reported as killed by it); FI_OFI_RXM_MSG_RX_SIZE/TX_SIZE=32
+unless set.";
+
+/// What a rank's failure does to the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WithFt {
+    /// Fault tolerance as ULFM defines it: survivors are told and go on (default).
+    Ulfm,
+    /// The same as `ulfm` (the name Open MPI's launcher also accepts).
+    Mpi,
+    /// An MPI without fault tolerance: a rank's failure aborts the job.
+    No,
+}
+
+/// How the job's exit status is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExitStatusPolicy {
+    /// 1 if any rank failed, else 0.
+    AnyFailure,
+    /// The status of the ranks that were not killed by a signal.
+    Survivors,
+}
+
+/// Starts N ranks of a program on this machine and serves their bootstrap.
+///
+/// The bootstrap service accepts only the job's secret, on loopback unless --listen
+/// names another local address. A rank that dies does not take the job down (unless
+/// --kill-on-bad-exit or --with-ft no): the survivors are told at once, and the
+/// summary names who died and how. Ctrl-C and SIGTERM reach every rank; every rank
+/// dies with the launcher, and the job's shared-memory segments are removed however
+/// the job ends.
+#[derive(Debug, Parser)]
+#[command(name = "steadfast-run", version, after_help = AFTER_HELP)]
+pub struct Options {
+    /// Number of ranks (also -np).
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub n: u32,
+    /// Hosts to run on: only this host (its name, localhost or a loopback address)
+    /// is accepted; a `:slots` suffix is allowed (also -host, -H).
+    #[arg(
+        long,
+        short = 'H',
+        value_name = "HOST[,HOST...]",
+        value_delimiter = ','
+    )]
+    pub host: Vec<String>,
+    /// Accepted for mpiexec compatibility: ranks may always outnumber the cores (they
+    /// are then not bound to cores).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// Fault tolerance: ulfm and mpi keep the survivors running; no aborts the job
+    /// when a rank fails (as --kill-on-bad-exit).
+    #[arg(long, value_enum, default_value_t = WithFt::Ulfm, value_name = "MODE")]
+    pub with_ft: WithFt,
+    /// Error handler of MPI_COMM_WORLD at start-up (MPI-4 `mpi_initial_errhandler`,
+    /// e.g. mpi_errors_return), handed to the ranks as STEADFAST_INITIAL_ERRHANDLER
+    /// (also -initial-errhandler).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub initial_errhandler: Option<String>,
+    /// Accepted for mpiexec compatibility; no effect.
+    #[arg(long)]
+    pub allow_run_as_root: bool,
+    /// A failed rank does not stop the others (the default).
+    #[arg(long, conflicts_with = "kill_on_bad_exit")]
+    pub no_kill: bool,
+    /// A rank that fails (non-zero exit or a signal) kills the whole job.
+    #[arg(long)]
+    pub kill_on_bad_exit: bool,
+    /// Prefix every line of the ranks' output with `[rank]`.
+    #[arg(long)]
+    pub tag_output: bool,
+    /// Local address (ADDR or ADDR:PORT) of the bootstrap service.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub listen: String,
+    /// Also print the bootstrap service's debug messages (connections, refusals).
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// How the job's exit status is chosen (see below).
+    #[arg(long, value_enum, default_value_t = ExitStatusPolicy::AnyFailure, value_name = "POLICY")]
+    pub exit_status: ExitStatusPolicy,
+    /// The program and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        value_name = "PROGRAM [ARGS]"
+    )]
+    pub prog: Vec<String>,
+}
+
+/// The single-dash spellings of long options that mpiexec users type.
+const SINGLE_DASH: [(&str, &str); 5] = [
+    ("-np", "--np"),
+    ("-host", "--host"),
+    ("-initial-errhandler", "--initial-errhandler"),
+    ("-oversubscribe", "--oversubscribe"),
+    ("-allow-run-as-root", "--allow-run-as-root"),
+];
+
+/// Options that take a value as the next argument.
+const TAKES_VALUE: [&str; 8] = [
+    "-n",
+    "--np",
+    "--host",
+    "-H",
+    "--with-ft",
+    "--initial-errhandler",
+    "--listen",
+    "--exit-status",
+];
+
+/// Rewrites the single-dash long options before the program to their `--` form; the
+/// program's own arguments are left alone.
+pub fn normalise(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.into_iter();
+    if let Some(argv0) = it.next() {
+        out.push(argv0);
+    }
+    while let Some(a) = it.next() {
+        let a = SINGLE_DASH
+            .iter()
+            .find(|(one, _)| *one == a)
+            .map_or(a, |(_, two)| (*two).to_string());
+        if a == "--" || !a.starts_with('-') {
+            out.push(a);
+            out.extend(it);
+            break;
+        }
+        let value_follows = TAKES_VALUE.contains(&a.as_str());
+        out.push(a);
+        if value_follows {
+            if let Some(v) = it.next() {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+impl Options {
+    /// Whether a failed rank kills the job.
+    pub fn kill_on_bad_exit(&self) -> bool {
+        self.kill_on_bad_exit || self.with_ft == WithFt::No
+    }
+
+    /// Checks what clap cannot: the hosts and the number of ranks.
+    ///
+    /// # Errors
+    /// A one-line message naming the value and the bound.
+    pub fn check(&self) -> Result<(), String> {
+        for h in &self.host {
+            check_host(h)?;
+        }
+        check_rank_count(self.n)
+    }
+}
+
+/// Most ranks one launcher starts: far beyond the cores of any node, far below what
+/// would exhaust the process table.
+pub const MAX_RANKS: u32 = 4096;
+
+fn check_host(spec: &str) -> Result<(), String> {
+    let name = spec.split(':').next().unwrap_or(spec);
+    let me = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let me = me.trim();
+    let short = me.split('.').next().unwrap_or(me);
+    let local = ["localhost", "127.0.0.1", "::1", me, short];
+    if name.is_empty() || !local.contains(&name) {
+        return Err(format!(
+            "--host {spec}: steadfast-run starts ranks on this host only ({me}, localhost); \
+             use a cluster launcher (mpiexec.hydra, srun) for other hosts"
+        ));
+    }
+    Ok(())
+}
+
+/// The soft limit of `resource`, `None` when unlimited or unknown.
+fn soft_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we pass.
+    let ok = unsafe { libc::getrlimit(resource, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
+fn check_rank_count(n: u32) -> Result<(), String> {
+    if n > MAX_RANKS {
+        return Err(format!(
+            "-n {n}: more than {MAX_RANKS} ranks on one host is refused"
+        ));
+    }
+    // Root is not held to RLIMIT_NPROC by the kernel.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if let Some(nproc) = soft_limit(libc::RLIMIT_NPROC).filter(|_| !root) {
+        if u64::from(n) >= nproc {
+            return Err(format!(
+                "-n {n}: the process limit (RLIMIT_NPROC, ulimit -u) is {nproc}"
+            ));
+        }
+    }
+    let pid_max: Option<u64> = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    if let Some(pid_max) = pid_max {
+        if u64::from(n) >= pid_max / 2 {
+            return Err(format!(
+                "-n {n}: the system's pid_max is {pid_max}; at most half of it may be ranks"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Descriptors the launcher needs besides strangers: per rank, its connection, two
+/// output pipes and a pidfd; and a few of its own.
+pub fn descriptors_needed(n: u32) -> u64 {
+    4 * u64::from(n) + 32
+}
+
+/// Raises the soft descriptor limit toward the hard one if `n` ranks need more, and
+/// returns the soft limit then in force (`None`: unlimited).
+///
+/// # Errors
+/// A message naming the limit when even the hard limit is too low.
+pub fn ensure_descriptors(n: u32) -> Result<Option<u64>, String> {
+    let need = descriptors_needed(n);
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return Ok(None);
+    }
+    if r.rlim_cur == libc::RLIM_INFINITY {
+        return Ok(None);
+    }
+    if r.rlim_cur < need && r.rlim_max > r.rlim_cur {
+        let raised = libc::rlimit {
+            rlim_cur: need.min(r.rlim_max),
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: setrlimit reads one valid rlimit; raising the soft limit up to the
+        // hard one is always allowed.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            r.rlim_cur = raised.rlim_cur;
+        }
+    }
+    if r.rlim_cur < need {
+        return Err(format!(
+            "-n {n}: needs {need} file descriptors, but the limit (RLIMIT_NOFILE, ulimit -n) is {}",
+            r.rlim_cur
+        ));
+    }
+    Ok(Some(r.rlim_cur))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        let v = std::iter::once("steadfast-run")
+            .chain(args.iter().copied())
+            .map(String::from);
+        Options::try_parse_from(normalise(v))
+    }
+
+    #[test]
+    fn mpiexec_spellings_parse_and_the_program_keeps_its_flags() {
+        let o = parse(&[
+            "-np",
+            "4",
+            "-initial-errhandler",
+            "mpi_errors_return",
+            "--with-ft",
+            "ulfm",
+            "--allow-run-as-root",
+            "prog",
+            "-np",
+            "--x",
+        ])
+        .unwrap();
+        assert_eq!(o.n, 4);
+        assert_eq!(o.initial_errhandler.as_deref(), Some("mpi_errors_return"));
+        assert_eq!(o.prog, ["prog", "-np", "--x"]);
+        let o = parse(&["-n", "2", "--with-ft", "no", "-host", "localhost:2", "a"]).unwrap();
+        assert!(o.kill_on_bad_exit());
+        o.check().unwrap();
+    }
+
+    #[test]
+    fn unknown_flags_and_bad_values_are_errors() {
+        assert!(parse(&["-n", "2", "--bogus", "prog"]).is_err());
+        assert!(parse(&["-n", "0", "prog"]).is_err());
+        assert!(parse(&["-n", "2"]).is_err());
+        assert!(parse(&["-n", "2", "--with-ft", "maybe", "prog"]).is_err());
+        let o = parse(&["-n", "2", "--host", "elsewhere.example", "prog"]).unwrap();
+        assert!(o.check().unwrap_err().contains("elsewhere.example"));
+        let o = parse(&["-n", "100000", "prog"]).unwrap();
+        assert!(o.check().unwrap_err().contains("100000"));
+    }
+}
