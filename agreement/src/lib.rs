@@ -6,6 +6,8 @@
 //! and inside the deterministic simulator ([`sim`]).
 //!
 //! - [`era`]: the early-returning agreement (MPI_Comm_agree semantics).
+//! - [`decision`]: contributions, decisions and outcome codes (what `era` and `wire`
+//!   share).
 //! - [`tree`]: the implicit heap it runs on (a star up to 8 ranks, binary beyond),
 //!   repaired around dead ranks.
 //! - [`wire`]: the byte layout of every message (docs/protocol.md).
@@ -17,6 +19,7 @@
 
 pub mod bcast;
 pub mod control;
+pub mod decision;
 pub mod detector;
 pub mod era;
 pub mod pair;

@@ -16,7 +16,7 @@
 //! input's length justifies: every count is checked against the bytes that remain.
 
 use crate::bcast::Topic;
-use crate::era::{Contribution, Decision, Outcome};
+use crate::decision::{Contribution, Decision, Outcome};
 use crate::types::{CommId, CommKey, Epoch, Rank, RankSet, Seq};
 
 /// Version byte of this layout; a message with another version is refused.

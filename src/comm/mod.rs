@@ -17,6 +17,7 @@ mod nonblocking;
 mod owned;
 mod p2p;
 mod window;
+mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};

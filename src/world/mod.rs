@@ -19,7 +19,6 @@ use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig};
 use steadfast_shm::{Endpoint as ShmEndpoint, EndpointConfig};
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError};
-use crate::comm::Comm;
 use crate::params::{self, ParamError, Params};
 use engine::{Engine, EngineParts};
 pub use engine::{FailureNote, Route, Stats};
@@ -370,9 +369,10 @@ impl World {
         self.engine.lock().size()
     }
 
-    /// The communicator of every rank.
-    pub fn comm(&self) -> Comm {
-        Comm::new(Arc::clone(&self.engine), WORLD_COMM)
+    /// The engine every communicator of this world shares (`World::comm`, defined
+    /// with the communicators, builds on it).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.engine
     }
 
     /// How world rank `rank` is reached.
@@ -414,15 +414,5 @@ impl World {
             self.progress();
             std::thread::yield_now();
         }
-    }
-
-    /// Tears the world down, collectively: an agreement on the world communicator
-    /// first, so that no rank leaves while another still works with it (a rank that
-    /// has left looks failed to the others). The agreement never waits on a dead rank
-    /// (nor on a rank this one was excluded by); dropping the world without finalize
-    /// skips it.
-    pub fn finalize(self) {
-        let _ = self.comm().agree_full(1);
-        drop(self);
     }
 }

@@ -23,7 +23,7 @@
 //! simulator: virtual time).
 //!
 //! The runtime drives it over real transports (`src/world/engine.rs`); the simulator
-//! ([`crate::sim::control`]) drives many of them over a simulated network with crashes
+//! (`sim::control`, which depends on this module, not the reverse) drives many of them over a simulated network with crashes
 //! and checks that every survivor decides the same.
 
 mod comm;

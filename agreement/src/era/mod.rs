@@ -34,7 +34,8 @@
 
 mod instance;
 
-pub use instance::{Contribution, Decision, Outcome, State};
+pub use crate::decision::{Contribution, Decision, Outcome};
+pub use instance::State;
 
 use crate::tree::{TreeShape, TreeView};
 use crate::types::{CommKey, Rank, RankSet, Seq};
