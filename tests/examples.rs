@@ -1,0 +1,87 @@
+//! The examples are part of the documentation (`docs/embedding.md`): each one is run
+//! here, under `steadfast-run`, over shared memory and over the fabric, and must end as
+//! its documentation says.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `target/<profile>/examples/<name>`, which `cargo test` builds with the tests.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps/<test>");
+    profile_dir.join("examples").join(name)
+}
+
+/// Runs `steadfast-run -n N example` with `env`; (status, stdout, stderr). The job is
+/// killed after `limit`, and dies with this test.
+fn run(n: u32, name: &str, env: &[(&str, &str)], limit: Duration) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", &n.to_string()])
+        .arg(example(name))
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start steadfast-run");
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code().unwrap_or(-1);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break -2;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, t_out.join().unwrap(), t_err.join().unwrap())
+}
+
+fn embed_runs(env: &[(&str, &str)]) {
+    let (status, out, err) = run(4, "embed", env, Duration::from_secs(120));
+    assert_eq!(
+        status, 1,
+        "the launcher reports the killed rank\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(
+        out.matches("EMBED OK").count(),
+        3,
+        "every survivor ends well\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(err.contains("rank 3: killed by signal 9"), "{err}");
+}
+
+#[test]
+fn the_embedding_example_survives_its_failure_over_shm() {
+    embed_runs(&[]);
+}
+
+#[test]
+fn the_embedding_example_survives_its_failure_over_the_fabric() {
+    embed_runs(&[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")]);
+}
