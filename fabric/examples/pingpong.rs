@@ -9,11 +9,11 @@
 //! the peer's stdin/stdout, and kills the peer if it exits early.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig, Request};
+use steadfast_os::DieWithParent;
 
 const TAG_PING: u64 = 1;
 const TAG_BW: u64 = 2;
@@ -245,13 +245,8 @@ fn spawn_peer() -> PeerGuard {
         .arg("--peer")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; the child dies with this process.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     PeerGuard(
         cmd.spawn()
             .unwrap_or_else(|e| die(&format!("cannot start the peer: {e}"))),

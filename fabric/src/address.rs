@@ -11,14 +11,14 @@
 //! | 12 | 4 | FNV-1a (low 32 bits) of the provider name |
 //! | 16 | 4 | pid of the owning process |
 //! | 20 | 4 | reserved, zero |
-//! | 24 | 8 | host identity ([`crate::liveness::host_identity`]) |
+//! | 24 | 8 | host identity ([`steadfast_os::host_identity`]) |
 //! | 32 | n | raw provider name (`fi_getname`) |
 //!
 //! Decoding checks every field against the local endpoint before any byte reaches
 //! libfabric, so malformed input is an error, never undefined behaviour.
 
 use crate::error::{Error, Result};
-use crate::liveness::fnv1a64;
+use steadfast_os::fnv1a64;
 
 const MAGIC: [u8; 4] = *b"SFAD";
 const VERSION: u16 = 1;

@@ -169,7 +169,10 @@ mod tests {
             pid: child.id(),
             pidfd: None,
         };
-        assert!(is_zombie(child.id()), "the child must still be a zombie here");
+        assert!(
+            is_zombie(child.id()),
+            "the child must still be a zombie here"
+        );
         assert!(!pid_alive(child.id()));
         assert!(pid_only.has_exited());
         child.wait().unwrap();

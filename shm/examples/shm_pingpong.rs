@@ -6,9 +6,9 @@
 //! The two processes are pinned to the first two allowed cores unless `--no-pin`.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+use steadfast_os::DieWithParent;
 use steadfast_shm::{Endpoint, EndpointConfig};
 
 const TAG_PING: u64 = 1;
@@ -150,13 +150,8 @@ fn leader(o: &Options) {
     cmd.args(std::env::args().skip(1))
         .args(["--peer", &format!("{job:x}")])
         .stdout(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; the peer dies with us.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     let mut child = cmd
         .spawn()
         .unwrap_or_else(|e| die(&format!("cannot start the peer: {e}")));

@@ -25,6 +25,7 @@ pub use window::Window;
 use std::sync::Arc;
 
 use steadfast_agreement::{CommId, CommKey, Outcome, Rank, RankSet};
+use steadfast_os::SpinWait;
 
 use crate::world::engine::Engine;
 use crate::world::shared::Shared;
@@ -129,17 +130,15 @@ impl std::fmt::Debug for Comm {
 /// poll).
 /// When the node runs more ranks than cores, waits yield at once: the peer a rank
 /// waits for may need its core.
-pub(crate) struct Spin {
-    polls: u32,
-    limit: u32,
-}
+pub(crate) struct Spin(SpinWait);
 
 impl Spin {
     pub(crate) fn new(e: &Engine) -> Self {
-        Spin {
-            polls: 0,
-            limit: if e.yield_when_idle { 0 } else { 2000 },
-        }
+        Spin(if e.yield_when_idle {
+            SpinWait::new(0)
+        } else {
+            SpinWait::default()
+        })
     }
 
     /// Calls `test` until it yields a value, pausing between calls; `comm` gives the
@@ -158,10 +157,7 @@ impl Spin {
     }
 
     pub(crate) fn pause(&mut self) {
-        self.polls = self.polls.saturating_add(1);
-        if self.polls > self.limit {
-            std::thread::yield_now();
-        }
+        self.0.pause();
     }
 }
 
@@ -176,7 +172,7 @@ fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
     ]
     .concat();
     // 0 and 1 are the detector's and the world's.
-    CommId(crate::world::fnv1a(&bytes).max(2))
+    CommId(steadfast_os::fnv1a64(&bytes).max(2))
 }
 
 /// The message context of communicator `id`: 15 bits of its id, never the world's.

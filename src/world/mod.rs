@@ -68,20 +68,12 @@ fn node_identity(params: &Params) -> String {
         return set.to_string();
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{}/{}", host.trim(), boot.trim())
+    format!("{}/{}", host.trim(), steadfast_os::boot_id())
 }
 
 /// FNV-1a over `bytes`: the runtime's one hash for ids derived identically on every
-/// rank (job segments, communicator ids).
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+/// rank (job segments; communicators call [`steadfast_os::fnv1a64`] by name).
+pub(crate) use steadfast_os::fnv1a64 as fnv1a;
 
 /// Cores this process may run on.
 fn cores_available() -> usize {

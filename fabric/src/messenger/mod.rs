@@ -28,10 +28,10 @@ use steadfast_fabric_sys as sys;
 use crate::address::{provider_hash, PeerAddress};
 use crate::error::{Error, Result};
 use crate::info::{FabricConfig, Info, MrMode};
-use crate::liveness::{host_identity, ProcessWatch};
 use crate::mr::{Access, CacheStats, MemoryRegion, RegistrationCache};
 use crate::objects::{AddressVector, CompletionQueue, CqEntry, Domain, Endpoint, Fabric, Posted};
 use crate::shm_lock_rescue::{self, LockRescue};
+use steadfast_os::{host_identity, ProcessWatch, SpinWait};
 
 pub use rma::{ExposedRegion, RemoteRegion};
 pub use slots::Completion;
@@ -903,14 +903,10 @@ struct Waiter {
     next_local: Option<Instant>,
     interval: Duration,
     timeout: Option<Duration>,
-    spins: u32,
+    spin: SpinWait,
 }
 
 impl Waiter {
-    /// Spins before yielding the core (a wake-up costs ~85 µs on a busy host, so
-    /// latency paths poll).
-    const SPINS_BEFORE_YIELD: u32 = 2000;
-
     /// Spins between clock reads (liveness and timeout checks).
     const SPINS_PER_CHECK: u32 = 64;
 
@@ -921,7 +917,7 @@ impl Waiter {
             next_local: None,
             interval: config.liveness_interval,
             timeout: config.operation_timeout,
-            spins: 0,
+            spin: SpinWait::default(),
         }
     }
 
@@ -933,23 +929,20 @@ impl Waiter {
             next_local: None,
             interval: Duration::from_secs(3600),
             timeout: Some(Duration::from_secs(30)),
-            spins: 0,
+            spin: SpinWait::default(),
         }
     }
 
+    /// One poll's pause: spins first (a wake-up costs ~85 µs on a busy host, so
+    /// latency paths poll), then yields (see [`SpinWait`]; no PAUSE instruction: under
+    /// KVM it doubled the median one-way 8 B shm latency).
     fn pause(&mut self) {
-        self.spins = self.spins.saturating_add(1);
-        // No PAUSE instruction between polls: the poll itself is the back-off, and under
-        // KVM a PAUSE loop triggers pause-loop exits that cost microseconds per message
-        // (measured: median one-way 8 B shm latency doubled).
-        if self.spins >= Self::SPINS_BEFORE_YIELD {
-            std::thread::yield_now();
-        }
+        self.spin.pause();
     }
 
     /// Whether this spin is one that reads the clock.
     fn checking(&self) -> bool {
-        self.spins > 0 && self.spins % Self::SPINS_PER_CHECK == 0
+        self.spin.every(Self::SPINS_PER_CHECK)
     }
 
     /// Between two checks of a same-host peer's process while blocked: a pidfd poll
