@@ -84,6 +84,14 @@ pub enum Error {
     /// More operations in flight than the configured request slots.
     #[error("all {0} request slots are in use")]
     TooManyRequests(usize),
+    /// The messenger stopped working and every later call returns this: the provider
+    /// kept a buffer after a cancel, so the endpoint was closed to make it let go (see
+    /// `Messenger::cancel`). Open a new messenger.
+    #[error("messenger broken: {reason}")]
+    Broken {
+        /// What broke it.
+        reason: &'static str,
+    },
 }
 
 /// Shorthand for results of this crate.

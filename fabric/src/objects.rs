@@ -25,7 +25,7 @@ unsafe fn close_fid(fid: *mut sys::fid) {
     // SAFETY: guaranteed by the caller.
     let ret = unsafe { sys::fi_close(fid) };
     if ret != 0 {
-        eprintln!(
+        log::warn!(
             "steadfast-fabric: fi_close failed: {}",
             crate::error::fi_error_text(ret as i64)
         );
@@ -316,6 +316,8 @@ impl AddressVector {
 
 struct EndpointInner {
     fid: NonNull<sys::fid_ep>,
+    /// Set once [`Endpoint::close_now`] closed the fid: every later use is an error.
+    closed: std::cell::Cell<bool>,
     // Kept only to hold the parents open until the endpoint is closed.
     _cq: CompletionQueue,
     _av: AddressVector,
@@ -324,7 +326,11 @@ struct EndpointInner {
 
 impl Drop for EndpointInner {
     fn drop(&mut self) {
-        // SAFETY: opened by fi_endpoint; memory regions bound to it hold an Rc.
+        if self.closed.get() {
+            return;
+        }
+        // SAFETY: opened by fi_endpoint, not closed yet; memory regions bound to it
+        // hold an Rc.
         unsafe { close_fid(&mut (*self.fid.as_ptr()).fid) }
     }
 }
@@ -376,6 +382,7 @@ impl Endpoint {
         check("fi_endpoint", ret as i64)?;
         let ep = Endpoint(Rc::new(EndpointInner {
             fid: NonNull::new(fid).expect("fi_endpoint returned null"),
+            closed: std::cell::Cell::new(false),
             _cq: cq.clone(),
             _av: av.clone(),
             _domain: domain.clone(),
@@ -396,8 +403,35 @@ impl Endpoint {
         Ok(ep)
     }
 
-    pub(crate) fn raw(&self) -> *mut sys::fid_ep {
-        self.0.fid.as_ptr()
+    /// The open fid; [`Error::Broken`] once [`close_now`](Self::close_now) closed it.
+    pub(crate) fn live(&self) -> Result<*mut sys::fid_ep> {
+        if self.0.closed.get() {
+            return Err(Error::Broken {
+                reason: "the endpoint was closed to fence a buffer the provider kept",
+            });
+        }
+        Ok(self.0.fid.as_ptr())
+    }
+
+    /// Closes the endpoint now, before its handles are dropped: libfabric discards the
+    /// operations still posted ("outstanding operations posted to the endpoint when
+    /// fi_close is called will be discarded", fi_endpoint(3)), so afterwards the
+    /// provider touches none of their buffers. Every later use of any handle of this
+    /// endpoint returns [`Error::Broken`].
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] when `fi_close` refuses (e.g. `FI_EBUSY`); the endpoint then
+    /// stays open.
+    pub(crate) fn close_now(&self) -> Result<()> {
+        if self.0.closed.get() {
+            return Ok(());
+        }
+        // SAFETY: the fid is open (not closed yet); after a successful close no handle
+        // uses it again, since `live` refuses from now on and Drop skips it.
+        let ret = unsafe { sys::fi_close(&mut (*self.0.fid.as_ptr()).fid) };
+        check("fi_close(endpoint)", ret as i64)?;
+        self.0.closed.set(true);
+        Ok(())
     }
 
     /// This endpoint's raw provider address (`fi_getname`).
@@ -410,7 +444,7 @@ impl Endpoint {
             let mut len = buf.len();
             // SAFETY: buf is writable for len bytes; len is updated to the needed size.
             let ret = unsafe {
-                sys::fi_getname(&mut (*self.raw()).fid, buf.as_mut_ptr().cast(), &mut len)
+                sys::fi_getname(&mut (*self.live()?).fid, buf.as_mut_ptr().cast(), &mut len)
             };
             if ret == -(sys::FI_ETOOSMALL as i32) && len > buf.len() {
                 buf.resize(len, 0);
@@ -439,7 +473,7 @@ impl Endpoint {
         tag: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: the endpoint is open with FI_TAGGED, so its tagged ops table and
         // send entry are set; the caller upholds the buffer and context contract.
         let ret = unsafe {
@@ -461,8 +495,9 @@ impl Endpoint {
         tag: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        // SAFETY: upheld by the caller as for post_tsend.
-        let ret = unsafe { sys::fi_tsend(self.raw(), buf.cast(), len, desc, dest, tag, context) };
+        let ep = self.live()?;
+        // SAFETY: upheld by the caller as for post_tsend; the endpoint is open.
+        let ret = unsafe { sys::fi_tsend(ep, buf.cast(), len, desc, dest, tag, context) };
         posted("fi_tsend", ret)
     }
 
@@ -474,7 +509,7 @@ impl Endpoint {
     /// [`Error::Fabric`] when the provider refuses.
     #[inline]
     pub fn tinject(&self, buf: &[u8], dest: sys::fi_addr_t, tag: u64) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: the endpoint is open with FI_TAGGED; inject copies buf before
         // returning, so a borrowed slice suffices.
         let ret = unsafe {
@@ -495,7 +530,7 @@ impl Endpoint {
         dest: sys::fi_addr_t,
         tag: u64,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: as in tinject; injectdata is mandatory in the tagged ops table.
         let ret = unsafe {
             (*(*ep).tagged).injectdata.unwrap_unchecked()(
@@ -526,7 +561,7 @@ impl Endpoint {
         tag: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: as for post_tsend.
         let ret = unsafe {
             (*(*ep).tagged).senddata.unwrap_unchecked()(
@@ -560,7 +595,7 @@ impl Endpoint {
         src: sys::fi_addr_t,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: the endpoint is open with FI_MSG, so its msg ops table and recv entry
         // are set; the caller upholds the buffer and context contract.
         let ret = unsafe {
@@ -574,7 +609,7 @@ impl Endpoint {
     /// # Errors
     /// [`Error::Fabric`]; `-FI_EAGAIN` comes back as [`Posted::Again`].
     pub fn inject(&self, buf: &[u8], dest: sys::fi_addr_t) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: the endpoint is open with FI_MSG; inject copies buf before returning,
         // so a borrowed slice suffices.
         let ret = unsafe {
@@ -599,7 +634,7 @@ impl Endpoint {
         dest: sys::fi_addr_t,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: the endpoint is open with FI_MSG, so its msg ops table and send entry
         // are set; the caller upholds the buffer and context contract.
         let ret = unsafe {
@@ -625,7 +660,7 @@ impl Endpoint {
         ignore: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: as for post_tsend; the caller upholds the buffer and context contract.
         let ret = unsafe {
             (*(*ep).tagged).recv.unwrap_unchecked()(
@@ -658,7 +693,7 @@ impl Endpoint {
         key: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: the endpoint is open with FI_RMA|FI_READ, so the rma ops are set;
         // the caller upholds the buffer and context contract.
         let ret = unsafe {
@@ -692,7 +727,7 @@ impl Endpoint {
         key: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         // SAFETY: as for post_read with FI_WRITE.
         let ret = unsafe {
             (*(*ep).rma).write.unwrap_unchecked()(
@@ -726,7 +761,7 @@ impl Endpoint {
         key: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        let ep = self.raw();
+        let ep = self.live()?;
         let iov = sys::iovec {
             iov_base: buf.cast_mut().cast(),
             iov_len: len,
@@ -772,10 +807,11 @@ impl Endpoint {
         op: sys::fi_op,
         context: *mut c_void,
     ) -> Result<Posted> {
-        // SAFETY: upheld by the caller.
+        let ep = self.live()?;
+        // SAFETY: upheld by the caller; the endpoint is open.
         let ret = unsafe {
             sys::fi_fetch_atomic(
-                self.raw(),
+                ep,
                 operand.cast(),
                 1,
                 operand_desc,
@@ -810,10 +846,11 @@ impl Endpoint {
         key: u64,
         context: *mut c_void,
     ) -> Result<Posted> {
-        // SAFETY: upheld by the caller.
+        let ep = self.live()?;
+        // SAFETY: upheld by the caller; the endpoint is open.
         let ret = unsafe {
             sys::fi_compare_atomic(
-                self.raw(),
+                ep,
                 swap.cast(),
                 1,
                 swap_desc,
@@ -834,10 +871,14 @@ impl Endpoint {
 
     /// Asks the provider to cancel the operation posted with `context` (a receive, in
     /// practice). A cancelled operation completes with `FI_ECANCELED`.
+    /// On a closed endpoint there is nothing left to cancel: a no-op.
     pub(crate) fn cancel(&self, context: *mut c_void) {
+        let Ok(ep) = self.live() else {
+            return;
+        };
         // SAFETY: the endpoint is open; cancelling an unknown context is harmless.
         unsafe {
-            sys::fi_cancel(&mut (*self.raw()).fid, context);
+            sys::fi_cancel(&mut (*ep).fid, context);
         }
     }
 }

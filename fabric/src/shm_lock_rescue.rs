@@ -156,7 +156,7 @@ fn run(shared: &Shared, dir: &str) {
             for region in release_stuck(&regions, free, &shared.stop) {
                 // Relaxed: a statistic.
                 shared.released.fetch_add(1, Ordering::Relaxed);
-                eprintln!(
+                log::warn!(
                     "steadfast-fabric: released the libfabric shm lock of {} (taken by a process that died; peers: {exited:?})",
                     region.path
                 );
