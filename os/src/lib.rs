@@ -2,6 +2,7 @@
 //!
 //! | Module | Job |
 //! |---|---|
+//! | [`affinity`] | binding the calling thread to one of the CPUs it may use |
 //! | [`process`] | whether a process of this host is alive (pidfd, else `kill(pid, 0)`); a zombie is dead |
 //! | [`spawn`] | children that die with their parent ([`DieWithParent`] on [`std::process::Command`]) |
 //! | [`host`] | the boot id (read once) and an identity of this host and pid namespace |
@@ -22,6 +23,7 @@
 //! assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
 //! ```
 
+pub mod affinity;
 pub mod hash;
 pub mod host;
 pub mod process;

@@ -82,28 +82,13 @@ fn parse_args() -> Options {
     o
 }
 
+/// Pins to the `nth` CPU this process may use, if it may use at least two.
 fn pin_to_nth_cpu(nth: usize) -> Option<usize> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: valid cpu_set_t of `size` bytes for the kernel to fill.
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+    let allowed = steadfast_os::affinity::allowed_cpus();
+    if allowed.len() < 2 || nth >= allowed.len() {
         return None;
     }
-    // SAFETY: CPU_ISSET reads within the set.
-    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    if allowed.len() < 2 {
-        return None;
-    }
-    let cpu = *allowed.get(nth)?;
-    // SAFETY: plain data.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpu, &mut one) };
-    // SAFETY: valid cpu_set_t.
-    (unsafe { libc::sched_setaffinity(0, size, &one) } == 0).then_some(cpu)
+    steadfast_os::affinity::bind_to_allowed_cpu(nth)
 }
 
 fn sizes(o: &Options) -> Vec<usize> {

@@ -80,32 +80,6 @@ fn cores_available() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-/// Pins this process to the `index`-th CPU it may run on (modulo their number): ranks
-/// of one host spread over its cores and stop migrating, which on a latency path
-/// matters (Open MPI binds to cores by default too). Best effort.
-fn bind_to_allowed_cpu(index: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set.
-    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: valid set and size for our own thread (pid 0).
-    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
-        return;
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: the index is within the set's size.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &allowed) })
-        .collect();
-    if cpus.is_empty() {
-        return;
-    }
-    // SAFETY: a zeroed cpu_set_t is a valid empty set.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the CPU number comes from the allowed set, within CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpus[index % cpus.len()], &mut one) };
-    // SAFETY: valid set and size for our own thread.
-    unsafe { libc::sched_setaffinity(0, size, &one) };
-}
-
 /// A job id drawn by rank 0: random enough that two jobs on one node never share
 /// segment names.
 fn fresh_job_id() -> u64 {
@@ -272,7 +246,9 @@ impl World {
                 .iter()
                 .position(|&r| r == rank)
                 .expect("self listed");
-            bind_to_allowed_cpu(index);
+            // Ranks of one host spread over its cores and stop migrating, which on a
+            // latency path matters (Open MPI binds to cores by default too). Best effort.
+            let _ = steadfast_os::affinity::bind_to_allowed_cpu(index);
         }
         let forced_fabric = route_mode == "fabric";
         let same = |r: usize| nodes[r] == nodes[rank as usize];
