@@ -197,22 +197,14 @@ impl Drop for Hints {
     }
 }
 
-/// Provider settings that libfabric reads from the environment when it first loads its
-/// providers, and that correctness needs; a value the user set is kept.
-const PROVIDER_ENVIRONMENT: &[(&str, &str)] = &[
-    // net (1.17) stops reading a connection once it holds this many messages that have
-    // no posted receive (default 4). A rendezvous read's response queued behind them
-    // then never arrives, and both sides wait for ever (`interleaved_tags` test). The
-    // saved messages take memory only when they exist.
-    ("FI_NET_MAX_SAVED", "1048576"),
-];
-
-/// Sets [`PROVIDER_ENVIRONMENT`] once, before this process's first `fi_getinfo`.
+/// Sets the environment variables of the provider quirks ([`crate::quirks::environment`])
+/// once, before this process's first `fi_getinfo`: libfabric reads them when it first
+/// loads its providers. A value the user set is kept.
 fn set_provider_environment() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        for (name, value) in PROVIDER_ENVIRONMENT {
-            let (name, value) = (CString::new(*name), CString::new(*value));
+        for (name, value) in crate::quirks::environment() {
+            let (name, value) = (CString::new(name), CString::new(value));
             let (Ok(name), Ok(value)) = (name, value) else {
                 continue;
             };

@@ -37,7 +37,8 @@ use crate::error::{Error, Result};
 use crate::info::{FabricConfig, Info, MrMode};
 use crate::mr::{Access, CacheStats, MemoryRegion, RegistrationCache};
 use crate::objects::{AddressVector, CompletionQueue, CqEntry, Domain, Endpoint, Fabric};
-use crate::shm_lock_rescue::{self, LockRescue};
+use crate::quirks::{self, Quirk};
+use crate::shm_lock_rescue::LockRescue;
 use steadfast_os::{host_identity, ProcessWatch};
 
 pub use rma::{ExposedRegion, RemoteRegion};
@@ -254,8 +255,11 @@ impl Messenger {
         let eager_limit = Self::choose_eager_limit(&config, &info, rendezvous, inject_limit);
         // Without the thread a peer killed at the wrong moment hangs us; with it failing
         // to start (no threads left) we run as libfabric alone would.
-        let shm_rescue = (info.provider_name() == "shm"
-            && shm_lock_rescue::needed(crate::libfabric_version()))
+        let shm_rescue = quirks::applies(
+            Quirk::DeadPeerHoldsRegionLock,
+            &info.provider_name(),
+            crate::libfabric_version(),
+        )
         .then(LockRescue::start_system)
         .and_then(std::io::Result::ok);
         let mut messenger = Messenger {
@@ -331,9 +335,9 @@ impl Messenger {
     }
 
     /// The eager limit for a provider: what the configuration says, else 64 KiB, except
-    /// for shm before libfabric 1.19, whose SAR protocol hangs on several unexpected
-    /// messages above the inject size (ofiwg/libfabric#9143): there, everything above
-    /// the inject size goes by our rendezvous, whose headers are inline.
+    /// where the provider's SAR protocol hangs on several unexpected messages above the
+    /// inject size ([`Quirk::UnexpectedSarHangs`]): there, everything above the inject
+    /// size goes by our rendezvous, whose headers are inline.
     fn choose_eager_limit(
         config: &MessengerConfig,
         info: &Info,
@@ -346,8 +350,8 @@ impl Messenger {
         if let Some(limit) = config.eager_threshold {
             return limit;
         }
-        let (major, minor) = crate::libfabric_version();
-        if info.provider_name() == "shm" && (major, minor) < (1, 19) {
+        let version = crate::libfabric_version();
+        if quirks::applies(Quirk::UnexpectedSarHangs, &info.provider_name(), version) {
             return inject_limit;
         }
         64 * 1024

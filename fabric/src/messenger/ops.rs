@@ -30,7 +30,7 @@ impl Messenger {
     }
 
     /// Receives a message from `source` (any if `None`) whose tag equals `tag` on the
-    /// bits not set in `ignore` ([`ANY_TAG`] for any), into `buf`.
+    /// bits not set in `ignore` ([`ANY_TAG`](super::ANY_TAG) for any), into `buf`.
     ///
     /// # Errors
     /// [`Error::Truncated`] when the message is longer than `buf` (the message is
