@@ -60,8 +60,8 @@ impl std::fmt::Display for ProviderResolution {
 
 /// Maps a requested provider name to one of the `available` RDM providers.
 ///
-/// `tcp` prefers native tcp RDM (libfabric 1.18+), then `net` (1.17's native RDM over
-/// TCP), then `tcp;ofi_rxm`. Any other name is taken as is, or through `ofi_rxm` when
+/// `tcp` takes the first available of [`crate::quirks::TCP_CHOICES`] (native tcp RDM,
+/// libfabric 1.18+; then `net`, 1.17's native RDM over TCP; then `tcp;ofi_rxm`). Any other name is taken as is, or through `ofi_rxm` when
 /// the provider has only MSG endpoints (as `verbs` does).
 ///
 /// # Errors
@@ -74,22 +74,11 @@ pub fn resolve_provider(requested: &str, available: &[String]) -> Result<Provide
         reason,
     };
     if requested == "tcp" {
-        if has("tcp") {
-            return Ok(pick("tcp", "native tcp RDM"));
-        }
-        // net is libfabric 1.17's native RDM over TCP: one layer less than rxm over tcp
-        // MSG endpoints. It needs FI_NET_MAX_SAVED raised (`set_provider_environment`).
-        if has("net") {
-            return Ok(pick(
-                "net",
-                "native RDM over TCP (libfabric 1.17); no native tcp RDM",
-            ));
-        }
-        if has("tcp;ofi_rxm") {
-            return Ok(pick(
-                "tcp;ofi_rxm",
-                "tcp MSG endpoints under ofi_rxm; no native tcp RDM or net here",
-            ));
+        if let Some((provider, reason)) = crate::quirks::TCP_CHOICES
+            .iter()
+            .find(|(provider, _)| has(provider))
+        {
+            return Ok(pick(provider, reason));
         }
     } else if has(requested) {
         return Ok(pick(requested, "as requested"));

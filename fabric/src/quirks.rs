@@ -1,7 +1,8 @@
 //! The one table of provider quirks: every behaviour of a particular libfabric
 //! provider (or version of it) that this layer works around, with the workaround and
-//! where it was reported. Code that needs to know asks [`applies`]; nothing else in the
-//! crate compares provider names or library versions.
+//! where it was reported, and which provider stands for `tcp` ([`TCP_CHOICES`]). Code
+//! that needs to know asks [`applies`]; nothing else in the crate compares provider
+//! names or library versions.
 //!
 //! ```
 //! use steadfast_fabric::quirks::{applies, Quirk};
@@ -77,6 +78,23 @@ pub const QUIRKS: &[QuirkEntry] = &[
         environment: Some(("FI_NET_MAX_SAVED", "1048576")),
         reference: "fabric/tests/messaging.rs interleaved_tags",
     },
+];
+
+/// Which provider serves a request for `tcp`, best first, with the reason reported in
+/// [`ProviderResolution::reason`](crate::ProviderResolution::reason): which one exists
+/// depends on the libfabric version.
+pub const TCP_CHOICES: &[(&str, &str)] = &[
+    ("tcp", "native tcp RDM"),
+    // One layer less than rxm over tcp MSG endpoints; needs
+    // `Quirk::StopsReadingOnSavedMessages`'s environment.
+    (
+        "net",
+        "native RDM over TCP (libfabric 1.17); no native tcp RDM",
+    ),
+    (
+        "tcp;ofi_rxm",
+        "tcp MSG endpoints under ofi_rxm; no native tcp RDM or net here",
+    ),
 ];
 
 impl QuirkEntry {
