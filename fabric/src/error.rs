@@ -10,6 +10,7 @@ use crate::PeerId;
 /// retrying inside the layer. Errors that mean "the peer is gone" are
 /// [`Error::PeerUnreachable`], so that a runtime can turn them into failure suspicions.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No provider of that name is available on this machine.
     #[error("provider {requested:?} is not available here; available providers: {}", available.join(", "))]

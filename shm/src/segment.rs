@@ -85,6 +85,7 @@ const _: () = assert!(std::mem::size_of::<RingHeader>() % 64 == 0);
 
 /// Errors of segment handling.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SegmentError {
     /// The file could not be created, opened, sized or mapped.
     #[error("{what} {path}: {source}")]

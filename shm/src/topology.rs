@@ -11,6 +11,7 @@ use hwlocality::Topology as Hwloc;
 
 /// Topology errors.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TopologyError {
     /// hwloc failed (discovery, binding).
     #[error("hwloc: {0}")]

@@ -37,7 +37,12 @@ pub const ANY_SOURCE: Option<u32> = None;
 pub const ANY_TAG: Option<u32> = None;
 
 /// Errors of communicator operations.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// `Clone` (transport errors are shared behind an [`Arc`]) and comparable: variants
+/// without a transport error compare by value, transport errors only to clones of the
+/// same error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum CommError {
     /// A peer the operation involves has failed (comm ranks).
     #[error("process failed: ranks {ranks:?}")]
@@ -68,9 +73,108 @@ pub enum CommError {
     /// The other processes declared this one failed: it must stop.
     #[error("this process was declared failed by the others")]
     Excluded,
-    /// A transport error that is not a peer failure.
-    #[error("transport: {0}")]
-    Transport(String),
+    /// A fabric error that is not (yet known as) a peer failure.
+    #[error("fabric transport: {0}")]
+    Fabric(#[source] Arc<steadfast_fabric::Error>),
+    /// A shared-memory error that is not (yet known as) a peer failure.
+    #[error("shared-memory transport: {0}")]
+    Shm(#[source] Arc<steadfast_shm::ShmError>),
+    /// Single-copy access (`process_vm_readv`/`writev`) to the window of a process of
+    /// this node failed; `EPERM` means the ptrace policy forbids it.
+    #[error(
+        "single-copy access to rank {rank}'s window: {source}{}",
+        ptrace_hint(source)
+    )]
+    WindowAccess {
+        /// The window's owner (world rank).
+        rank: u32,
+        /// The system call's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// A peer's window descriptor does not decode or lacks what its route needs.
+    #[error("window descriptor of rank {rank}: {problem}")]
+    WindowDescriptor {
+        /// The sender (communicator rank).
+        rank: u32,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A peer is reached through the fabric, but this process has no fabric endpoint.
+    #[error("a peer is reached through the fabric, but this process has no fabric endpoint")]
+    NoFabricEndpoint,
+}
+
+/// The explanation added to an `EPERM` of single-copy access.
+fn ptrace_hint(e: &std::io::Error) -> &'static str {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        " (the ptrace policy, /proc/sys/kernel/yama/ptrace_scope, forbids \
+         process_vm_readv/writev between these processes)"
+    } else {
+        ""
+    }
+}
+
+impl PartialEq for CommError {
+    fn eq(&self, other: &Self) -> bool {
+        use CommError::*;
+        match (self, other) {
+            (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
+            (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
+            (Revoked, Revoked) | (Excluded, Excluded) | (NoFabricEndpoint, NoFabricEndpoint) => {
+                true
+            }
+            (
+                Truncated {
+                    len: a,
+                    capacity: c,
+                },
+                Truncated {
+                    len: b,
+                    capacity: d,
+                },
+            ) => a == b && c == d,
+            (InvalidArgument(a), InvalidArgument(b)) => a == b,
+            (Fabric(a), Fabric(b)) => Arc::ptr_eq(a, b),
+            (Shm(a), Shm(b)) => Arc::ptr_eq(a, b),
+            (WindowAccess { rank: a, source: s }, WindowAccess { rank: b, source: t }) => {
+                a == b && Arc::ptr_eq(s, t)
+            }
+            (
+                WindowDescriptor {
+                    rank: a,
+                    problem: p,
+                },
+                WindowDescriptor {
+                    rank: b,
+                    problem: q,
+                },
+            ) => a == b && p == q,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for CommError {}
+
+impl CommError {
+    /// Whether this is a transport's own error (fabric or shared memory), which the
+    /// caller may replace by what the engine learnt meanwhile (a failure, a revoke).
+    pub(crate) fn is_transport(&self) -> bool {
+        matches!(self, CommError::Fabric(_) | CommError::Shm(_))
+    }
+}
+
+impl From<steadfast_fabric::Error> for CommError {
+    fn from(e: steadfast_fabric::Error) -> Self {
+        CommError::Fabric(Arc::new(e))
+    }
+}
+
+impl From<steadfast_shm::ShmError> for CommError {
+    fn from(e: steadfast_shm::ShmError) -> Self {
+        CommError::Shm(Arc::new(e))
+    }
 }
 
 /// What a receive got.

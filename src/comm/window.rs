@@ -80,23 +80,20 @@ fn encode(pid: u32, len: usize, addr: u64, region: Option<RemoteRegion>) -> [u8;
     d
 }
 
-/// A peer's descriptor: (pid, length, address, fabric region).
-fn decode(d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError> {
+/// Rank `rank`'s descriptor: (pid, length, address, fabric region).
+fn decode(rank: u32, d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError> {
     if d.len() != DESC_LEN {
-        return Err(CommError::Transport(format!(
-            "window descriptor of {} bytes, expected {DESC_LEN}",
-            d.len()
-        )));
+        return Err(CommError::WindowDescriptor {
+            rank,
+            problem: "wrong length",
+        });
     }
     let pid = u32::from_le_bytes(d[0..4].try_into().expect("4 bytes"));
     let len = u64::from_le_bytes(d[4..12].try_into().expect("8 bytes")) as usize;
     let addr = u64::from_le_bytes(d[12..20].try_into().expect("8 bytes"));
     let region = match d[20] {
         0 => None,
-        _ => Some(
-            RemoteRegion::from_bytes(&d[21..])
-                .map_err(|e| CommError::Transport(format!("window descriptor: {e}")))?,
-        ),
+        _ => Some(RemoteRegion::from_bytes(&d[21..]).map_err(CommError::from)?),
     };
     Ok((pid, len, addr, region))
 }
@@ -108,12 +105,10 @@ fn cma_error(e: std::io::Error, world: u32, engine: &mut Engine) -> CommError {
             engine.apply_failures();
             CommError::ProcFailed { ranks: Vec::new() }
         }
-        Some(libc::EPERM) => CommError::Transport(format!(
-            "single-copy access to rank {world}'s window refused (EPERM): the ptrace \
-             policy (/proc/sys/kernel/yama/ptrace_scope) forbids process_vm_readv/writev \
-             between these processes"
-        )),
-        _ => CommError::Transport(format!("window access to rank {world}: {e}")),
+        _ => CommError::WindowAccess {
+            rank: world,
+            source: std::sync::Arc::new(e),
+        },
     }
 }
 
@@ -124,7 +119,7 @@ fn fabric_error(e: FabricError, world: u32, engine: &mut Engine) -> CommError {
             engine.apply_failures();
             CommError::ProcFailed { ranks: Vec::new() }
         }
-        other => CommError::Transport(other.to_string()),
+        other => other.into(),
     }
 }
 
@@ -135,9 +130,9 @@ impl Comm {
     /// matches this one's.
     ///
     /// # Errors
-    /// `ProcFailed`, `Revoked`, `Excluded` from the exchange; `Transport` when the
-    /// buffer cannot be registered with the fabric or single-copy access between
-    /// processes of this node is forbidden.
+    /// `ProcFailed`, `Revoked`, `Excluded` from the exchange; `Fabric` when the buffer
+    /// cannot be registered with the fabric; `WindowDescriptor` for a peer's
+    /// descriptor that does not decode.
     pub fn window<'a>(&self, buf: &'a mut [u8]) -> Result<Window<'a>, CommError> {
         let comm = self.dup()?;
         let (me, n) = (comm.rank(), comm.size());
@@ -153,12 +148,8 @@ impl Comm {
         let mut exposed = None;
         if routes_fabric && len > 0 {
             let mut e = comm.engine.lock();
-            let fab = e.fab.as_mut().ok_or_else(|| {
-                CommError::Transport("fabric route without a fabric endpoint".into())
-            })?;
-            let region = fab
-                .expose(buf)
-                .map_err(|err| CommError::Transport(format!("window registration: {err}")))?;
+            let fab = e.fab.as_mut().ok_or(CommError::NoFabricEndpoint)?;
+            let region = fab.expose(buf)?;
             exposed = Some(region);
         }
         let mine = encode(
@@ -180,7 +171,7 @@ impl Comm {
             }
             let mut d = [0u8; DESC_LEN];
             let st = comm.recv(Some(r), Some(TAG), &mut d)?;
-            let (pid, len, addr, region) = decode(&d[..st.len])?;
+            let (pid, len, addr, region) = decode(r, &d[..st.len])?;
             let w = group[r as usize];
             let route = comm.engine.lock().routes[w as usize];
             targets.push(match route {
@@ -195,9 +186,10 @@ impl Comm {
                     // An empty window has nothing registered.
                     None if len == 0 => Target::Cma { pid, addr, len },
                     None => {
-                        return Err(CommError::Transport(format!(
-                            "rank {r} did not register its window with the fabric"
-                        )))
+                        return Err(CommError::WindowDescriptor {
+                            rank: r,
+                            problem: "no fabric registration, though reached through the fabric",
+                        })
                     }
                 },
             });
@@ -289,7 +281,7 @@ impl Window<'_> {
     ///
     /// # Errors
     /// `InvalidArgument` out of range; `ProcFailed` when the target has failed;
-    /// `Revoked`; `Transport`.
+    /// `Revoked`; `WindowAccess`, `Fabric` for a transport failure.
     pub fn put(&self, target: u32, offset: usize, data: &[u8]) -> Result<(), CommError> {
         self.access(target, offset, Access::Put(data))
     }
@@ -422,10 +414,13 @@ mod tests {
             len: 4096,
         };
         let d = encode(42, 4096, 0xdead_beef, Some(r));
-        assert_eq!(decode(&d).unwrap(), (42, 4096, 0xdead_beef, Some(r)));
+        assert_eq!(decode(1, &d).unwrap(), (42, 4096, 0xdead_beef, Some(r)));
         let d = encode(1, 0, 0, None);
-        assert_eq!(decode(&d).unwrap(), (1, 0, 0, None));
-        assert!(decode(&d[..10]).is_err());
+        assert_eq!(decode(1, &d).unwrap(), (1, 0, 0, None));
+        assert!(matches!(
+            decode(3, &d[..10]),
+            Err(CommError::WindowDescriptor { rank: 3, .. })
+        ));
     }
 
     #[test]

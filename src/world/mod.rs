@@ -33,6 +33,7 @@ pub const WORLD_CTX: u64 = 1;
 
 /// Why [`World::init`] failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InitError {
     /// No launcher, or the launcher failed.
     #[error(transparent)]
@@ -48,7 +49,7 @@ pub enum InitError {
     Shm(#[from] steadfast_shm::ShmError),
     /// The progress thread could not be started.
     #[error("cannot start the progress thread: {0}")]
-    Thread(String),
+    Thread(#[source] std::io::Error),
     /// A peer published something unusable.
     #[error("rank {rank} published a bad {what}")]
     BadPeerData {
@@ -337,10 +338,7 @@ impl World {
         let engine = Arc::new(Shared::new(engine));
         let progress_thread = if params.choice("progress_thread", &["0", "1"])? == "1" {
             let interval = Duration::from_millis((heartbeat / 2).max(1));
-            Some(
-                ProgressThread::start(Arc::clone(&engine), interval)
-                    .map_err(|e| InitError::Thread(e.to_string()))?,
-            )
+            Some(ProgressThread::start(Arc::clone(&engine), interval).map_err(InitError::Thread)?)
         } else {
             None
         };
