@@ -145,6 +145,31 @@ pub struct MessengerStats {
 
 /// Tagged messaging, RMA and atomics over one libfabric endpoint. See the module docs.
 ///
+/// ```
+/// use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig, ANY_TAG};
+///
+/// // Two messengers over TCP on loopback, each driven by its own thread (normally
+/// // one per process, with the addresses exchanged by the launcher). A blocking call
+/// // progresses only its own messenger, so the peer must be driven meanwhile.
+/// let config = |id| {
+///     let mut c = MessengerConfig::new(FabricConfig::new("tcp").domain("lo"), id);
+///     c.operation_timeout = Some(std::time::Duration::from_secs(60));
+///     c
+/// };
+/// let mut a = Messenger::open(config(0))?;
+/// let mut b = Messenger::open(config(1))?;
+/// a.add_peer(1, &b.address().to_bytes())?;
+/// b.add_peer(0, &a.address().to_bytes())?;
+/// let receiver = std::thread::spawn(move || {
+///     let mut buf = [0u8; 64];
+///     let got = b.recv(Some(0), 0, ANY_TAG, &mut buf)?;
+///     Ok::<_, steadfast_fabric::Error>((got.tag, buf[..got.len].to_vec()))
+/// });
+/// a.send(1, 42, b"hello")?;
+/// assert_eq!(receiver.join().unwrap()?, (42, b"hello".to_vec()));
+/// # Ok::<(), steadfast_fabric::Error>(())
+/// ```
+///
 /// # Thread safety
 /// `Send` but not `Sync`: one thread at a time drives it (the domain is opened with
 /// `FI_THREAD_DOMAIN`, so libfabric takes no locks for us).
