@@ -96,14 +96,7 @@ impl Endpoint {
         }
         let token = self.next_token;
         self.next_token += 1;
-        let split = self.offer_split(dest, token, data.len());
-        let h = Header::Rts {
-            tag,
-            addr: data.as_ptr() as u64,
-            len: data.len() as u64,
-            token,
-            split,
-        };
+        let h = self.offer_rts(dest, tag, data, token);
         if let Err(e) = self.push(dest, h, &[]) {
             self.release_offer(token);
             return Err(e);
@@ -172,14 +165,7 @@ impl Endpoint {
             return Ok(req);
         }
         let token = self.next_token;
-        let split = self.offer_split(dest, token, data.len());
-        let h = Header::Rts {
-            tag,
-            addr: data.as_ptr() as u64,
-            len: data.len() as u64,
-            token,
-            split,
-        };
+        let h = self.offer_rts(dest, tag, data, token);
         match self.try_push(dest, h, &[]) {
             Ok(true) => {}
             Ok(false) => {
@@ -269,6 +255,20 @@ impl Endpoint {
             Ok(())
         } else {
             Err(ShmError::WouldBlock)
+        }
+    }
+
+    /// The RTS of `token`'s large send of `data` to `dest`, with a split slot offered
+    /// when one is free (release it with [`release_offer`](Self::release_offer) if the
+    /// RTS never leaves).
+    fn offer_rts(&mut self, dest: u32, tag: u64, data: &[u8], token: u64) -> Header {
+        let split = self.offer_split(dest, token, data.len());
+        Header::Rts {
+            tag,
+            addr: data.as_ptr() as u64,
+            len: data.len() as u64,
+            token,
+            split,
         }
     }
 
