@@ -13,17 +13,9 @@ use hwlocality::Topology as Hwloc;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TopologyError {
-    /// hwloc failed (discovery, binding).
+    /// hwloc failed (discovery, placement).
     #[error("hwloc: {0}")]
     Hwloc(String),
-    /// A core index beyond the machine's cores.
-    #[error("no core {index}: the machine has {cores}")]
-    NoSuchCore {
-        /// Index asked for.
-        index: usize,
-        /// Cores present.
-        cores: usize,
-    },
 }
 
 /// NUMA nodes the kernel reports in sysfs (cheap: no hwloc discovery); 1 if unknown.
