@@ -461,6 +461,10 @@ pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
                 .is_some_and(|age| age > std::time::Duration::from_secs(60)),
         };
         if stale && std::fs::remove_file(&path).is_ok() {
+            log::info!(
+                "steadfast-shm: removed {}, left by a dead process",
+                path.display()
+            );
             removed.push(path);
         }
     }

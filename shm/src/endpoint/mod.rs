@@ -243,7 +243,9 @@ impl Endpoint {
             // refusal leaves the kernel's first-touch placement.
             if let Ok(t) = crate::topology::Topology::detect() {
                 if let Some(node) = t.current_numa_node() {
-                    let _ = t.place_on_node(own.as_words(), node);
+                    if let Err(e) = t.place_on_node(own.as_words(), node) {
+                        log::debug!("steadfast-shm: segment left where first touched: {e}");
+                    }
                 }
             }
         }
