@@ -82,6 +82,11 @@ pub struct MessengerConfig {
     /// Give up on a blocking operation after this long (`None`: wait while the peer
     /// lives).
     pub operation_timeout: Option<Duration>,
+    /// Whether the messenger may start its one helper thread where the provider needs
+    /// it ([`Quirk::DeadPeerHoldsRegionLock`]: shm before libfabric 1.18, where a peer
+    /// killed while holding a region lock hangs us). Default `true`; with `false` no
+    /// thread is started, and such a hang is possible on those versions.
+    pub shm_lock_rescue: bool,
 }
 
 impl MessengerConfig {
@@ -99,6 +104,7 @@ impl MessengerConfig {
             rendezvous_pipeline: 4,
             liveness_interval: Duration::from_millis(50),
             operation_timeout: None,
+            shm_lock_rescue: true,
         }
     }
 }
@@ -280,13 +286,14 @@ impl Messenger {
         let eager_limit = Self::choose_eager_limit(&config, &info, rendezvous, inject_limit);
         // Without the thread a peer killed at the wrong moment hangs us; with it failing
         // to start (no threads left) we run as libfabric alone would.
-        let shm_rescue = quirks::applies(
+        let rescue_needed = quirks::applies(
             Quirk::DeadPeerHoldsRegionLock,
             &info.provider_name(),
             crate::libfabric_version(),
-        )
-        .then(LockRescue::start_system)
-        .and_then(std::io::Result::ok);
+        );
+        let shm_rescue = (config.shm_lock_rescue && rescue_needed)
+            .then(LockRescue::start_system)
+            .and_then(std::io::Result::ok);
         let mut messenger = Messenger {
             cache: RegistrationCache::new(config.registration_cache),
             slots_mr,
