@@ -20,6 +20,11 @@ impl Messenger {
     /// table and staging memory are leaked rather than freed, in case a provider keeps a
     /// pointer past the close. Returns the error for the caller.
     ///
+    /// The fence covers what the provider does in this process. A copy that a peer
+    /// process performs into our memory (shm's CMA path for some reads) and has already
+    /// started is outside any local call's reach; such reads are the ones given up only
+    /// once the peer's process is gone (`orphan_reads_from_exited`).
+    ///
     /// Should `fi_close` itself refuse, the operations are still live and returning
     /// would be unsound; the call then keeps progressing until the provider does give
     /// the buffer back (logged as an error). None of the providers this layer supports
