@@ -164,13 +164,9 @@ fn agree_loop(comm: &Comm, iterations: u32, victim: u32, seed: u64) {
             die_now();
         });
     }
-    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut mix = |x: u64| {
-        for b in x.to_le_bytes() {
-            digest ^= b as u64;
-            digest = digest.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    // Every decision, in order; its FNV-1a is the digest all ranks must print alike.
+    let mut decisions: Vec<u8> = Vec::new();
+    let mut mix = |x: u64| decisions.extend_from_slice(&x.to_le_bytes());
     let start = Instant::now();
     let mut first_failure: Option<(u32, Duration)> = None;
     for i in 0..iterations {
@@ -189,6 +185,7 @@ fn agree_loop(comm: &Comm, iterations: u32, victim: u32, seed: u64) {
         let until = Instant::now() + Duration::from_micros(2);
         while Instant::now() < until {}
     }
+    let digest = steadfast_os::fnv1a64(&decisions);
     println!(
         "DIGEST {digest:016x} ({:.2} us per iteration)",
         start.elapsed().as_secs_f64() * 1e6 / iterations as f64

@@ -3,10 +3,10 @@
 //! its documentation says.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 /// `target/<profile>/examples/<name>`, which `cargo test` builds with the tests.
 fn example(name: &str) -> PathBuf {
@@ -15,7 +15,13 @@ fn example(name: &str) -> PathBuf {
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target/<profile>/deps/<test>");
-    profile_dir.join("examples").join(name)
+    let path = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples with the tests (or `cargo build --example {name}`)",
+        path.display()
+    );
+    path
 }
 
 /// Runs `steadfast-run -n N example` with `env`; (status, stdout, stderr). The job is
@@ -27,13 +33,7 @@ fn run(n: u32, name: &str, env: &[(&str, &str)], limit: Duration) -> (i32, Strin
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    cmd.die_with_parent();
     let mut child = cmd.spawn().expect("start steadfast-run");
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");

@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 struct Job {
     stdout: String,
@@ -34,7 +35,6 @@ impl Job {
 /// Runs `ft-test-rank ARGS` on `n` ranks with `env`; the launcher is killed (and its
 /// ranks with it) if the job outlives `limit`.
 fn run(n: u32, env: &[(&str, &str)], args: &[&str], limit: Duration) -> Job {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args([
         "-n",
@@ -48,13 +48,8 @@ fn run(n: u32, env: &[(&str, &str)], args: &[&str], limit: Duration) -> Job {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     let mut child = cmd.spawn().expect("start steadfast-run");
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();

@@ -2,6 +2,7 @@
 //! to the survivors and in the summary, secrets enforced, no orphans.
 
 use std::process::Command;
+use steadfast_os::DieWithParent;
 
 // libc is a dependency of the crate under test; tests use it for signals.
 
@@ -109,19 +110,13 @@ fn ranks_sleeping(secs: &str) -> usize {
 
 /// Starts steadfast-run; it dies with this test process (PR_SET_PDEATHSIG).
 fn launcher(args: &[&str], capture_stderr: bool) -> std::process::Child {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(args);
     if capture_stderr {
         cmd.stderr(std::process::Stdio::piped());
     }
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     cmd.spawn().expect("start steadfast-run")
 }
 

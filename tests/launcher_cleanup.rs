@@ -6,6 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 /// Starts two ranks streaming to each other over shared memory for a minute; the
 /// launcher leads a process group of its own.
@@ -21,13 +22,7 @@ fn start_job() -> Child {
     ])
     .stdout(Stdio::null())
     .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    cmd.die_with_parent();
     cmd.spawn().expect("start steadfast-run")
 }
 

@@ -6,6 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 /// A port free a moment ago on loopback.
 fn free_port() -> u16 {
@@ -21,10 +22,10 @@ fn free_port() -> u16 {
 fn launcher(args: &[&str], nofile: Option<u64>) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: prctl and setrlimit are async-signal-safe.
+    cmd.die_with_parent();
+    // SAFETY: setrlimit is async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if let Some(n) = nofile {
                 let r = libc::rlimit {
                     rlim_cur: n,

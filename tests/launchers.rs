@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 fn installed(program: &str) -> bool {
     Command::new("sh")
@@ -23,13 +24,8 @@ fn run(mut cmd: Command, limit: Duration) -> Output {
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     let child = cmd.spawn().expect("start the launcher");
     let pid = child.id() as libc::pid_t;
     let watchdog = std::thread::spawn(move || {

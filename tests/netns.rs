@@ -6,6 +6,7 @@
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 fn ip(args: &[&str]) -> bool {
     Command::new("ip")
@@ -118,14 +119,8 @@ fn two_hosts_route_through_fabric_across_and_shm_within_and_a_cut_link_is_suspec
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        // The child dies with this process (and never outlives a parent that died first).
+        cmd.die_with_parent();
     }
     let child = cmd
         .spawn()

@@ -7,6 +7,7 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 struct Job {
     stdout: String,
@@ -28,7 +29,6 @@ impl Job {
 /// `sh` wrapper in rank 0 alone. The launcher (and its ranks) are killed if the job
 /// outlives `limit`, which fails the test.
 fn run(n: u32, env: &[(&str, &str)], rank0_env: &str, args: &[&str], limit: Duration) -> Job {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &n.to_string(), "--tag-output", "sh", "-c"])
         .arg(format!(
@@ -41,13 +41,7 @@ fn run(n: u32, env: &[(&str, &str)], rank0_env: &str, args: &[&str], limit: Dura
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    cmd.die_with_parent();
     let start = Instant::now();
     let mut child = cmd.spawn().expect("start steadfast-run");
     let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());

@@ -27,6 +27,7 @@ pub const HEADER_LEN: usize = 20;
 
 /// Why bytes were refused. The state machines count these and drop the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WireError {
     /// Fewer bytes than the layout requires.
     #[error("message truncated: needed {needed} bytes at offset {offset}, {len} in total")]

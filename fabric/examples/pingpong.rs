@@ -9,11 +9,11 @@
 //! the peer's stdin/stdout, and kills the peer if it exits early.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig, Request};
+use steadfast_os::DieWithParent;
 
 const TAG_PING: u64 = 1;
 const TAG_BW: u64 = 2;
@@ -216,27 +216,11 @@ impl Drop for PeerGuard {
 /// `--bind-to core` would); returns that CPU, or `None` when there are not enough CPUs
 /// or the call is refused (then nothing changes).
 fn pin_to_nth_cpu(nth: usize) -> Option<usize> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: `set` is a valid cpu_set_t of `size` bytes for the kernel to fill.
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+    let allowed = steadfast_os::affinity::allowed_cpus();
+    if allowed.len() < 2 || nth >= allowed.len() {
         return None;
     }
-    // SAFETY: CPU_ISSET reads the set within its bounds.
-    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    if allowed.len() < 2 {
-        return None;
-    }
-    let cpu = *allowed.get(nth)?;
-    // SAFETY: plain data, zeroed is the empty set.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpu, &mut one) };
-    // SAFETY: `one` is a valid cpu_set_t of `size` bytes.
-    (unsafe { libc::sched_setaffinity(0, size, &one) } == 0).then_some(cpu)
+    steadfast_os::affinity::bind_to_allowed_cpu(nth)
 }
 
 fn spawn_peer() -> PeerGuard {
@@ -245,13 +229,8 @@ fn spawn_peer() -> PeerGuard {
         .arg("--peer")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; the child dies with this process.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     PeerGuard(
         cmd.spawn()
             .unwrap_or_else(|e| die(&format!("cannot start the peer: {e}"))),

@@ -11,14 +11,14 @@
 //! | 12 | 4 | FNV-1a (low 32 bits) of the provider name |
 //! | 16 | 4 | pid of the owning process |
 //! | 20 | 4 | reserved, zero |
-//! | 24 | 8 | host identity ([`crate::liveness::host_identity`]) |
+//! | 24 | 8 | host identity ([`steadfast_os::host_identity`]) |
 //! | 32 | n | raw provider name (`fi_getname`) |
 //!
 //! Decoding checks every field against the local endpoint before any byte reaches
 //! libfabric, so malformed input is an error, never undefined behaviour.
 
 use crate::error::{Error, Result};
-use crate::liveness::fnv1a64;
+use steadfast_os::fnv1a64;
 
 const MAGIC: [u8; 4] = *b"SFAD";
 const VERSION: u16 = 1;
@@ -27,6 +27,23 @@ const HEADER_LEN: usize = 32;
 const MAX_NAME_LEN: usize = 1024;
 
 /// An endpoint address with the facts a peer needs: provider, format, owning process.
+///
+/// ```
+/// use steadfast_fabric::PeerAddress;
+///
+/// let address = PeerAddress {
+///     addr_format: 1,
+///     provider_hash: 7,
+///     pid: std::process::id(),
+///     host: steadfast_os::host_identity(),
+///     raw: vec![1, 2, 3, 4],
+/// };
+/// // What the bootstrap carries between processes.
+/// let bytes = address.to_bytes();
+/// assert_eq!(PeerAddress::from_bytes(&bytes)?, address);
+/// assert!(PeerAddress::from_bytes(&bytes[..10]).is_err(), "short input is an error");
+/// # Ok::<(), steadfast_fabric::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerAddress {
     /// libfabric address format (`FI_SOCKADDR_IN`, `FI_ADDR_STR`, ...).

@@ -10,6 +10,7 @@ use crate::PeerId;
 /// retrying inside the layer. Errors that mean "the peer is gone" are
 /// [`Error::PeerUnreachable`], so that a runtime can turn them into failure suspicions.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No provider of that name is available on this machine.
     #[error("provider {requested:?} is not available here; available providers: {}", available.join(", "))]
@@ -84,6 +85,14 @@ pub enum Error {
     /// More operations in flight than the configured request slots.
     #[error("all {0} request slots are in use")]
     TooManyRequests(usize),
+    /// The messenger stopped working and every later call returns this: the provider
+    /// kept a buffer after a cancel, so the endpoint was closed to make it let go (see
+    /// `Messenger::cancel`). Open a new messenger.
+    #[error("messenger broken: {reason}")]
+    Broken {
+        /// What broke it.
+        reason: &'static str,
+    },
 }
 
 /// Shorthand for results of this crate.

@@ -60,8 +60,8 @@ impl std::fmt::Display for ProviderResolution {
 
 /// Maps a requested provider name to one of the `available` RDM providers.
 ///
-/// `tcp` prefers native tcp RDM (libfabric 1.18+), then `net` (1.17's native RDM over
-/// TCP), then `tcp;ofi_rxm`. Any other name is taken as is, or through `ofi_rxm` when
+/// `tcp` takes the first available of [`crate::quirks::TCP_CHOICES`] (native tcp RDM,
+/// libfabric 1.18+; then `net`, 1.17's native RDM over TCP; then `tcp;ofi_rxm`). Any other name is taken as is, or through `ofi_rxm` when
 /// the provider has only MSG endpoints (as `verbs` does).
 ///
 /// # Errors
@@ -74,22 +74,11 @@ pub fn resolve_provider(requested: &str, available: &[String]) -> Result<Provide
         reason,
     };
     if requested == "tcp" {
-        if has("tcp") {
-            return Ok(pick("tcp", "native tcp RDM"));
-        }
-        // net is libfabric 1.17's native RDM over TCP: one layer less than rxm over tcp
-        // MSG endpoints. It needs FI_NET_MAX_SAVED raised (`set_provider_environment`).
-        if has("net") {
-            return Ok(pick(
-                "net",
-                "native RDM over TCP (libfabric 1.17); no native tcp RDM",
-            ));
-        }
-        if has("tcp;ofi_rxm") {
-            return Ok(pick(
-                "tcp;ofi_rxm",
-                "tcp MSG endpoints under ofi_rxm; no native tcp RDM or net here",
-            ));
+        if let Some((provider, reason)) = crate::quirks::TCP_CHOICES
+            .iter()
+            .find(|(provider, _)| has(provider))
+        {
+            return Ok(pick(provider, reason));
         }
     } else if has(requested) {
         return Ok(pick(requested, "as requested"));
@@ -197,22 +186,14 @@ impl Drop for Hints {
     }
 }
 
-/// Provider settings that libfabric reads from the environment when it first loads its
-/// providers, and that correctness needs; a value the user set is kept.
-const PROVIDER_ENVIRONMENT: &[(&str, &str)] = &[
-    // net (1.17) stops reading a connection once it holds this many messages that have
-    // no posted receive (default 4). A rendezvous read's response queued behind them
-    // then never arrives, and both sides wait for ever (`interleaved_tags` test). The
-    // saved messages take memory only when they exist.
-    ("FI_NET_MAX_SAVED", "1048576"),
-];
-
-/// Sets [`PROVIDER_ENVIRONMENT`] once, before this process's first `fi_getinfo`.
+/// Sets the environment variables of the provider quirks ([`crate::quirks::environment`])
+/// once, before this process's first `fi_getinfo`: libfabric reads them when it first
+/// loads its providers. A value the user set is kept.
 fn set_provider_environment() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        for (name, value) in PROVIDER_ENVIRONMENT {
-            let (name, value) = (CString::new(*name), CString::new(*value));
+        for (name, value) in crate::quirks::environment() {
+            let (name, value) = (CString::new(name), CString::new(value));
             let (Ok(name), Ok(value)) = (name, value) else {
                 continue;
             };

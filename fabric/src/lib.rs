@@ -40,6 +40,7 @@ pub mod liveness;
 mod messenger;
 mod mr;
 mod objects;
+pub mod quirks;
 mod shm_lock_rescue;
 
 pub use address::PeerAddress;

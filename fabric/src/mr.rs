@@ -96,11 +96,12 @@ impl MemoryRegion {
             _domain: domain.clone(),
         };
         if mr_mode.endpoint() {
+            let ep = endpoint.live()?;
             // SAFETY: the region and endpoint are open and of the same domain.
             unsafe {
                 check(
                     "fi_mr_bind",
-                    sys::fi_mr_bind(fid.as_ptr(), &mut (*endpoint.raw()).fid, 0) as i64,
+                    sys::fi_mr_bind(fid.as_ptr(), &mut (*ep).fid, 0) as i64,
                 )?;
                 check("fi_mr_enable", sys::fi_mr_enable(fid.as_ptr()) as i64)?;
             }

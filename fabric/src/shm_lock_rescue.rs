@@ -38,11 +38,6 @@ const HEADER_LEN: usize = 4096;
 /// Where POSIX shared memory objects live.
 const SHM_DIR: &str = "/dev/shm";
 
-/// Whether the loaded libfabric's shm provider has the region lock this rescues.
-pub(crate) fn needed(libfabric: (u32, u32)) -> bool {
-    libfabric.0 == 1 && (15..18).contains(&libfabric.1)
-}
-
 /// The values glibc stores in a free and in a taken spin lock, learnt by doing it.
 fn spin_lock_values() -> (i32, i32) {
     let mut lock: libc::pthread_spinlock_t = 0;
@@ -156,7 +151,7 @@ fn run(shared: &Shared, dir: &str) {
             for region in release_stuck(&regions, free, &shared.stop) {
                 // Relaxed: a statistic.
                 shared.released.fetch_add(1, Ordering::Relaxed);
-                eprintln!(
+                log::warn!(
                     "steadfast-fabric: released the libfabric shm lock of {} (taken by a process that died; peers: {exited:?})",
                     region.path
                 );
@@ -395,14 +390,5 @@ mod tests {
         assert_ne!(lock_of(&busy), free);
         drop(region);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn only_libfabric_before_1_18_needs_it() {
-        assert!(needed((1, 17)));
-        assert!(needed((1, 15)));
-        assert!(!needed((1, 18)));
-        assert!(!needed((1, 14)));
-        assert!(!needed((2, 0)));
     }
 }

@@ -10,13 +10,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+/// Pins to the `cpu`-th CPU this process may use (best effort).
 fn pin(cpu: usize) {
-    // SAFETY: plain data; zeroed is the empty set.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpu, &mut one) };
-    // SAFETY: valid cpu_set_t.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) };
+    let _ = steadfast_os::affinity::bind_to_allowed_cpu(cpu);
 }
 
 /// One cache line in a shared anonymous mapping, bounced between a parent and a forked

@@ -6,9 +6,9 @@
 //! The two processes are pinned to the first two allowed cores unless `--no-pin`.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+use steadfast_os::DieWithParent;
 use steadfast_shm::{Endpoint, EndpointConfig};
 
 const TAG_PING: u64 = 1;
@@ -82,28 +82,13 @@ fn parse_args() -> Options {
     o
 }
 
+/// Pins to the `nth` CPU this process may use, if it may use at least two.
 fn pin_to_nth_cpu(nth: usize) -> Option<usize> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: valid cpu_set_t of `size` bytes for the kernel to fill.
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+    let allowed = steadfast_os::affinity::allowed_cpus();
+    if allowed.len() < 2 || nth >= allowed.len() {
         return None;
     }
-    // SAFETY: CPU_ISSET reads within the set.
-    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    if allowed.len() < 2 {
-        return None;
-    }
-    let cpu = *allowed.get(nth)?;
-    // SAFETY: plain data.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpu, &mut one) };
-    // SAFETY: valid cpu_set_t.
-    (unsafe { libc::sched_setaffinity(0, size, &one) } == 0).then_some(cpu)
+    steadfast_os::affinity::bind_to_allowed_cpu(nth)
 }
 
 fn sizes(o: &Options) -> Vec<usize> {
@@ -150,13 +135,8 @@ fn leader(o: &Options) {
     cmd.args(std::env::args().skip(1))
         .args(["--peer", &format!("{job:x}")])
         .stdout(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; the peer dies with us.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     let mut child = cmd
         .spawn()
         .unwrap_or_else(|e| die(&format!("cannot start the peer: {e}")));

@@ -4,6 +4,7 @@ use crate::segment::SegmentError;
 
 /// Errors of the shared-memory transport.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ShmError {
     /// A segment could not be created, found or validated.
     #[error(transparent)]

@@ -17,6 +17,19 @@
 //! in exchange a peer that misbehaves or dies mid-write cannot cause a data race (which
 //! would be undefined behaviour), only garbage that the decoder refuses, and loom can
 //! check the whole protocol, payload included.
+//!
+//! ```
+//! use steadfast_shm::ring::{Cell, Consumer, Producer, RingHeader};
+//!
+//! // In process memory here; in a segment between two processes normally.
+//! let header = RingHeader::new();
+//! let cells: Vec<Cell> = (0..4).map(|_| Cell::new()).collect();
+//! let mut tx = Producer::new(&header, &cells);
+//! let mut rx = Consumer::new(&header, &cells);
+//! assert!(tx.try_push(|cell| cell.set(1, 42)));
+//! assert_eq!(rx.try_pop(|cell| cell.get(1)), Ok(Some(42)));
+//! assert_eq!(rx.try_pop(|cell| cell.get(1)), Ok(None), "empty");
+//! ```
 
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;

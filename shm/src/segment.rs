@@ -85,6 +85,7 @@ const _: () = assert!(std::mem::size_of::<RingHeader>() % 64 == 0);
 
 /// Errors of segment handling.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SegmentError {
     /// The file could not be created, opened, sized or mapped.
     #[error("{what} {path}: {source}")]
@@ -520,7 +521,8 @@ pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
         }
         let path = entry.path();
         let stale = match owner_pid_of(&path) {
-            Some(pid) => !process_alive(pid),
+            // A zombie owner is dead too: it will never use its segment again.
+            Some(pid) => !steadfast_os::process::pid_alive(pid),
             // Unreadable: a crashed creator's leftover (or a foreign file) once it has
             // not been touched for a minute; a segment being built is never public.
             None => entry
@@ -531,6 +533,10 @@ pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
                 .is_some_and(|age| age > std::time::Duration::from_secs(60)),
         };
         if stale && std::fs::remove_file(&path).is_ok() {
+            log::info!(
+                "steadfast-shm: removed {}, left by a dead process",
+                path.display()
+            );
             removed.push(path);
         }
     }
@@ -547,13 +553,6 @@ fn owner_pid_of(path: &Path) -> Option<u32> {
     }
     let at = std::mem::offset_of!(SegmentHeader, owner_pid);
     Some(u32::from_le_bytes(buf[at..at + 4].try_into().ok()?))
-}
-
-/// Whether a process with `pid` exists (signal 0).
-pub fn process_alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(all(test, not(loom)))]

@@ -25,8 +25,15 @@ const CHUNK_MIN: usize = 128 << 10;
 /// Most chunks per message (the width of the `failed` bitmap).
 const CHUNKS_MAX: usize = 64;
 
-/// The chunk size for a message of `len` bytes: at least [`CHUNK_MIN`], at most
-/// [`CHUNKS_MAX`] chunks, a multiple of 4 KiB.
+/// The chunk size for a message of `len` bytes: at least 128 KiB (one system call on
+/// either side per chunk), at most 64 chunks (the width of the `failed` bitmap), a
+/// multiple of 4 KiB.
+///
+/// ```
+/// use steadfast_shm::split::chunk_size;
+/// assert_eq!(chunk_size(1 << 20), 128 << 10);
+/// assert_eq!(chunk_size(64 << 20), 1 << 20);
+/// ```
 pub fn chunk_size(len: usize) -> usize {
     CHUNK_MIN.max(len.div_ceil(CHUNKS_MAX).next_multiple_of(4096))
 }

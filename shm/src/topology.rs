@@ -1,5 +1,6 @@
-//! The node's topology through hwloc (`hwlocality`): cores, NUMA nodes, binding the
-//! calling process to a core, and placing a segment on its receiver's NUMA node.
+//! The node's topology through hwloc (`hwlocality`): cores, NUMA nodes, and placing a
+//! segment on its receiver's NUMA node. (Binding to a core is
+//! [`steadfast_os::affinity::bind_to_allowed_cpu`], which needs no topology discovery.)
 //!
 //! `hwlocality` rather than `hwloc2`: the latter panics on the NUMA nodes of hwloc 2.x.
 
@@ -10,18 +11,11 @@ use hwlocality::Topology as Hwloc;
 
 /// Topology errors.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TopologyError {
-    /// hwloc failed (discovery, binding).
+    /// hwloc failed (discovery, placement).
     #[error("hwloc: {0}")]
     Hwloc(String),
-    /// A core index beyond the machine's cores.
-    #[error("no core {index}: the machine has {cores}")]
-    NoSuchCore {
-        /// Index asked for.
-        index: usize,
-        /// Cores present.
-        cores: usize,
-    },
 }
 
 /// NUMA nodes the kernel reports in sysfs (cheap: no hwloc discovery); 1 if unknown.
@@ -76,33 +70,6 @@ impl Topology {
             .objects_with_type(ObjectType::NUMANode)
             .count()
             .max(1)
-    }
-
-    fn core_type(&self) -> ObjectType {
-        if self.hw.objects_with_type(ObjectType::Core).count() > 0 {
-            ObjectType::Core
-        } else {
-            ObjectType::PU
-        }
-    }
-
-    /// Binds the calling process to core `index` (logical order).
-    ///
-    /// # Errors
-    /// [`TopologyError::NoSuchCore`]; [`TopologyError::Hwloc`] when binding is refused.
-    pub fn bind_to_core(&self, index: usize) -> Result<(), TopologyError> {
-        let cores = self.cores();
-        let core = self
-            .hw
-            .objects_with_type(self.core_type())
-            .nth(index)
-            .ok_or(TopologyError::NoSuchCore { index, cores })?;
-        let cpuset = core
-            .cpuset()
-            .ok_or_else(|| TopologyError::Hwloc(format!("core {index} has no cpuset")))?;
-        self.hw
-            .bind_cpu(cpuset, CpuBindingFlags::PROCESS)
-            .map_err(|e| TopologyError::Hwloc(e.to_string()))
     }
 
     /// The NUMA node (logical index) of the CPU the calling process last ran on.

@@ -209,6 +209,5 @@ mod tests {
         if !present {
             assert!(x.is_none(), "no device, no xpmem");
         }
-        eprintln!("/dev/xpmem present: {present}; usable: {}", x.is_some());
     }
 }

@@ -2,10 +2,10 @@
 //! real SIGKILL. Each test is rank 0 of its own job and checks /dev/shm is clean after.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 use steadfast_shm::{CopyPath, Endpoint, EndpointConfig, ShmError, ANY_TAG};
 
 const STOP: u64 = 0xdead;
@@ -29,13 +29,8 @@ impl Peer {
             scenario.into(),
         ])
         .stdout(Stdio::piped());
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        // The child dies with this process (and never outlives a parent that died first).
+        cmd.die_with_parent();
         Peer(cmd.spawn().expect("spawn shm-test-peer"))
     }
 

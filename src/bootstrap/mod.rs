@@ -13,6 +13,7 @@ use std::time::Duration;
 
 /// Errors of bootstrapping.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BootstrapError {
     /// No launcher environment recognised.
     #[error(
@@ -33,6 +34,15 @@ pub enum BootstrapError {
     /// The launcher refused or failed a request.
     #[error("bootstrap: {0}")]
     Refused(String),
+    /// The connection to a launcher's server (PMI) failed.
+    #[error("{server} connection: {source}")]
+    Connection {
+        /// Which server (`PMI`).
+        server: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A rank whose data was needed is dead.
     #[error("rank {rank} died: {how}")]
     RankDied {

@@ -262,7 +262,10 @@ impl Pmi1 {
     }
 
     fn send(&mut self, line: &str) -> Result<(), BootstrapError> {
-        let io = |e: std::io::Error| BootstrapError::Refused(format!("PMI connection: {e}"));
+        let io = |source| BootstrapError::Connection {
+            server: "PMI",
+            source,
+        };
         // One write: Slurm's server parses whatever one read returns as a request.
         let mut request = String::with_capacity(line.len() + 1);
         request.push_str(line);
@@ -276,7 +279,10 @@ impl Pmi1 {
         let n = (&mut self.reader)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut buf)
-            .map_err(|e| BootstrapError::Refused(format!("PMI connection: {e}")))?;
+            .map_err(|source| BootstrapError::Connection {
+                server: "PMI",
+                source,
+            })?;
         if n == 0 {
             return Err(BootstrapError::Refused(
                 "PMI server closed the connection".into(),

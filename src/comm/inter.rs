@@ -255,7 +255,7 @@ impl Comm {
         let union: Vec<u32> = first.iter().chain(second).copied().collect();
         let mut words = encode_group(&union);
         words.extend_from_slice(&tag.to_le_bytes());
-        let id = CommId(crate::world::fnv1a(&words).max(2));
+        let id = CommId(steadfast_os::fnv1a64(&words).max(2));
         let key = CommKey {
             comm: id,
             epoch: Default::default(),

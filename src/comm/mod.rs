@@ -28,6 +28,7 @@ pub use window::Window;
 use std::sync::Arc;
 
 use steadfast_agreement::{CommId, CommKey, Outcome, Rank, RankSet};
+use steadfast_os::SpinWait;
 
 use crate::world::engine::Engine;
 use crate::world::shared::Shared;
@@ -39,7 +40,12 @@ pub const ANY_SOURCE: Option<u32> = None;
 pub const ANY_TAG: Option<u32> = None;
 
 /// Errors of communicator operations.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// `Clone` (transport errors are shared behind an [`Arc`]) and comparable: variants
+/// without a transport error compare by value, transport errors only to clones of the
+/// same error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum CommError {
     /// A peer the operation involves has failed (comm ranks).
     #[error("process failed: ranks {ranks:?}")]
@@ -70,9 +76,126 @@ pub enum CommError {
     /// The other processes declared this one failed: it must stop.
     #[error("this process was declared failed by the others")]
     Excluded,
-    /// A transport error that is not a peer failure.
-    #[error("transport: {0}")]
-    Transport(String),
+    /// A fabric error that is not (yet known as) a peer failure.
+    #[error("fabric transport: {0}")]
+    Fabric(#[source] Arc<steadfast_fabric::Error>),
+    /// A shared-memory error that is not (yet known as) a peer failure.
+    #[error("shared-memory transport: {0}")]
+    Shm(#[source] Arc<steadfast_shm::ShmError>),
+    /// Single-copy access (`process_vm_readv`/`writev`) to the window of a process of
+    /// this node failed; `EPERM` means the ptrace policy forbids it.
+    #[error(
+        "single-copy access to rank {rank}'s window: {source}{}",
+        ptrace_hint(source)
+    )]
+    WindowAccess {
+        /// The window's owner (world rank).
+        rank: u32,
+        /// The system call's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// A peer's window descriptor does not decode or lacks what its route needs.
+    #[error("window descriptor of rank {rank}: {problem}")]
+    WindowDescriptor {
+        /// The sender (communicator rank).
+        rank: u32,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A peer's message does not follow the protocol of the operation.
+    #[error("rank {rank} broke the protocol: {problem}")]
+    Protocol {
+        /// The sender (communicator rank).
+        rank: u32,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A peer is reached through the fabric, but this process has no fabric endpoint.
+    #[error("a peer is reached through the fabric, but this process has no fabric endpoint")]
+    NoFabricEndpoint,
+}
+
+/// The explanation added to an `EPERM` of single-copy access.
+fn ptrace_hint(e: &std::io::Error) -> &'static str {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        " (the ptrace policy, /proc/sys/kernel/yama/ptrace_scope, forbids \
+         process_vm_readv/writev between these processes)"
+    } else {
+        ""
+    }
+}
+
+impl PartialEq for CommError {
+    fn eq(&self, other: &Self) -> bool {
+        use CommError::*;
+        match (self, other) {
+            (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
+            (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
+            (Revoked, Revoked) | (Excluded, Excluded) | (NoFabricEndpoint, NoFabricEndpoint) => {
+                true
+            }
+            (
+                Truncated {
+                    len: a,
+                    capacity: c,
+                },
+                Truncated {
+                    len: b,
+                    capacity: d,
+                },
+            ) => a == b && c == d,
+            (InvalidArgument(a), InvalidArgument(b)) => a == b,
+            (Fabric(a), Fabric(b)) => Arc::ptr_eq(a, b),
+            (Shm(a), Shm(b)) => Arc::ptr_eq(a, b),
+            (WindowAccess { rank: a, source: s }, WindowAccess { rank: b, source: t }) => {
+                a == b && Arc::ptr_eq(s, t)
+            }
+            (
+                Protocol {
+                    rank: a,
+                    problem: p,
+                },
+                Protocol {
+                    rank: b,
+                    problem: q,
+                },
+            ) => a == b && p == q,
+            (
+                WindowDescriptor {
+                    rank: a,
+                    problem: p,
+                },
+                WindowDescriptor {
+                    rank: b,
+                    problem: q,
+                },
+            ) => a == b && p == q,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for CommError {}
+
+impl CommError {
+    /// Whether this is a transport's own error (fabric or shared memory), which the
+    /// caller may replace by what the engine learnt meanwhile (a failure, a revoke).
+    pub(crate) fn is_transport(&self) -> bool {
+        matches!(self, CommError::Fabric(_) | CommError::Shm(_))
+    }
+}
+
+impl From<steadfast_fabric::Error> for CommError {
+    fn from(e: steadfast_fabric::Error) -> Self {
+        CommError::Fabric(Arc::new(e))
+    }
+}
+
+impl From<steadfast_shm::ShmError> for CommError {
+    fn from(e: steadfast_shm::ShmError) -> Self {
+        CommError::Shm(Arc::new(e))
+    }
 }
 
 /// What a receive got.
@@ -132,17 +255,15 @@ impl std::fmt::Debug for Comm {
 /// poll).
 /// When the node runs more ranks than cores, waits yield at once: the peer a rank
 /// waits for may need its core.
-pub(crate) struct Spin {
-    polls: u32,
-    limit: u32,
-}
+pub(crate) struct Spin(SpinWait);
 
 impl Spin {
     pub(crate) fn new(e: &Engine) -> Self {
-        Spin {
-            polls: 0,
-            limit: if e.yield_when_idle() { 0 } else { 2000 },
-        }
+        Spin(if e.yield_when_idle() {
+            SpinWait::new(0)
+        } else {
+            SpinWait::default()
+        })
     }
 
     /// Calls `test` until it yields a value, pausing between calls; `comm` gives the
@@ -161,10 +282,7 @@ impl Spin {
     }
 
     pub(crate) fn pause(&mut self) {
-        self.polls = self.polls.saturating_add(1);
-        if self.polls > self.limit {
-            std::thread::yield_now();
-        }
+        self.0.pause();
     }
 }
 
@@ -179,7 +297,7 @@ fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
     ]
     .concat();
     // 0 and 1 are the detector's and the world's.
-    CommId(crate::world::fnv1a(&bytes).max(2))
+    CommId(steadfast_os::fnv1a64(&bytes).max(2))
 }
 
 /// The message context of communicator `id`: 15 bits of its id, never the world's.
@@ -362,10 +480,10 @@ impl Comm {
                 got
             };
             if got.len != b.len() {
-                return Err(CommError::Transport(format!(
-                    "split: rank {r} sent {} bytes for its (color, key), expected 8",
-                    got.len
-                )));
+                return Err(CommError::Protocol {
+                    rank: r,
+                    problem: "split: a (color, key) message that is not 8 bytes",
+                });
             }
             let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
             let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));

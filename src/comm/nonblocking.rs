@@ -163,7 +163,7 @@ impl SendRequest<'_> {
                             e.apply_failures();
                             break;
                         }
-                        Err(err) => return Err(CommError::Transport(err.to_string())),
+                        Err(err) => return Err(err.into()),
                     }
                 }
                 SendState::Shm(req) => {
@@ -179,7 +179,7 @@ impl SendRequest<'_> {
                             e.apply_failures();
                             break;
                         }
-                        Err(err) => return Err(CommError::Transport(err.to_string())),
+                        Err(err) => return Err(err.into()),
                     }
                 }
                 SendState::Fabric(req) => {
@@ -198,7 +198,7 @@ impl SendRequest<'_> {
                             return Err(self
                                 .comm
                                 .interrupted(e, Some(self.world), false)
-                                .unwrap_or(CommError::Transport(err.to_string())));
+                                .unwrap_or_else(|| err.into()));
                         }
                     }
                 }
@@ -369,7 +369,7 @@ impl Comm {
                         e.apply_failures();
                         return Err(self
                             .interrupted(e, Some(w), false)
-                            .unwrap_or(CommError::Transport(err.to_string())));
+                            .unwrap_or_else(|| err.into()));
                     }
                 }
             }

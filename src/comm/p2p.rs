@@ -20,9 +20,9 @@ fn shm_error(e: ShmError, world: &mut Engine) -> CommError {
             let w = world.local_world(l);
             world.report_failure(w, "process exited".into());
             world.apply_failures();
-            CommError::Transport(format!("local peer {w} dead"))
+            CommError::from(ShmError::PeerDead(l))
         }
-        other => CommError::Transport(other.to_string()),
+        other => other.into(),
     }
 }
 
@@ -35,12 +35,12 @@ fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
             len: message_len,
             capacity: buffer_len,
         },
-        FabricError::PeerUnreachable { peer, reason } => {
+        FabricError::PeerUnreachable { peer, ref reason } => {
             world.report_failure(peer, format!("fabric: {reason}"));
             world.apply_failures();
-            CommError::Transport(format!("peer {peer} unreachable"))
+            e.into()
         }
-        other => CommError::Transport(other.to_string()),
+        other => other.into(),
     }
 }
 
@@ -350,7 +350,7 @@ impl Comm {
             return Ok(landed);
         }
         match result {
-            Err(err @ CommError::Transport(_)) => Err(plan
+            Err(err) if err.is_transport() => Err(plan
                 .src_world
                 .and_then(|w| self.interrupted(e, Some(w), false))
                 .unwrap_or(err)),

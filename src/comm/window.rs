@@ -133,7 +133,7 @@ fn exchange_descriptors(
         }
         let mut d = [0u8; DESC_LEN];
         let st = comm.recv(Some(r), Some(TAG), &mut d)?;
-        let (pid, len, addr, region) = decode(&d[..st.len])?;
+        let (pid, len, addr, region) = decode(r, &d[..st.len])?;
         let w = group[r as usize];
         let route = comm.engine.lock().route(w);
         targets.push(match route {
@@ -148,9 +148,10 @@ fn exchange_descriptors(
                 // An empty window has nothing registered.
                 None if len == 0 => Target::Cma { pid, addr, len },
                 None => {
-                    return Err(CommError::Transport(format!(
-                        "rank {r} did not register its window with the fabric"
-                    )))
+                    return Err(CommError::WindowDescriptor {
+                        rank: r,
+                        problem: "no fabric registration for a fabric route",
+                    })
                 }
             },
         });
@@ -173,27 +174,25 @@ fn encode(pid: u32, len: usize, addr: u64, region: Option<RemoteRegion>) -> [u8;
     d
 }
 
-/// A peer's descriptor: (pid, length, address, fabric region).
-fn decode(d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError> {
+/// Rank `rank`'s descriptor: (pid, length, address, fabric region).
+fn decode(rank: u32, d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError> {
     if d.len() != DESC_LEN {
-        return Err(CommError::Transport(format!(
-            "window descriptor of {} bytes, expected {DESC_LEN}",
-            d.len()
-        )));
+        return Err(CommError::WindowDescriptor {
+            rank,
+            problem: "wrong length",
+        });
     }
     let pid = u32::from_le_bytes(d[0..4].try_into().expect("4 bytes"));
     let len = u64::from_le_bytes(d[4..12].try_into().expect("8 bytes")) as usize;
     let addr = u64::from_le_bytes(d[12..20].try_into().expect("8 bytes"));
     let region = match d[20] {
         0 => None,
-        1 => Some(
-            RemoteRegion::from_bytes(&d[21..])
-                .map_err(|e| CommError::Transport(format!("window descriptor: {e}")))?,
-        ),
-        flag => {
-            return Err(CommError::Transport(format!(
-                "window descriptor with region flag {flag}, expected 0 or 1"
-            )))
+        1 => Some(RemoteRegion::from_bytes(&d[21..]).map_err(CommError::from)?),
+        _ => {
+            return Err(CommError::WindowDescriptor {
+                rank,
+                problem: "region flag other than 0 or 1",
+            })
         }
     };
     Ok((pid, len, addr, region))
@@ -206,12 +205,10 @@ fn cma_error(e: std::io::Error, world: u32, engine: &mut Engine) -> CommError {
             engine.apply_failures();
             CommError::ProcFailed { ranks: Vec::new() }
         }
-        Some(libc::EPERM) => CommError::Transport(format!(
-            "single-copy access to rank {world}'s window refused (EPERM): the ptrace \
-             policy (/proc/sys/kernel/yama/ptrace_scope) forbids process_vm_readv/writev \
-             between these processes"
-        )),
-        _ => CommError::Transport(format!("window access to rank {world}: {e}")),
+        _ => CommError::WindowAccess {
+            rank: world,
+            source: std::sync::Arc::new(e),
+        },
     }
 }
 
@@ -222,7 +219,7 @@ fn fabric_error(e: FabricError, world: u32, engine: &mut Engine) -> CommError {
             engine.apply_failures();
             CommError::ProcFailed { ranks: Vec::new() }
         }
-        other => CommError::Transport(other.to_string()),
+        other => other.into(),
     }
 }
 
@@ -233,8 +230,9 @@ impl Comm {
     /// matches this one's.
     ///
     /// # Errors
-    /// `ProcFailed`, `Revoked`, `Excluded` from the exchange; `Transport` when the
-    /// buffer cannot be registered with the fabric or single-copy access between
+    /// `ProcFailed`, `Revoked`, `Excluded` from the exchange; `Fabric` when the
+    /// buffer cannot be registered with the fabric; `WindowDescriptor` for a peer's
+    /// descriptor that does not decode; `WindowAccess` when single-copy access between
     /// processes of this node is forbidden.
     ///
     /// # Safety
@@ -293,13 +291,10 @@ impl Comm {
         let mut exposed = None;
         if routes_fabric && len > 0 {
             let mut e = comm.engine.lock();
-            let fab = e.fab_mut().ok_or_else(|| {
-                CommError::Transport("fabric route without a fabric endpoint".into())
-            })?;
+            let fab = e.fab_mut().ok_or(CommError::NoFabricEndpoint)?;
             // SAFETY: the window keeps the memory valid (this function's contract) and
             // unexposes it in its drop, before the memory can be freed.
-            let region = unsafe { fab.expose(base, len) }
-                .map_err(|err| CommError::Transport(format!("window registration: {err}")))?;
+            let region = unsafe { fab.expose(base, len) }?;
             exposed = Some(region);
         }
         let targets = match exchange_descriptors(&comm, &group, base, len, exposed.as_ref()) {
@@ -434,7 +429,7 @@ impl Window<'_> {
     ///
     /// # Errors
     /// `InvalidArgument` out of range; `ProcFailed` when the target has failed;
-    /// `Revoked`; `Transport`.
+    /// `Revoked`; `WindowAccess` or `Fabric` for other transport errors.
     pub fn put(&self, target: u32, offset: usize, data: &[u8]) -> Result<(), CommError> {
         self.access(target, offset, Access::Put(data))
     }
@@ -588,10 +583,13 @@ mod tests {
             len: 4096,
         };
         let d = encode(42, 4096, 0xdead_beef, Some(r));
-        assert_eq!(decode(&d).unwrap(), (42, 4096, 0xdead_beef, Some(r)));
+        assert_eq!(decode(1, &d).unwrap(), (42, 4096, 0xdead_beef, Some(r)));
         let d = encode(1, 0, 0, None);
-        assert_eq!(decode(&d).unwrap(), (1, 0, 0, None));
-        assert!(decode(&d[..10]).is_err());
+        assert_eq!(decode(1, &d).unwrap(), (1, 0, 0, None));
+        assert!(matches!(
+            decode(3, &d[..10]),
+            Err(CommError::WindowDescriptor { rank: 3, .. })
+        ));
     }
 
     proptest::proptest! {
@@ -601,7 +599,7 @@ mod tests {
         fn descriptors_from_peers_are_checked(
             d in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
         ) {
-            if let Ok((pid, len, addr, region)) = decode(&d) {
+            if let Ok((pid, len, addr, region)) = decode(0, &d) {
                 let mut again = encode(pid, len, addr, region);
                 if region.is_none() {
                     // Without a region its bytes are ignored (and encoded as zeros).

@@ -31,6 +31,7 @@ pub const WORLD_CTX: u64 = 1;
 
 /// Why [`World::init`] failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InitError {
     /// No launcher, or the launcher failed.
     #[error(transparent)]
@@ -49,7 +50,7 @@ pub enum InitError {
     Shm(#[from] steadfast_shm::ShmError),
     /// The progress thread could not be started.
     #[error("cannot start the progress thread: {0}")]
-    Thread(String),
+    Thread(#[source] std::io::Error),
     /// A peer published something unusable.
     #[error("rank {rank} published a bad {what}")]
     BadPeerData {
@@ -68,20 +69,12 @@ fn node_identity(params: &Params) -> String {
         return set.to_string();
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{}/{}", host.trim(), boot.trim())
+    format!("{}/{}", host.trim(), steadfast_os::boot_id())
 }
 
 /// FNV-1a over `bytes`: the runtime's one hash for ids derived identically on every
-/// rank (job segments, communicator ids).
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+/// rank (job segments; communicators call [`steadfast_os::fnv1a64`] by name).
+pub(crate) use steadfast_os::fnv1a64 as fnv1a;
 
 /// The id of the shared-memory segments of `job` on `node` (their names are
 /// `steadfast-<id>-<rank>`); `steadfast-run` derives it too, to remove them.
@@ -97,32 +90,6 @@ fn launcher_job_id() -> Option<u64> {
 /// Cores this process may run on.
 fn cores_available() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
-}
-
-/// Pins this process to the `index`-th CPU it may run on (modulo their number): ranks
-/// of one host spread over its cores and stop migrating, which on a latency path
-/// matters (Open MPI binds to cores by default too). Best effort.
-fn bind_to_allowed_cpu(index: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set.
-    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: valid set and size for our own thread (pid 0).
-    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
-        return;
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: the index is within the set's size.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &allowed) })
-        .collect();
-    if cpus.is_empty() {
-        return;
-    }
-    // SAFETY: a zeroed cpu_set_t is a valid empty set.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the CPU number comes from the allowed set, within CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpus[index % cpus.len()], &mut one) };
-    // SAFETY: valid set and size for our own thread.
-    unsafe { libc::sched_setaffinity(0, size, &one) };
 }
 
 /// A job id drawn by rank 0: random enough that two jobs on one node never share
@@ -256,7 +223,9 @@ impl World {
                 .iter()
                 .position(|&r| r == rank)
                 .expect("self listed");
-            bind_to_allowed_cpu(index);
+            // Ranks of one host spread over its cores and stop migrating, which on a
+            // latency path matters (Open MPI binds to cores by default too). Best effort.
+            let _ = steadfast_os::affinity::bind_to_allowed_cpu(index);
         }
         let forced_fabric = params.route() == params::RouteMode::Fabric;
         let same = |r: usize| nodes[r] == nodes[rank as usize];
@@ -343,10 +312,7 @@ impl World {
         let engine = Arc::new(Shared::new(engine));
         let progress_thread = if params.progress_thread() {
             let interval = (params.heartbeat() / 2).max(Duration::from_millis(1));
-            Some(
-                ProgressThread::start(Arc::clone(&engine), interval)
-                    .map_err(|e| InitError::Thread(e.to_string()))?,
-            )
+            Some(ProgressThread::start(Arc::clone(&engine), interval).map_err(InitError::Thread)?)
         } else {
             None
         };

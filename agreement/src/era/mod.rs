@@ -77,6 +77,7 @@ pub enum EraAction {
 
 /// Misuse of the engine by its caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EraError {
     /// `start` called twice for one instance, or for one already dropped.
     #[error("agreement {0} was already started here")]

@@ -3,10 +3,10 @@
 
 #![allow(dead_code)] // Each test file uses its own part.
 
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 /// steadfast-run, built beside these tests by `cargo test --workspace` (or
 /// `cargo build -p steadfast --bin steadfast-run`).
@@ -32,13 +32,7 @@ pub fn bench_bin() -> &'static str {
 
 /// `cmd`, made to die with the test (SIGKILL when the test process goes).
 pub fn dies_with_test(cmd: &mut Command) -> &mut Command {
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    cmd.die_with_parent();
     cmd
 }
 

@@ -8,10 +8,10 @@ mod shared;
 pub use shared::*;
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use steadfast_fabric::Messenger;
+use steadfast_os::DieWithParent;
 
 /// How long a multi-process test may run before [`HangGuard`] aborts it: far beyond
 /// what any takes on a busy 2-core machine.
@@ -96,13 +96,8 @@ pub fn connect(provider: &str, scenario: &str) -> (Messenger, PeerProcess) {
         .arg(scenario)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; it only sets the death signal of the child.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The child dies with this process (and never outlives a parent that died first).
+    cmd.die_with_parent();
     let mut child = cmd.spawn().expect("start fabric-test-peer");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())

@@ -19,7 +19,7 @@ use reaper::Reaper;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,6 +27,7 @@ use std::time::Duration;
 use steadfast::bootstrap::wire::SECRET_LEN;
 use steadfast::launcher::segments;
 use steadfast::launcher::{Limits, Service};
+use steadfast_os::spawn::DieWithParent;
 
 /// Prints one line on stderr; a closed stderr is not worth a panic.
 fn say(line: &str) {
@@ -305,13 +306,8 @@ fn rank_command(o: &Options, rank: u32, addr: &str, secret_hex: &str, job: u64) 
     if o.tag_output {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    // SAFETY: prctl is async-signal-safe; the rank dies with the launcher.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // The rank dies with the launcher.
+    cmd.die_with_parent();
     cmd
 }
 
@@ -408,16 +404,11 @@ fn summarise(o: &Options, outcomes: &[ExitStatus], interrupted: i32) -> i32 {
 /// survivors hear of a death within microseconds), or 50 ms pass, or a signal arrives.
 /// Without pidfds (kernels before 5.3, or out of descriptors), sleeps 1 ms.
 fn wait_for_exit(children: &[Option<Child>]) {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, OwnedFd};
     let fds: Vec<OwnedFd> = children
         .iter()
         .flatten()
-        .filter_map(|c| {
-            // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, c.id() as libc::pid_t, 0) };
-            // SAFETY: a non-negative return is a fresh fd we now own.
-            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
-        })
+        .filter_map(|c| steadfast_os::process::pidfd_open(c.id()))
         .collect();
     if fds.is_empty() {
         std::thread::sleep(Duration::from_millis(1));

@@ -1,0 +1,96 @@
+//! Children that die with their parent.
+//!
+//! Linux's `PR_SET_PDEATHSIG` asks the kernel to send the child a signal when its
+//! parent goes. Two details make it subtle, and both are handled here once:
+//!
+//! - the parent that counts is the **thread** that forked: a child started from a
+//!   thread that later ends is killed then, even though the process lives on. Start
+//!   children from a thread that lives as long as they should;
+//! - the parent may die **between `fork` and `prctl`**: the signal is then never sent,
+//!   because the child was already reparented. After `prctl` the child compares
+//!   `getppid()` with the pid its parent had, and gives up (the spawn fails) when they
+//!   differ.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Makes a [`Command`]'s child die (SIGKILL) when the thread that spawns it ends, or
+/// its process dies.
+///
+/// ```
+/// use std::process::Command;
+/// use steadfast_os::DieWithParent;
+///
+/// let mut child = Command::new("true").die_with_parent().spawn().unwrap();
+/// assert!(child.wait().unwrap().success());
+/// ```
+pub trait DieWithParent {
+    /// Sets the parent-death signal to SIGKILL in the child, before `exec`.
+    fn die_with_parent(&mut self) -> &mut Self;
+}
+
+impl DieWithParent for Command {
+    fn die_with_parent(&mut self) -> &mut Self {
+        // Read in the parent, before the fork: the child compares its parent with it.
+        let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+        let hook = move || -> std::io::Result<()> {
+            // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of the calling process.
+            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: getppid has no preconditions and cannot fail.
+            if unsafe { libc::getppid() } != parent {
+                // The parent died before prctl: no signal will come. ESRCH, "no such
+                // process", names the parent that is gone.
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        };
+        // SAFETY: the hook runs in the forked child before exec and calls only prctl and
+        // getppid, both async-signal-safe system calls; it allocates nothing (the
+        // error values are made from raw codes) and takes no lock.
+        unsafe { self.pre_exec(hook) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProcessWatch;
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::Duration;
+
+    #[test]
+    fn child_dies_when_its_parent_thread_ends() {
+        // The "parent" is the spawning thread: let it end while the child sleeps.
+        let mut child = std::thread::spawn(|| {
+            Command::new("sleep")
+                .arg("60")
+                .die_with_parent()
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        let watch = ProcessWatch::new(child.id());
+        assert!(
+            watch.wait_exit(Duration::from_secs(20)),
+            "child outlived its parent"
+        );
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
+
+    #[test]
+    fn child_lives_while_its_parent_does() {
+        let mut child = Command::new("sleep")
+            .arg("60")
+            .die_with_parent()
+            .spawn()
+            .unwrap();
+        let watch = ProcessWatch::new(child.id());
+        assert!(!watch.wait_exit(Duration::from_millis(100)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

@@ -1,0 +1,326 @@
+//! The send protocols: inline (one cell), eager (consecutive cells), and large
+//! messages by RTS, read by the receiver from our memory (single copy), with the copy
+//! shared through a split slot while we wait; a receiver that cannot read our memory
+//! answers RESEND and the message is streamed eagerly.
+
+use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter};
+use crate::error::ShmError;
+use crate::message::{Header, EAGER_CONT, EAGER_FIRST, FIN_RESEND, INLINE_MAX};
+use crate::ring::Cell;
+use crate::split::{self, SPLIT_MIN};
+
+impl Endpoint {
+    /// Fills and pushes one cell to `dest`; `Ok(false)` when its ring is full.
+    pub(super) fn try_push_with(
+        &mut self,
+        dest: u32,
+        fill: impl FnOnce(&Cell),
+    ) -> Result<bool, ShmError> {
+        let me = self.config.rank;
+        let peer = self.peers[dest as usize]
+            .as_mut()
+            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        let mut p = peer.segment.producer_at(me, peer.tx);
+        let pushed = p.try_push(fill);
+        peer.tx = p.pos();
+        Ok(pushed)
+    }
+
+    pub(super) fn try_push(
+        &mut self,
+        dest: u32,
+        header: Header,
+        payload: &[u8],
+    ) -> Result<bool, ShmError> {
+        self.try_push_with(dest, |cell| header.write(cell, payload))
+    }
+
+    /// Fills and pushes one cell to `dest`, draining our own rings while its ring is
+    /// full (so two ranks sending to each other cannot deadlock).
+    pub(super) fn push_with(&mut self, dest: u32, fill: impl Fn(&Cell)) -> Result<(), ShmError> {
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            if self.try_push_with(dest, &fill)? {
+                return Ok(());
+            }
+            self.progress()?;
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
+    }
+
+    pub(super) fn push(
+        &mut self,
+        dest: u32,
+        header: Header,
+        payload: &[u8],
+    ) -> Result<(), ShmError> {
+        self.push_with(dest, |cell| header.write(cell, payload))
+    }
+
+    /// Copies a medium message through consecutive cells.
+    pub(super) fn push_eager(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        let h = Header::Eager {
+            tag,
+            len: data.len(),
+        };
+        self.push(dest, h, &data[..EAGER_FIRST])?;
+        for chunk in data[EAGER_FIRST..].chunks(EAGER_CONT) {
+            self.push_with(dest, |cell| cell.write_bytes(0, chunk))?;
+        }
+        Ok(())
+    }
+
+    /// Sends `data` to local rank `dest` with `tag`; returns once the data is out of
+    /// `data` (copied into a cell, or read by the receiver).
+    ///
+    /// # Errors
+    /// [`ShmError::PeerDead`] when `dest` dies first; [`ShmError::InvalidArgument`] for a
+    /// bad rank; [`ShmError::Timeout`] past the configured timeout.
+    pub fn send(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        self.check_rank(dest)?;
+        if self.dead[dest as usize] {
+            return Err(ShmError::PeerDead(dest));
+        }
+        if data.len() <= INLINE_MAX {
+            let h = Header::Inline {
+                tag,
+                len: data.len(),
+            };
+            return self.push(dest, h, data);
+        }
+        let pipelined = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::Pipelined);
+        if data.len() <= self.config.eager_max || pipelined {
+            return self.push_eager(dest, tag, data);
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        let h = self.offer_rts(dest, tag, data, token);
+        if let Err(e) = self.push(dest, h, &[]) {
+            self.release_offer(token);
+            return Err(e);
+        }
+        // `data` stays borrowed until the receiver's FIN: it reads straight from it.
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            // SAFETY: `data` is the buffer the RTS named, borrowed until we return.
+            unsafe { self.help_split(token, data) };
+            self.progress()?;
+            if let Some(i) = self.fins.iter().position(|f| f.0 == token) {
+                let (_, status) = self.fins.swap_remove(i);
+                self.release_offer(token);
+                if status == FIN_RESEND {
+                    // The receiver cannot read our memory: stream it, and from now on
+                    // send large messages to this peer that way directly.
+                    if let Some(p) = self.peers[dest as usize].as_mut() {
+                        p.path = CopyPath::Pipelined;
+                    }
+                    return self.push_eager(dest, tag, data);
+                }
+                return Ok(());
+            }
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
+    }
+
+    /// Starts a send without waiting for a large message to be read.
+    ///
+    /// Inline and eager messages are copied into the ring at once (the request is
+    /// already complete); a larger one posts its descriptor and completes when the
+    /// receiver has read it ([`test_send`](Self::test_send) /
+    /// [`wait_send`](Self::wait_send)).
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until the request completes: the receiver
+    /// reads it from this process's memory.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send); [`ShmError::WouldBlock`] when the ring has no room for
+    /// the descriptor (nothing was sent).
+    pub unsafe fn isend(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        data: &[u8],
+    ) -> Result<SendRequest, ShmError> {
+        self.check_rank(dest)?;
+        // The known verdict only: a pidfd poll here would put a system call on every
+        // send; waits check the process (`Waiter`), `poll_deaths` refreshes the verdict.
+        if self.dead[dest as usize] {
+            return Err(ShmError::PeerDead(dest));
+        }
+        let pipelined = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::Pipelined);
+        let mut req = SendRequest {
+            dest,
+            tag,
+            data: data.as_ptr(),
+            len: data.len(),
+            token: 0,
+        };
+        if data.len() <= self.config.eager_max || pipelined {
+            self.send(dest, tag, data)?;
+            return Ok(req);
+        }
+        let token = self.next_token;
+        let h = self.offer_rts(dest, tag, data, token);
+        match self.try_push(dest, h, &[]) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.release_offer(token);
+                return Err(ShmError::WouldBlock);
+            }
+            Err(e) => {
+                self.release_offer(token);
+                return Err(e);
+            }
+        }
+        self.next_token += 1;
+        req.token = token;
+        Ok(req)
+    }
+
+    /// Progresses once; `Ok(true)` when `request` is complete (its buffer is free).
+    ///
+    /// # Errors
+    /// [`ShmError::PeerDead`] when the receiver died before reading; ring errors.
+    pub fn test_send(&mut self, request: &mut SendRequest) -> Result<bool, ShmError> {
+        if request.token == 0 {
+            return Ok(true);
+        }
+        // SAFETY: the caller of `isend` keeps the buffer valid until completion, which
+        // has not happened yet.
+        unsafe {
+            let data = std::slice::from_raw_parts(request.data, request.len);
+            self.help_split(request.token, data);
+        }
+        self.progress()?;
+        let Some(i) = self.fins.iter().position(|f| f.0 == request.token) else {
+            if self.peer_dead(request.dest) {
+                return Err(ShmError::PeerDead(request.dest));
+            }
+            return Ok(false);
+        };
+        let (_, status) = self.fins.swap_remove(i);
+        self.release_offer(request.token);
+        request.token = 0;
+        if status == FIN_RESEND {
+            if let Some(p) = self.peers[request.dest as usize].as_mut() {
+                p.path = CopyPath::Pipelined;
+            }
+            // SAFETY: the caller of `isend` keeps the buffer valid until completion,
+            // which is now.
+            let data = unsafe { std::slice::from_raw_parts(request.data, request.len) };
+            self.push_eager(request.dest, request.tag, data)?;
+        }
+        Ok(true)
+    }
+
+    /// Waits until `request` is complete.
+    ///
+    /// # Errors
+    /// As [`test_send`](Self::test_send), plus [`ShmError::Timeout`].
+    pub fn wait_send(&mut self, mut request: SendRequest) -> Result<(), ShmError> {
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        let dest = request.dest;
+        loop {
+            if self.test_send(&mut request)? {
+                return Ok(());
+            }
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
+    }
+
+    /// Sends a small message without waiting: [`ShmError::WouldBlock`] when the ring is
+    /// full or the message needs the single-copy path (larger than [`INLINE_MAX`]).
+    ///
+    /// # Errors
+    /// As [`send`](Self::send), plus `WouldBlock`.
+    pub fn try_send(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        self.check_rank(dest)?;
+        // The known verdict only (see `isend`).
+        if self.dead[dest as usize] {
+            return Err(ShmError::PeerDead(dest));
+        }
+        if data.len() > INLINE_MAX {
+            return Err(ShmError::WouldBlock);
+        }
+        let h = Header::Inline {
+            tag,
+            len: data.len(),
+        };
+        if self.try_push(dest, h, data)? {
+            Ok(())
+        } else {
+            Err(ShmError::WouldBlock)
+        }
+    }
+
+    /// The RTS of `token`'s large send of `data` to `dest`, with a split slot offered
+    /// when one is free (release it with [`release_offer`](Self::release_offer) if the
+    /// RTS never leaves).
+    fn offer_rts(&mut self, dest: u32, tag: u64, data: &[u8], token: u64) -> Header {
+        let split = self.offer_split(dest, token, data.len());
+        Header::Rts {
+            tag,
+            addr: data.as_ptr() as u64,
+            len: data.len() as u64,
+            token,
+            split,
+        }
+    }
+
+    /// Takes a free split slot for a large send to `dest`, resets it and records the
+    /// offer; returns the slot plus one for the RTS, 0 when the copy stays the
+    /// receiver's alone (too small, disabled, XPMEM, no single copy, no free slot).
+    pub(super) fn offer_split(&mut self, dest: u32, token: u64, len: usize) -> u64 {
+        let single_copy = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::SingleCopy);
+        if !self.config.split_copy || self.xpmem.is_some() || len < SPLIT_MIN || !single_copy {
+            return 0;
+        }
+        let free = &mut self.split_free[dest as usize];
+        if *free == 0 {
+            return 0;
+        }
+        let k = free.trailing_zeros();
+        *free &= !(1 << k);
+        split::reset(self.own.split_slot(dest, k));
+        self.offers.push(Offer { token, dest, k });
+        u64::from(k) + 1
+    }
+
+    /// Frees the split slot of `token`'s send, if it has one (its FIN arrived, or the
+    /// RTS never left).
+    pub(super) fn release_offer(&mut self, token: u64) {
+        if let Some(i) = self.offers.iter().position(|o| o.token == token) {
+            let o = self.offers.swap_remove(i);
+            self.split_free[o.dest as usize] |= 1 << o.k;
+        }
+    }
+
+    /// The sender's share of `token`'s copy, when the receiver has started it.
+    ///
+    /// # Safety
+    /// `data` must be the buffer `token`'s RTS named, still valid.
+    pub(super) unsafe fn help_split(&mut self, token: u64, data: &[u8]) {
+        let Some(o) = self.offers.iter().find(|o| o.token == token).copied() else {
+            return;
+        };
+        let Some(pid) = self.peers[o.dest as usize].as_ref().map(|p| p.pid) else {
+            return;
+        };
+        let slot = self.own.split_slot(o.dest, o.k);
+        // SAFETY: forwarded from the caller.
+        self.split_chunks_written += unsafe { split::sender_help(slot, pid, data) };
+    }
+
+    /// Chunks of this process's large sends that it copied itself into the receiver's
+    /// buffer (see [`crate::split`]); 0 when every copy was the receivers'.
+    pub fn split_chunks_written(&self) -> u64 {
+        self.split_chunks_written
+    }
+}
