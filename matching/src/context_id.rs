@@ -363,3 +363,225 @@ impl From<u32> for ContextId {
         ContextId(v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Runs one creation among `members` to its end, as the runtime would: rounds of
+    /// propose / AND / finish until every member decides.
+    fn create(
+        procs: &mut [ContextAllocator],
+        members: &[usize],
+        op: OpKey,
+    ) -> Result<ContextId, ContextError> {
+        let mut window = 0;
+        for _round in 0..1000 {
+            let mut agreed: Option<Proposal> = None;
+            for &m in members {
+                let p = procs[m].propose(op, window);
+                match &mut agreed {
+                    None => agreed = Some(p),
+                    Some(a) => a.combine(&p).unwrap(),
+                }
+            }
+            let agreed = agreed.expect("at least one member");
+            let decisions: Vec<Result<Decision, ContextError>> = members
+                .iter()
+                .map(|&m| procs[m].finish(op, &agreed))
+                .collect();
+            // Members' live counts differ; the decision itself must not.
+            let same = |a: &Result<Decision, ContextError>, b: &Result<Decision, ContextError>| {
+                match (a, b) {
+                    (Err(ContextError::ContextsExhausted { .. }), Err(ContextError::ContextsExhausted { .. })) => true,
+                    _ => a == b,
+                }
+            };
+            assert!(
+                decisions.windows(2).all(|w| same(&w[0], &w[1])),
+                "members decided differently: {decisions:?}"
+            );
+            match decisions[0] {
+                Ok(Decision::Allocated(id)) => return Ok(id),
+                Ok(Decision::Retry { window: w }) => window = w,
+                Err(e) => return Err(e),
+            }
+        }
+        panic!("no decision after 1000 rounds");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Create a communicator over the members in this bit set (of 5 processes).
+        Create(u8),
+        /// Free the n-th live communicator (modulo their number).
+        Free(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (1u8..32).prop_map(Op::Create),
+            2 => any::<usize>().prop_map(Op::Free),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Random creations and frees across 5 simulated processes in a space of 2^13 ids
+        /// (two windows; 20 reserved): all members of a communicator get the same id, it
+        /// is the lowest id free at all of them, no two live communicators of a process
+        /// share an id, and exhaustion is reported exactly when no common id is free.
+        #[test]
+        fn live_communicators_never_share_an_id(ops in prop::collection::vec(op(), 1..300), bits in 5u32..14) {
+            let reserved = 20;
+            let mut procs: Vec<ContextAllocator> =
+                (0..5).map(|_| ContextAllocator::new(bits, reserved).unwrap()).collect();
+            let mut live: Vec<(Vec<usize>, ContextId)> = Vec::new();
+            for (i, op) in ops.iter().enumerate() {
+                match op {
+                    Op::Create(set) => {
+                        let members: Vec<usize> = (0..5).filter(|m| set & (1 << m) != 0).collect();
+                        let common_free = (reserved..1 << bits)
+                            .find(|&id| members.iter().all(|&m| !live.iter().any(|(ms, c)| c.0 == id && ms.contains(&m))));
+                        match create(&mut procs, &members, i as u64) {
+                            Ok(id) => {
+                                prop_assert_eq!(Some(id.0), common_free, "the lowest common free id");
+                                live.push((members, id));
+                            }
+                            Err(ContextError::ContextsExhausted { capacity, .. }) => {
+                                prop_assert_eq!(capacity, 1 << bits);
+                                prop_assert_eq!(common_free, None, "exhausted while an id was free everywhere");
+                            }
+                            Err(e) => prop_assert!(false, "unexpected error {e}"),
+                        }
+                    }
+                    Op::Free(n) if !live.is_empty() => {
+                        let (members, id) = live.remove(n % live.len());
+                        for m in members {
+                            procs[m].release(id).unwrap();
+                        }
+                    }
+                    Op::Free(_) => {}
+                }
+                for (m, p) in procs.iter().enumerate() {
+                    let mine: Vec<u32> = live.iter().filter(|(ms, _)| ms.contains(&m)).map(|(_, c)| c.0).collect();
+                    let mut dedup = mine.clone();
+                    dedup.sort_unstable();
+                    dedup.dedup();
+                    prop_assert_eq!(dedup.len(), mine.len(), "process {} has two live communicators on one id", m);
+                    prop_assert_eq!(p.live() as usize, mine.len());
+                    prop_assert!(mine.iter().all(|&id| !p.is_free(ContextId(id))));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn concurrent_creations_take_turns_instead_of_sharing_an_id() {
+        let mut procs: Vec<ContextAllocator> =
+            (0..3).map(|_| ContextAllocator::new(16, 1).unwrap()).collect();
+        // Creation 5 over {0, 1} and creation 9 over {1, 2} overlap at process 1, which
+        // proposes for 9 first (its thread got there first) and then for 5.
+        let b1 = procs[1].propose(9, 0);
+        assert!(b1.is_complete(), "the only creation in progress holds the mask");
+        let a1 = procs[1].propose(5, 0);
+        assert!(!a1.is_complete(), "the mask is held by creation 9");
+        let mut a = procs[0].propose(5, 0);
+        a.combine(&a1).unwrap();
+        let mut b = procs[2].propose(9, 0);
+        b.combine(&b1).unwrap();
+        assert_eq!(procs[0].finish(5, &a), Ok(Decision::Retry { window: 0 }));
+        assert_eq!(procs[1].finish(5, &a), Ok(Decision::Retry { window: 0 }));
+        let got9 = procs[1].finish(9, &b).unwrap();
+        assert_eq!(procs[2].finish(9, &b).unwrap(), got9);
+        // Retry creation 5: now process 1 offers its mask, without creation 9's id.
+        let mut a = procs[0].propose(5, 0);
+        a.combine(&procs[1].propose(5, 0)).unwrap();
+        let got5 = procs[0].finish(5, &a).unwrap();
+        assert_eq!(procs[1].finish(5, &a).unwrap(), got5);
+        let (Decision::Allocated(x), Decision::Allocated(y)) = (got5, got9) else {
+            panic!("{got5:?} {got9:?}");
+        };
+        assert_ne!(x, y, "process 1 holds both");
+    }
+
+    #[test]
+    fn lower_key_wins_the_mask() {
+        let mut q = ContextAllocator::new(8, 0).unwrap();
+        let _ = q.propose(3, 0);
+        assert!(!q.propose(9, 0).is_complete(), "9 waits while 3 is in progress");
+        q.abandon(3);
+        assert!(q.propose(9, 0).is_complete());
+    }
+
+    #[test]
+    fn exhaustion_is_a_clear_error() {
+        let mut p = ContextAllocator::new(1, 1).unwrap();
+        let create = |p: &mut ContextAllocator, op| {
+            let prop = p.propose(op, 0);
+            p.finish(op, &prop)
+        };
+        assert_eq!(create(&mut p, 1), Ok(Decision::Allocated(ContextId(1))));
+        let err = create(&mut p, 2).unwrap_err();
+        assert_eq!(
+            err,
+            ContextError::ContextsExhausted {
+                capacity: 2,
+                live: 1
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "no context id is free at every member (2 ids, 1 live here)"
+        );
+        p.release(ContextId(1)).unwrap();
+        assert_eq!(create(&mut p, 3), Ok(Decision::Allocated(ContextId(1))));
+    }
+
+    #[test]
+    fn bad_inputs_are_refused() {
+        assert!(ContextAllocator::new(0, 0).is_err());
+        assert!(ContextAllocator::new(MAX_ID_BITS + 1, 0).is_err());
+        assert!(ContextAllocator::new(4, 16).is_err());
+        let mut p = ContextAllocator::new(4, 2).unwrap();
+        assert!(p.release(ContextId(1)).is_err(), "reserved");
+        assert!(p.release(ContextId(5)).is_err(), "free");
+        assert!(p.release(ContextId(99)).is_err(), "outside");
+        assert!(p.claim(ContextId(1)).is_err());
+        p.claim(ContextId(5)).unwrap();
+        assert!(p.claim(ContextId(5)).is_err(), "in use");
+        let w = p.propose(1, 0);
+        assert_eq!(Proposal::from_words(&w.to_words()), Ok(w.clone()));
+        assert!(Proposal::from_words(&[0; 3]).is_err());
+        let mut other = w.clone();
+        other.window = 1;
+        assert_eq!(other.combine(&w), Err(ContextError::WindowMismatch(1, 0)));
+    }
+
+    #[test]
+    fn windows_cover_the_space_and_and_of_words_is_combine() {
+        // 2^13 ids = 2 windows; fill the first window at one member only.
+        let mut procs: Vec<ContextAllocator> =
+            (0..2).map(|_| ContextAllocator::new(13, 0).unwrap()).collect();
+        for id in 0..WINDOW_IDS {
+            procs[0].claim(ContextId(id)).unwrap();
+        }
+        let (a, b) = (procs[0].propose(1, 0), procs[1].propose(1, 0));
+        let anded: Vec<u64> = a
+            .to_words()
+            .iter()
+            .zip(b.to_words())
+            .map(|(x, y)| x & y)
+            .collect();
+        let mut c = a.clone();
+        c.combine(&b).unwrap();
+        assert_eq!(Proposal::from_words(&anded).unwrap(), c);
+        assert_eq!(procs[0].finish(1, &c), Ok(Decision::Retry { window: 1 }));
+        assert_eq!(procs[1].finish(1, &c), Ok(Decision::Retry { window: 1 }));
+        let mut d = procs[0].propose(1, 1);
+        d.combine(&procs[1].propose(1, 1)).unwrap();
+        assert_eq!(d.lowest(), Some(ContextId(WINDOW_IDS)));
+    }
+}

@@ -411,3 +411,7 @@ impl<R, P> Engine<R, P> {
         Ok(self.ctx(context)?.has_message_from(rank))
     }
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;
