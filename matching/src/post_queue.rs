@@ -270,3 +270,186 @@ impl<T> Drop for Drainer<'_, T> {
         self.queue.draining.store(false, Ordering::Release);
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_are_fifo_bounded_and_reusable() {
+        let q: PostQueue<u32> = PostQueue::new(2, 2);
+        let mut a = q.poster().unwrap();
+        let mut b = q.poster().unwrap();
+        assert!(q.poster().is_none(), "two lanes, two posters");
+        a.push(1).unwrap();
+        a.push(2).unwrap();
+        assert_eq!(a.push(3), Err(Full { op: 3, capacity: 2 }));
+        b.push(10).unwrap();
+        drop(b);
+        let mut c = q.poster().expect("b's lane is free again");
+        c.push(11).unwrap();
+        let mut d = q.drainer().unwrap();
+        assert!(q.drainer().is_none(), "one drainer");
+        let mut got = Vec::new();
+        assert_eq!(d.drain(usize::MAX, |op| got.push(op)), 4);
+        let lane_a: Vec<u32> = got.iter().copied().filter(|x| *x < 10).collect();
+        let lane_b: Vec<u32> = got.iter().copied().filter(|x| *x >= 10).collect();
+        assert_eq!((lane_a.as_slice(), lane_b.as_slice()), (&[1, 2][..], &[10, 11][..]));
+        a.push(3).unwrap();
+        assert_eq!(d.pop(), Some(3));
+        assert_eq!(d.pop(), None);
+    }
+
+    #[test]
+    fn undrained_operations_are_dropped_with_the_queue() {
+        let token = std::sync::Arc::new(());
+        let q = PostQueue::new(1, 4);
+        let mut p = q.poster().unwrap();
+        p.push(token.clone()).unwrap();
+        p.push(token.clone()).unwrap();
+        drop(p);
+        assert_eq!(std::sync::Arc::strong_count(&token), 3);
+        drop(q);
+        assert_eq!(std::sync::Arc::strong_count(&token), 1);
+    }
+
+    #[test]
+    fn many_threads_post_and_nothing_is_lost_or_reordered() {
+        const THREADS: u64 = 4;
+        const EACH: u64 = 20_000;
+        let q: PostQueue<(u64, u64)> = PostQueue::new(THREADS as usize, 64);
+        let mut last = [None::<u64>; THREADS as usize];
+        let mut count = 0;
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let q = &q;
+                s.spawn(move || {
+                    let mut p = q.poster().unwrap();
+                    for i in 0..EACH {
+                        let mut op = (t, i);
+                        while let Err(Full { op: back, .. }) = p.push(op) {
+                            op = back;
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            let mut d = q.drainer().unwrap();
+            while count < THREADS * EACH {
+                match d.pop() {
+                    Some((t, i)) => {
+                        let prev = last[t as usize].replace(i);
+                        assert_eq!(prev.map_or(0, |p| p + 1), i, "lane {t} out of order");
+                        count += 1;
+                    }
+                    None => std::thread::yield_now(),
+                }
+            }
+        });
+        assert_eq!(count, THREADS * EACH);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// Two posters and the drainer at once: every operation arrives exactly once, each
+    /// lane in order, and a full lane hands the operation back.
+    #[test]
+    fn posts_race_the_drainer_without_loss_or_reorder() {
+        loom::model(|| {
+            let q: Arc<PostQueue<(u8, u8)>> = Arc::new(PostQueue::new(2, 2));
+            let producers: Vec<_> = (0..2u8)
+                .map(|t| {
+                    let q = q.clone();
+                    loom::thread::spawn(move || {
+                        let mut p = q.poster().expect("a lane each");
+                        let mut sent = 0;
+                        for i in 0..2u8 {
+                            if p.push((t, i)).is_ok() {
+                                sent += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                        sent
+                    })
+                })
+                .collect();
+            let mut got = Vec::new();
+            {
+                let mut d = q.drainer().unwrap();
+                d.drain(usize::MAX, |op| got.push(op));
+            }
+            let sent: u32 = producers.into_iter().map(|h| h.join().unwrap()).sum();
+            let mut d = q.drainer().unwrap();
+            d.drain(usize::MAX, |op| got.push(op));
+            assert_eq!(got.len() as u32, sent);
+            for t in 0..2u8 {
+                let lane: Vec<u8> = got.iter().filter(|o| o.0 == t).map(|o| o.1).collect();
+                assert!(lane.iter().enumerate().all(|(i, v)| *v as usize == i), "{got:?}");
+            }
+        });
+    }
+
+    /// The drainer reads whole what a poster wrote, and the poster reuses a slot only
+    /// after the drainer has read it (one slot, two operations). Fails under loom if
+    /// `push`'s Release or Acquire, or `pop`'s Acquire or Release, is weakened.
+    #[test]
+    fn a_slot_is_written_read_and_reused_in_order() {
+        loom::model(|| {
+            let q: Arc<PostQueue<Arc<u8>>> = Arc::new(PostQueue::new(1, 1));
+            let q1 = q.clone();
+            let t = loom::thread::spawn(move || {
+                let mut p = q1.poster().unwrap();
+                for v in [5, 6] {
+                    let mut op = Arc::new(v);
+                    while let Err(Full { op: back, .. }) = p.push(op) {
+                        op = back;
+                        loom::thread::yield_now();
+                    }
+                }
+            });
+            let mut d = q.drainer().unwrap();
+            for want in [5, 6] {
+                let got = loop {
+                    if let Some(v) = d.pop() {
+                        break v;
+                    }
+                    loom::thread::yield_now();
+                };
+                assert_eq!(*got, want);
+            }
+            t.join().unwrap();
+        });
+    }
+
+    /// A lane freed by one thread and taken by another continues where the first left
+    /// off (the claim's Acquire sees the previous poster's `tail`).
+    #[test]
+    fn a_lane_passes_between_threads() {
+        loom::model(|| {
+            let q: Arc<PostQueue<u8>> = Arc::new(PostQueue::new(1, 2));
+            let post = |q: Arc<PostQueue<u8>>, op: u8| {
+                move || loop {
+                    if let Some(mut p) = q.poster() {
+                        p.push(op).unwrap();
+                        break;
+                    }
+                    loom::thread::yield_now();
+                }
+            };
+            let first = loom::thread::spawn(post(q.clone(), 1));
+            let second = loom::thread::spawn(post(q.clone(), 2));
+            first.join().unwrap();
+            second.join().unwrap();
+            let mut d = q.drainer().unwrap();
+            let mut got = Vec::new();
+            d.drain(usize::MAX, |op| got.push(op));
+            got.sort_unstable();
+            assert_eq!(got, [1, 2]);
+        });
+    }
+}
