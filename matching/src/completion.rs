@@ -149,7 +149,10 @@ mod tests {
         c.set_failure_pending(true);
         assert!(c.failure_pending());
         c.complete(1).unwrap();
-        assert!(!c.failure_pending(), "complete requests report their result");
+        assert!(
+            !c.failure_pending(),
+            "complete requests report their result"
+        );
         assert!(c.is_ready());
     }
 
@@ -192,7 +195,11 @@ mod loom_tests {
             assert!(taken.len() <= 1);
             assert!(taken.iter().all(|v| *v == 7));
             let rest = c.try_take();
-            assert_eq!(taken.len() + usize::from(rest.is_some()), 1, "taken exactly once");
+            assert_eq!(
+                taken.len() + usize::from(rest.is_some()),
+                1,
+                "taken exactly once"
+            );
             drop(rest);
             drop(c);
             assert_eq!(Arc::strong_count(&payload), 1, "no leak, no double drop");

@@ -98,7 +98,9 @@ impl<R, P> Context<R, P> {
                 context: self.id,
                 rank: r,
             }),
-            SourceSpec::Any if self.failure_pending() => Some(MatchError::ProcFailedPending(self.id)),
+            SourceSpec::Any if self.failure_pending() => {
+                Some(MatchError::ProcFailedPending(self.id))
+            }
             _ => None,
         }
     }
@@ -180,6 +182,18 @@ impl<R, P> Context<R, P> {
         Ok(Arrival::Queued)
     }
 
+    pub(crate) fn would_match(
+        &self,
+        source: Rank,
+        tag: crate::types::Tag,
+    ) -> Result<bool, MatchError> {
+        if self.revoked {
+            return Err(MatchError::Revoked(self.id));
+        }
+        self.check_rank(source)?;
+        Ok(self.posted.has_match(source, tag))
+    }
+
     pub(crate) fn probe(&self, spec: RecvSpec) -> Result<Option<&Envelope<P>>, MatchError> {
         self.check_spec(spec)?;
         match self.unexpected.peek(spec) {
@@ -205,7 +219,11 @@ impl<R, P> Context<R, P> {
 
     /// Applies the failure of `rank` (idempotent): receives naming it fail, wildcard
     /// receives are told a failure is pending.
-    pub(crate) fn fail(&mut self, rank: Rank, events: &mut VecDeque<Event<R, P>>) -> Result<(), MatchError>
+    pub(crate) fn fail(
+        &mut self,
+        rank: Rank,
+        events: &mut VecDeque<Event<R, P>>,
+    ) -> Result<(), MatchError>
     where
         R: Clone,
     {

@@ -392,12 +392,16 @@ mod tests {
                 .map(|&m| procs[m].finish(op, &agreed))
                 .collect();
             // Members' live counts differ; the decision itself must not.
-            let same = |a: &Result<Decision, ContextError>, b: &Result<Decision, ContextError>| {
-                match (a, b) {
-                    (Err(ContextError::ContextsExhausted { .. }), Err(ContextError::ContextsExhausted { .. })) => true,
+            let same =
+                |a: &Result<Decision, ContextError>, b: &Result<Decision, ContextError>| match (
+                    a, b,
+                ) {
+                    (
+                        Err(ContextError::ContextsExhausted { .. }),
+                        Err(ContextError::ContextsExhausted { .. }),
+                    ) => true,
                     _ => a == b,
-                }
-            };
+                };
             assert!(
                 decisions.windows(2).all(|w| same(&w[0], &w[1])),
                 "members decided differently: {decisions:?}"
@@ -480,12 +484,16 @@ mod tests {
 
     #[test]
     fn concurrent_creations_take_turns_instead_of_sharing_an_id() {
-        let mut procs: Vec<ContextAllocator> =
-            (0..3).map(|_| ContextAllocator::new(16, 1).unwrap()).collect();
+        let mut procs: Vec<ContextAllocator> = (0..3)
+            .map(|_| ContextAllocator::new(16, 1).unwrap())
+            .collect();
         // Creation 5 over {0, 1} and creation 9 over {1, 2} overlap at process 1, which
         // proposes for 9 first (its thread got there first) and then for 5.
         let b1 = procs[1].propose(9, 0);
-        assert!(b1.is_complete(), "the only creation in progress holds the mask");
+        assert!(
+            b1.is_complete(),
+            "the only creation in progress holds the mask"
+        );
         let a1 = procs[1].propose(5, 0);
         assert!(!a1.is_complete(), "the mask is held by creation 9");
         let mut a = procs[0].propose(5, 0);
@@ -511,7 +519,10 @@ mod tests {
     fn lower_key_wins_the_mask() {
         let mut q = ContextAllocator::new(8, 0).unwrap();
         let _ = q.propose(3, 0);
-        assert!(!q.propose(9, 0).is_complete(), "9 waits while 3 is in progress");
+        assert!(
+            !q.propose(9, 0).is_complete(),
+            "9 waits while 3 is in progress"
+        );
         q.abandon(3);
         assert!(q.propose(9, 0).is_complete());
     }
@@ -563,8 +574,9 @@ mod tests {
     #[test]
     fn windows_cover_the_space_and_and_of_words_is_combine() {
         // 2^13 ids = 2 windows; fill the first window at one member only.
-        let mut procs: Vec<ContextAllocator> =
-            (0..2).map(|_| ContextAllocator::new(13, 0).unwrap()).collect();
+        let mut procs: Vec<ContextAllocator> = (0..2)
+            .map(|_| ContextAllocator::new(13, 0).unwrap())
+            .collect();
         for id in 0..WINDOW_IDS {
             procs[0].claim(ContextId(id)).unwrap();
         }

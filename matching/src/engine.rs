@@ -4,7 +4,9 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::context::Context;
-use crate::types::{ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected};
+use crate::types::{
+    ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, Tag,
+};
 
 /// Bounds on every queue, so a flood becomes a [`MatchError::QueueFull`] instead of
 /// unbounded memory.
@@ -264,6 +266,23 @@ impl<R, P> Engine<R, P> {
         }
     }
 
+    /// Whether a message `(source, tag)` arriving on `context` now would match a posted
+    /// receive (nothing changes). A transport uses it to skip staging: if true, it
+    /// delivers the message with a payload that still points into its ring or buffer
+    /// and copies straight into the matched receive (no engine call in between, so the
+    /// answer holds); if false, it stages the data into a buffer it owns first.
+    ///
+    /// # Errors
+    /// `UnknownContext` (the message would be held as early), `RankOutOfRange`, `Revoked`.
+    pub fn would_match(
+        &self,
+        context: ContextId,
+        source: Rank,
+        tag: Tag,
+    ) -> Result<bool, MatchError> {
+        self.ctx(context)?.would_match(source, tag)
+    }
+
     /// `MPI_Iprobe`: the earliest waiting message that fits, left in the queue.
     ///
     /// # Errors
@@ -314,7 +333,11 @@ impl<R, P> Engine<R, P> {
             .get_mut(&context)
             .ok_or(MatchError::UnknownContext(context))?;
         ctx.fail(rank, &mut self.events)?;
-        log::debug!("matching: context {} learned rank {} failed", context.0, rank.0);
+        log::debug!(
+            "matching: context {} learned rank {} failed",
+            context.0,
+            rank.0
+        );
         Ok(())
     }
 

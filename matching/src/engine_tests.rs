@@ -60,6 +60,18 @@ fn arrival_takes_the_earliest_posted_receive_that_fits() {
 }
 
 #[test]
+fn would_match_predicts_deliver() {
+    let mut e = engine();
+    assert_eq!(e.would_match(C, Rank(1), Tag(5)), Ok(false));
+    posted(e.post_recv(C, spec(None, Some(5)), "w").unwrap());
+    assert_eq!(e.would_match(C, Rank(1), Tag(5)), Ok(true));
+    assert_eq!(e.would_match(C, Rank(1), Tag(6)), Ok(false));
+    assert_eq!(matched(e.deliver(msg(1, 5, 0)).unwrap()), ("w", 0));
+    assert_eq!(e.would_match(C, Rank(1), Tag(5)), Ok(false));
+    assert!(e.would_match(C, Rank(4), Tag(5)).is_err());
+}
+
+#[test]
 fn one_senders_messages_do_not_overtake() {
     let mut e = engine();
     for i in 0..3 {
@@ -67,10 +79,12 @@ fn one_senders_messages_do_not_overtake() {
     }
     e.deliver(msg(2, 7, 9)).unwrap();
     let order: Vec<u32> = (0..3)
-        .map(|_| match e.post_recv(C, spec(Some(3), None), "r").unwrap() {
-            PostOutcome::Matched(m) => m.message.payload,
-            other => panic!("{other:?}"),
-        })
+        .map(
+            |_| match e.post_recv(C, spec(Some(3), None), "r").unwrap() {
+                PostOutcome::Matched(m) => m.message.payload,
+                other => panic!("{other:?}"),
+            },
+        )
         .collect();
     assert_eq!(order, [0, 1, 2]);
     match e.post_recv(C, spec(None, Some(7)), "w").unwrap() {
@@ -85,7 +99,13 @@ fn mprobe_takes_the_message_so_no_receive_can() {
     e.deliver(msg(1, 1, 10)).unwrap();
     e.deliver(msg(1, 1, 11)).unwrap();
     assert_eq!(e.probe(C, spec(None, None)).unwrap().unwrap().payload, 10);
-    assert_eq!(e.mprobe(C, spec(Some(1), Some(1))).unwrap().unwrap().payload, 10);
+    assert_eq!(
+        e.mprobe(C, spec(Some(1), Some(1)))
+            .unwrap()
+            .unwrap()
+            .payload,
+        10
+    );
     match e.post_recv(C, spec(None, None), "r").unwrap() {
         PostOutcome::Matched(m) => assert_eq!(m.message.payload, 11),
         other => panic!("{other:?}"),
@@ -130,7 +150,11 @@ fn wildcard_receive_reports_pending_failure_and_stays_posted() {
     assert!(!e.failure_pending(C).unwrap());
     let (_, pending) = posted(e.post_recv(C, spec(None, None), "w3").unwrap());
     assert!(!pending, "acknowledged");
-    assert_eq!(e.cancel(w2), Some("w2"), "a pending wildcard can be cancelled");
+    assert_eq!(
+        e.cancel(w2),
+        Some("w2"),
+        "a pending wildcard can be cancelled"
+    );
 }
 
 #[test]
@@ -177,7 +201,10 @@ fn revoke_completes_everything_with_revoked() {
     assert_eq!(
         events(&mut e),
         [
-            Event::RecvFailed { recv: "b", error: r },
+            Event::RecvFailed {
+                recv: "b",
+                error: r
+            },
             Event::MessageDropped {
                 message: msg(3, 3, 2),
                 error: r

@@ -42,6 +42,6 @@ pub use context_id::{
 };
 pub use engine::{Arrival, Engine, Event, Limits, Match, PostOutcome};
 pub use types::{
-    ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, SourceSpec,
-    Tag, TagSpec,
+    ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, SourceSpec, Tag,
+    TagSpec,
 };

@@ -286,7 +286,11 @@ mod tests {
         let va: Vec<u32> = a.slots(&slab, 0).map(|x| slab.at(x).v).collect();
         assert_eq!(va, vec![1, 3]);
         let vb: Vec<u32> = b.slots(&slab, 1).map(|x| slab.at(x).v).collect();
-        assert_eq!(vb, vec![4, 3, 2, 1, 0], "list 1 untouched by list 0's unlinks");
+        assert_eq!(
+            vb,
+            vec![4, 3, 2, 1, 0],
+            "list 1 untouched by list 0's unlinks"
+        );
         b.unlink(&mut slab, s[4], 1);
         b.unlink(&mut slab, s[0], 1);
         assert_eq!(b.first().map(|x| slab.at(x).v), Some(3));

@@ -94,7 +94,9 @@ impl<T> PostQueue<T> {
     /// at least 1).
     pub fn new(lanes: usize, per_lane: usize) -> Self {
         PostQueue {
-            lanes: (0..lanes.max(1)).map(|_| Lane::new(per_lane.max(1))).collect(),
+            lanes: (0..lanes.max(1))
+                .map(|_| Lane::new(per_lane.max(1)))
+                .collect(),
             draining: AtomicBool::new(false),
         }
     }
@@ -294,7 +296,10 @@ mod tests {
         assert_eq!(d.drain(usize::MAX, |op| got.push(op)), 4);
         let lane_a: Vec<u32> = got.iter().copied().filter(|x| *x < 10).collect();
         let lane_b: Vec<u32> = got.iter().copied().filter(|x| *x >= 10).collect();
-        assert_eq!((lane_a.as_slice(), lane_b.as_slice()), (&[1, 2][..], &[10, 11][..]));
+        assert_eq!(
+            (lane_a.as_slice(), lane_b.as_slice()),
+            (&[1, 2][..], &[10, 11][..])
+        );
         a.push(3).unwrap();
         assert_eq!(d.pop(), Some(3));
         assert_eq!(d.pop(), None);
@@ -389,7 +394,10 @@ mod loom_tests {
             assert_eq!(got.len() as u32, sent);
             for t in 0..2u8 {
                 let lane: Vec<u8> = got.iter().filter(|o| o.0 == t).map(|o| o.1).collect();
-                assert!(lane.iter().enumerate().all(|(i, v)| *v as usize == i), "{got:?}");
+                assert!(
+                    lane.iter().enumerate().all(|(i, v)| *v as usize == i),
+                    "{got:?}"
+                );
             }
         });
     }

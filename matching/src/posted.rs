@@ -102,6 +102,15 @@ impl<R> PostedQueue<R> {
         Some(self.remove(slot))
     }
 
+    /// Whether a posted receive fits a message `(source, tag)` (left posted).
+    pub(crate) fn has_match(&self, source: Rank, tag: Tag) -> bool {
+        let s = source.0 as usize;
+        self.exact[s].contains_key(&tag.0)
+            || !self.by_source[s].is_empty()
+            || self.by_tag.contains_key(&tag.0)
+            || !self.any.is_empty()
+    }
+
     /// Takes out the receive in `slot` if it is still the one posted as `seq`.
     pub(crate) fn take(&mut self, slot: u32, seq: u64) -> Option<PostedNode<R>> {
         match self.slab.get(slot) {
@@ -203,7 +212,10 @@ mod tests {
         assert_eq!(q.take(slot, seq).unwrap().token, 1);
         let (slot2, seq2) = q.push(spec(Some(0), Some(1)), 2);
         assert_eq!(slot2, slot, "slot reused");
-        assert!(q.take(slot, seq).is_none(), "a stale id never names the new receive");
+        assert!(
+            q.take(slot, seq).is_none(),
+            "a stale id never names the new receive"
+        );
         assert_eq!(q.take(slot2, seq2).unwrap().token, 2);
     }
 

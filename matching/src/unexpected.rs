@@ -76,7 +76,10 @@ impl<P> UnexpectedQueue<P> {
             .or_default()
             .push_back(slab, slot, EXACT);
         self.by_source[s].push_back(slab, slot, BY_SOURCE);
-        self.by_tag.entry(t).or_default().push_back(slab, slot, BY_TAG);
+        self.by_tag
+            .entry(t)
+            .or_default()
+            .push_back(slab, slot, BY_TAG);
         self.all.push_back(slab, slot, ALL);
     }
 
@@ -149,7 +152,10 @@ mod tests {
     #[test]
     fn each_selector_takes_the_earliest_fitting_message() {
         let mut q = UnexpectedQueue::new(3);
-        for (i, (s, t)) in [(0, 1), (1, 2), (1, 1), (2, 1), (1, 2)].into_iter().enumerate() {
+        for (i, (s, t)) in [(0, 1), (1, 2), (1, 1), (2, 1), (1, 2)]
+            .into_iter()
+            .enumerate()
+        {
             q.push(env(s, t, i));
         }
         assert_eq!(q.peek(spec(Some(1), Some(2))).unwrap().payload, 1);

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use steadfast_matching::{
-    Arrival, ContextId, Engine, Envelope, Event, Limits, Match, MatchError, PostOutcome,
-    QueueKind, Rank, RecvId, RecvSpec, Rejected, SourceSpec, Tag,
+    Arrival, ContextId, Engine, Envelope, Event, Limits, Match, MatchError, PostOutcome, QueueKind,
+    Rank, RecvId, RecvSpec, Rejected, SourceSpec, Tag,
 };
 
 const LIMITS: Limits = Limits {
@@ -179,7 +179,7 @@ impl Model {
             .filter(|(_, e)| s.accepts(e.source, e.tag))
             .map(|(i, _)| i);
         if self.mutation == Mutation::LatestUnexpected {
-            fits.last()
+            fits.next_back()
         } else {
             fits.next()
         }
@@ -198,7 +198,12 @@ impl Model {
         }
     }
 
-    fn post(&mut self, id: u32, s: RecvSpec, tok: u32) -> Result<Option<Match<u32, u32>>, Rejected<u32>> {
+    fn post(
+        &mut self,
+        id: u32,
+        s: RecvSpec,
+        tok: u32,
+    ) -> Result<Option<Match<u32, u32>>, Rejected<u32>> {
         let rej = |error| Rejected { error, item: tok };
         let Some(c) = self.open.get(&id) else {
             return Err(rej(MatchError::UnknownContext(ContextId(id))));
@@ -259,7 +264,7 @@ impl Model {
             .filter(|(_, (s, _))| s.accepts(e.source, e.tag))
             .map(|(i, _)| i);
         let hit = if self.mutation == Mutation::LatestPosted {
-            fits.last()
+            fits.next_back()
         } else {
             fits.next()
         };
@@ -281,7 +286,12 @@ impl Model {
         Ok(Arrival::Queued)
     }
 
-    fn probe(&mut self, id: u32, s: RecvSpec, take: bool) -> Result<Option<Envelope<u32>>, MatchError> {
+    fn probe(
+        &mut self,
+        id: u32,
+        s: RecvSpec,
+        take: bool,
+    ) -> Result<Option<Envelope<u32>>, MatchError> {
         let c = self
             .open
             .get(&id)
@@ -292,6 +302,17 @@ impl Model {
             Some(i) => Ok(Some(c.unexpected[i].clone())),
             None => Self::unmatched_error(c, id, s).map_or(Ok(None), Err),
         }
+    }
+
+    fn would_match(&self, id: u32, s: u32, t: u32) -> Result<bool, MatchError> {
+        let c = self
+            .open
+            .get(&id)
+            .ok_or(MatchError::UnknownContext(ContextId(id)))?;
+        Self::check(c, id, SourceSpec::Rank(Rank(s)))?;
+        Ok(c.posted
+            .iter()
+            .any(|(spec, _)| spec.accepts(Rank(s), Tag(t))))
     }
 
     fn cancel(&mut self, tok: u32) -> Option<u32> {
@@ -308,7 +329,14 @@ impl Model {
             .open
             .get_mut(&id)
             .ok_or(MatchError::UnknownContext(ContextId(id)))?;
-        Self::check(&ModelCtx { revoked: false, ..empty(c.size) }, id, SourceSpec::Rank(Rank(r)))?;
+        Self::check(
+            &ModelCtx {
+                revoked: false,
+                ..empty(c.size)
+            },
+            id,
+            SourceSpec::Rank(Rank(r)),
+        )?;
         if c.failed.contains(&Rank(r)) {
             return Ok(());
         }
@@ -395,9 +423,14 @@ impl Model {
         CONTEXTS
             .iter()
             .filter_map(|c| {
-                self.open
-                    .get(c)
-                    .map(|x| (*c, x.posted.len(), x.unexpected.len(), x.acked < x.failed.len()))
+                self.open.get(c).map(|x| {
+                    (
+                        *c,
+                        x.posted.len(),
+                        x.unexpected.len(),
+                        x.acked < x.failed.len(),
+                    )
+                })
             })
             .collect()
     }
@@ -487,6 +520,14 @@ fn compare(ops: &[Op], mutation: Mutation) -> Result<(), TestCaseError> {
     let mut posted = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let (tok, msg) = (i as u32, 1000 + i as u32);
+        if let Op::Arrive(c, s, t) = *op {
+            prop_assert_eq!(
+                engine.would_match(ContextId(c), Rank(s), Tag(t)),
+                model.would_match(c, s, t),
+                "would_match before step {}",
+                i
+            );
+        }
         let want_obs = model.step(op, tok, msg, &posted);
         let want: Step = (want_obs, std::mem::take(&mut model.events), model.summary());
         let got_obs = engine_step(&mut engine, &mut ids, op, tok, msg, &posted);
@@ -539,18 +580,18 @@ fn broken_rules_are_caught() {
 #[test]
 fn ulfm_scenario() {
     let ops = [
-        Op::Arrive(1, 2, 0),                         // a message from 2 waits
-        Op::Post(1, RecvSpec::new(None, Some(Tag(1)))), // wildcard, posted
+        Op::Arrive(1, 2, 0),                                     // a message from 2 waits
+        Op::Post(1, RecvSpec::new(None, Some(Tag(1)))),          // wildcard, posted
         Op::Post(1, RecvSpec::new(Some(Rank(2)), Some(Tag(1)))), // named 2, posted
-        Op::Fail(1, 2),                              // named fails, wildcard pending
+        Op::Fail(1, 2),                                          // named fails, wildcard pending
         Op::Post(1, RecvSpec::new(Some(Rank(2)), Some(Tag(0)))), // takes the waiting one
         Op::Post(1, RecvSpec::new(Some(Rank(2)), Some(Tag(0)))), // ProcFailed
-        Op::Post(1, RecvSpec::new(None, None)),      // posted, failure pending
+        Op::Post(1, RecvSpec::new(None, None)),                  // posted, failure pending
         Op::Ack(1),
         Op::Post(1, RecvSpec::new(None, Some(Tag(2)))), // posted, not pending
-        Op::Arrive(1, 0, 1),                         // the first wildcard gets it
-        Op::Revoke(1),                               // the rest fail with Revoked
-        Op::Arrive(1, 0, 1),                         // rejected
+        Op::Arrive(1, 0, 1),                            // the first wildcard gets it
+        Op::Revoke(1),                                  // the rest fail with Revoked
+        Op::Arrive(1, 0, 1),                            // rejected
     ];
     compare(&ops, Mutation::None).unwrap();
 }

@@ -64,7 +64,10 @@ fn round(e: &mut Engine<u64, u64>, i: u64) {
         assert!(matches!(e.deliver(m(src, tag)), Ok(Arrival::Queued)));
     }
     assert!(e.probe(C, RecvSpec::new(None, None)).unwrap().is_some());
-    assert!(e.mprobe(C, RecvSpec::new(Some(Rank(src)), None)).unwrap().is_some());
+    assert!(e
+        .mprobe(C, RecvSpec::new(Some(Rank(src)), None))
+        .unwrap()
+        .is_some());
     assert!(matches!(
         e.post_recv(C, RecvSpec::new(None, None), i),
         Ok(PostOutcome::Matched(_))
