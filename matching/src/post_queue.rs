@@ -43,6 +43,9 @@ pub struct Full<T> {
     pub capacity: usize,
 }
 
+/// The most operations one lane holds.
+const MAX_LANE: usize = 1 << 20;
+
 struct Lane<T> {
     /// A `Poster` owns this lane.
     claimed: AtomicBool,
@@ -91,12 +94,12 @@ impl<T> std::fmt::Debug for PostQueue<T> {
 
 impl<T> PostQueue<T> {
     /// `lanes` lanes (threads that may post at once) of `per_lane` operations each (both
-    /// at least 1).
+    /// at least 1; `per_lane` is rounded up to a power of two, at most 2^20, so slot
+    /// indices stay contiguous when a lane's counters wrap).
     pub fn new(lanes: usize, per_lane: usize) -> Self {
+        let per_lane = per_lane.clamp(1, MAX_LANE).next_power_of_two();
         PostQueue {
-            lanes: (0..lanes.max(1))
-                .map(|_| Lane::new(per_lane.max(1)))
-                .collect(),
+            lanes: (0..lanes.max(1)).map(|_| Lane::new(per_lane)).collect(),
             draining: AtomicBool::new(false),
         }
     }
@@ -303,6 +306,16 @@ mod tests {
         a.push(3).unwrap();
         assert_eq!(d.pop(), Some(3));
         assert_eq!(d.pop(), None);
+    }
+
+    #[test]
+    fn lane_capacity_is_a_power_of_two() {
+        assert_eq!(PostQueue::<u8>::new(1, 3).lane_capacity(), 4);
+        assert_eq!(PostQueue::<u8>::new(0, 0).lane_capacity(), 1);
+        assert_eq!(
+            PostQueue::<u8>::new(1, usize::MAX).lane_capacity(),
+            MAX_LANE
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //!
 //! The check is itself checked: with a deliberately broken model (a message matching the
 //! latest posted receive, a receive taking the latest unexpected message, a named dead
-//! source failing although its message waits) the same property must fail.
+//! source failing although its message waits, a wildcard receive failing instead of
+//! staying posted when a failure is pending) the same property must fail.
 
 use std::collections::HashMap;
 
@@ -96,6 +97,7 @@ enum Mutation {
     LatestPosted,
     LatestUnexpected,
     DeadSourceIgnoresWaitingMessage,
+    PendingWildcardFails,
 }
 
 struct ModelCtx {
@@ -348,10 +350,10 @@ impl Model {
             context: ContextId(id),
             rank: Rank(r),
         };
-        let (dead, keep): (Vec<_>, Vec<_>) = c
-            .posted
-            .drain(..)
-            .partition(|(s, _)| s.source == SourceSpec::Rank(Rank(r)));
+        let wildcard_fails = self.mutation == Mutation::PendingWildcardFails;
+        let (dead, keep): (Vec<_>, Vec<_>) = c.posted.drain(..).partition(|(s, _)| {
+            s.source == SourceSpec::Rank(Rank(r)) || (wildcard_fails && s.source == SourceSpec::Any)
+        });
         c.posted = keep;
         for (_, recv) in dead {
             self.events.push(Event::RecvFailed { recv, error });
@@ -565,6 +567,7 @@ fn broken_rules_are_caught() {
         Mutation::LatestPosted,
         Mutation::LatestUnexpected,
         Mutation::DeadSourceIgnoresWaitingMessage,
+        Mutation::PendingWildcardFails,
     ] {
         let mut runner = TestRunner::new(Config {
             cases: 2000,
