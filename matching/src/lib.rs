@@ -45,3 +45,23 @@ pub use types::{
     ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, SourceSpec, Tag,
     TagSpec,
 };
+
+#[cfg(test)]
+mod contract {
+    //! The thread-safety contract of `docs/matching.md`, checked by the compiler.
+    use super::*;
+
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+
+    #[test]
+    fn shared_types_are_send_and_sync_as_documented() {
+        send::<Engine<u64, Vec<u8>>>();
+        send::<ContextAllocator>();
+        sync::<PostQueue<Box<u8>>>();
+        send::<PostQueue<Box<u8>>>();
+        sync::<Completion<Vec<u8>>>();
+        send::<std::sync::Arc<Completion<Vec<u8>>>>();
+        send::<Drainer<'static, u8>>();
+    }
+}

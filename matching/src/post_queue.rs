@@ -157,8 +157,31 @@ impl<T> Drop for PostQueue<T> {
     }
 }
 
-/// One thread's lane: push operations in order. Not `Sync` (one producer per lane);
-/// dropping it frees the lane for another thread (operations already pushed stay queued).
+/// One thread's lane: push operations in order. Neither `Send` nor `Sync` (one producer
+/// per lane); dropping it frees the lane for another thread (operations already pushed
+/// stay queued).
+///
+/// A poster cannot be handed to another thread:
+///
+/// ```compile_fail
+/// use steadfast_matching::PostQueue;
+/// let q: PostQueue<u32> = PostQueue::new(2, 4);
+/// std::thread::scope(|s| {
+///     let p = q.poster().unwrap();
+///     s.spawn(move || drop(p)); // error: `Poster` is not `Send`
+/// });
+/// ```
+///
+/// while each thread may take its own:
+///
+/// ```
+/// use steadfast_matching::PostQueue;
+/// let q: PostQueue<u32> = PostQueue::new(2, 4);
+/// std::thread::scope(|s| {
+///     s.spawn(|| q.poster().unwrap().push(1).unwrap());
+/// });
+/// assert_eq!(q.drainer().unwrap().pop(), Some(1));
+/// ```
 pub struct Poster<'q, T> {
     lane: &'q Lane<T>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
