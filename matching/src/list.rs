@@ -223,14 +223,26 @@ impl Hasher for FxHasher {
     }
 }
 
+/// A hash map keyed by tags (`u32`) or by `(source, tag)` pairs ([`pair_key`]).
+pub(crate) type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 /// A hash map keyed by tags.
-pub(crate) type TagMap<V> = HashMap<u32, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type TagMap<V> = KeyMap<u32, V>;
+
+/// A hash map keyed by `(source, tag)` pairs.
+pub(crate) type PairMap<V> = KeyMap<u64, V>;
+
+/// The key of a `(source, tag)` pair: one word, one hash round.
+#[inline]
+pub(crate) fn pair_key(source: u32, tag: u32) -> u64 {
+    (u64::from(source) << 32) | u64::from(tag)
+}
 
 /// Unlinks `slot` from the list under `key` in `map`, dropping the entry when the list
-/// empties (the map keeps its capacity, so re-adding the tag does not allocate).
-pub(crate) fn unlink_keyed<T: Linked>(
-    map: &mut TagMap<List>,
-    key: u32,
+/// empties (the map keeps its capacity, so re-adding the key does not allocate).
+pub(crate) fn unlink_keyed<K: std::hash::Hash + Eq, T: Linked>(
+    map: &mut KeyMap<K, List>,
+    key: K,
     slab: &mut Slab<T>,
     slot: u32,
     k: usize,

@@ -4,18 +4,18 @@
 //!
 //! | selector | list |
 //! |---|---|
-//! | (rank, tag) | `exact[rank][tag]` |
+//! | (rank, tag) | `exact[(rank, tag)]` |
 //! | (rank, ANY_TAG) | `by_source[rank]` |
 //! | (ANY_SOURCE, tag) | `by_tag[tag]` |
 //! | (ANY_SOURCE, ANY_TAG) | `any` |
 //!
 //! Every receive carries its posting number. A message `(s, t)` can only match the head
-//! of `exact[s][t]`, `by_source[s]`, `by_tag[t]` or `any` (each list is in posting order
+//! of `exact[(s, t)]`, `by_source[s]`, `by_tag[t]` or `any` (each list is in posting order
 //! and every node on it fits), so the earliest posted receive that fits is the head with
 //! the smallest posting number: two hash lookups and four comparisons, whatever the
 //! queue's length.
 
-use crate::list::{unlink_keyed, Link, Linked, List, Slab, TagMap};
+use crate::list::{pair_key, unlink_keyed, Link, Linked, List, PairMap, Slab, TagMap};
 use crate::types::{Rank, RecvSpec, SourceSpec, Tag, TagSpec};
 
 /// One posted receive.
@@ -40,7 +40,7 @@ impl<R> Linked for PostedNode<R> {
 #[derive(Debug)]
 pub(crate) struct PostedQueue<R> {
     slab: Slab<PostedNode<R>>,
-    exact: Vec<TagMap<List>>,
+    exact: PairMap<List>,
     by_source: Vec<List>,
     by_tag: TagMap<List>,
     any: List,
@@ -52,7 +52,7 @@ impl<R> PostedQueue<R> {
     pub(crate) fn new(size: u32) -> Self {
         PostedQueue {
             slab: Slab::new(),
-            exact: (0..size).map(|_| TagMap::default()).collect(),
+            exact: PairMap::default(),
             by_source: vec![List::default(); size as usize],
             by_tag: TagMap::default(),
             any: List::default(),
@@ -76,7 +76,7 @@ impl<R> PostedQueue<R> {
         });
         let list = match (spec.source, spec.tag) {
             (SourceSpec::Rank(r), TagSpec::Tag(t)) => {
-                self.exact[r.0 as usize].entry(t.0).or_default()
+                self.exact.entry(pair_key(r.0, t.0)).or_default()
             }
             (SourceSpec::Rank(r), TagSpec::Any) => &mut self.by_source[r.0 as usize],
             (SourceSpec::Any, TagSpec::Tag(t)) => self.by_tag.entry(t.0).or_default(),
@@ -90,7 +90,9 @@ impl<R> PostedQueue<R> {
     pub(crate) fn take_match(&mut self, source: Rank, tag: Tag) -> Option<PostedNode<R>> {
         let s = source.0 as usize;
         let heads = [
-            self.exact[s].get(&tag.0).and_then(List::first),
+            self.exact
+                .get(&pair_key(source.0, tag.0))
+                .and_then(List::first),
             self.by_source[s].first(),
             self.by_tag.get(&tag.0).and_then(List::first),
             self.any.first(),
@@ -105,7 +107,7 @@ impl<R> PostedQueue<R> {
     /// Whether a posted receive fits a message `(source, tag)` (left posted).
     pub(crate) fn has_match(&self, source: Rank, tag: Tag) -> bool {
         let s = source.0 as usize;
-        self.exact[s].contains_key(&tag.0)
+        self.exact.contains_key(&pair_key(source.0, tag.0))
             || !self.by_source[s].is_empty()
             || self.by_tag.contains_key(&tag.0)
             || !self.any.is_empty()
@@ -123,7 +125,7 @@ impl<R> PostedQueue<R> {
         let spec = self.slab.at(slot).spec;
         match (spec.source, spec.tag) {
             (SourceSpec::Rank(r), TagSpec::Tag(t)) => {
-                unlink_keyed(&mut self.exact[r.0 as usize], t.0, &mut self.slab, slot, 0)
+                unlink_keyed(&mut self.exact, pair_key(r.0, t.0), &mut self.slab, slot, 0)
             }
             (SourceSpec::Rank(r), TagSpec::Any) => {
                 self.by_source[r.0 as usize].unlink(&mut self.slab, slot, 0)
@@ -140,8 +142,11 @@ impl<R> PostedQueue<R> {
     pub(crate) fn take_from_source(&mut self, source: Rank) -> Vec<PostedNode<R>> {
         let s = source.0 as usize;
         let mut slots: Vec<u32> = self.by_source[s].slots(&self.slab, 0).collect();
-        for list in self.exact[s].values() {
-            slots.extend(list.slots(&self.slab, 0));
+        // Rare path (a failure): scan the exact table for the rank's entries.
+        for (key, list) in &self.exact {
+            if key >> 32 == u64::from(source.0) {
+                slots.extend(list.slots(&self.slab, 0));
+            }
         }
         slots.sort_by_key(|&slot| self.slab.at(slot).seq);
         slots.into_iter().map(|slot| self.remove(slot)).collect()
@@ -159,9 +164,7 @@ impl<R> PostedQueue<R> {
 
     /// Takes out every receive, in posting order.
     pub(crate) fn drain(&mut self) -> Vec<PostedNode<R>> {
-        for m in &mut self.exact {
-            m.clear();
-        }
+        self.exact.clear();
         self.by_source.iter_mut().for_each(|l| *l = List::default());
         self.by_tag.clear();
         self.any = List::default();

@@ -4,7 +4,7 @@
 //!
 //! | link | list | serves receives of the form |
 //! |---|---|---|
-//! | 0 | `exact[source][tag]` | (rank, tag) |
+//! | 0 | `exact[(source, tag)]` | (rank, tag) |
 //! | 1 | `by_source[source]` | (rank, ANY_TAG) |
 //! | 2 | `by_tag[tag]` | (ANY_SOURCE, tag) |
 //! | 3 | `all` | (ANY_SOURCE, ANY_TAG) |
@@ -14,7 +14,7 @@
 //! because each list keeps arrival order and a transport delivers one sender's messages
 //! in the order they were sent (its contract, see `docs/matching.md`).
 
-use crate::list::{unlink_keyed, Link, Linked, List, Slab, TagMap};
+use crate::list::{pair_key, unlink_keyed, Link, Linked, List, PairMap, Slab, TagMap};
 use crate::types::{Envelope, Rank, RecvSpec, SourceSpec, TagSpec};
 
 const EXACT: usize = 0;
@@ -41,7 +41,7 @@ impl<P> Linked for Node<P> {
 #[derive(Debug)]
 pub(crate) struct UnexpectedQueue<P> {
     slab: Slab<Node<P>>,
-    exact: Vec<TagMap<List>>,
+    exact: PairMap<List>,
     by_source: Vec<List>,
     by_tag: TagMap<List>,
     all: List,
@@ -52,7 +52,7 @@ impl<P> UnexpectedQueue<P> {
     pub(crate) fn new(size: u32) -> Self {
         UnexpectedQueue {
             slab: Slab::new(),
-            exact: (0..size).map(|_| TagMap::default()).collect(),
+            exact: PairMap::default(),
             by_source: vec![List::default(); size as usize],
             by_tag: TagMap::default(),
             all: List::default(),
@@ -71,8 +71,8 @@ impl<P> UnexpectedQueue<P> {
             links: [Link::UNLINKED; 4],
         });
         let slab = &mut self.slab;
-        self.exact[s]
-            .entry(t)
+        self.exact
+            .entry(pair_key(s as u32, t))
             .or_default()
             .push_back(slab, slot, EXACT);
         self.by_source[s].push_back(slab, slot, BY_SOURCE);
@@ -85,9 +85,7 @@ impl<P> UnexpectedQueue<P> {
 
     fn find(&self, spec: RecvSpec) -> Option<u32> {
         match (spec.source, spec.tag) {
-            (SourceSpec::Rank(r), TagSpec::Tag(t)) => {
-                self.exact.get(r.0 as usize)?.get(&t.0)?.first()
-            }
+            (SourceSpec::Rank(r), TagSpec::Tag(t)) => self.exact.get(&pair_key(r.0, t.0))?.first(),
             (SourceSpec::Rank(r), TagSpec::Any) => self.by_source.get(r.0 as usize)?.first(),
             (SourceSpec::Any, TagSpec::Tag(t)) => self.by_tag.get(&t.0)?.first(),
             (SourceSpec::Any, TagSpec::Any) => self.all.first(),
@@ -106,7 +104,13 @@ impl<P> UnexpectedQueue<P> {
             let e = &self.slab.at(slot).env;
             (e.source.0 as usize, e.tag.0)
         };
-        unlink_keyed(&mut self.exact[s], t, &mut self.slab, slot, EXACT);
+        unlink_keyed(
+            &mut self.exact,
+            pair_key(s as u32, t),
+            &mut self.slab,
+            slot,
+            EXACT,
+        );
         self.by_source[s].unlink(&mut self.slab, slot, BY_SOURCE);
         unlink_keyed(&mut self.by_tag, t, &mut self.slab, slot, BY_TAG);
         self.all.unlink(&mut self.slab, slot, ALL);
