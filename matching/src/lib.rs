@@ -11,6 +11,8 @@
 //!   fault-tolerance chapter as proposed; Open MPI's and MPICH's `MPIX_` extensions):
 //!   `ProcFailed`, `ProcFailedPending` (the receive stays posted), acknowledgement,
 //!   `Revoked`.
+//! - [`OrderGate`] and [`SendSequencer`]: per-sender sequence numbers, for transports
+//!   that may deliver one sender's messages out of order.
 //! - [`ContextAllocator`]: context ids that two live communicators of a process never
 //!   share, agreed among the members by AND-ing their free masks.
 //! - [`PostQueue`] and [`Completion`]: the lock-free pieces by which many threads post
@@ -28,6 +30,7 @@ mod context;
 mod context_id;
 mod engine;
 mod list;
+mod order_gate;
 mod post_queue;
 mod posted;
 mod sync;
@@ -41,6 +44,7 @@ pub use context_id::{
     ContextAllocator, ContextError, Decision, OpKey, Proposal, MAX_ID_BITS, WINDOW_IDS,
 };
 pub use engine::{Arrival, Engine, Event, Limits, Match, PostOutcome};
+pub use order_gate::{OrderGate, SendSequencer};
 pub use types::{
     ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, SourceSpec, Tag,
     TagSpec,

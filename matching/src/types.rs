@@ -148,6 +148,8 @@ pub enum QueueKind {
     Unexpected,
     /// Messages held for a context not opened yet.
     Early,
+    /// Messages held by an [`crate::OrderGate`] until the ones sent before them arrive.
+    OutOfOrder,
 }
 
 impl fmt::Display for QueueKind {
@@ -156,6 +158,7 @@ impl fmt::Display for QueueKind {
             QueueKind::Posted => "posted-receive",
             QueueKind::Unexpected => "unexpected-message",
             QueueKind::Early => "early-message",
+            QueueKind::OutOfOrder => "out-of-order",
         })
     }
 }
@@ -197,6 +200,16 @@ pub enum MatchError {
     /// stays posted.
     #[error("{0} has unacknowledged failures; the wildcard receive stays posted")]
     ProcFailedPending(ContextId),
+    /// A sequence number admitted twice by an [`crate::OrderGate`] (a transport bug).
+    #[error("message {seq} from {sender} of {context} was already admitted")]
+    Duplicate {
+        /// The context.
+        context: ContextId,
+        /// The sender.
+        sender: Rank,
+        /// The repeated sequence number.
+        seq: u64,
+    },
     /// A queue reached its configured bound.
     #[error("the {queue} queue of {context} is full ({limit} entries)")]
     QueueFull {
