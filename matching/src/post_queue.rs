@@ -471,7 +471,8 @@ mod loom_tests {
     }
 
     /// A lane freed by one thread and taken by another continues where the first left
-    /// off (the claim's Acquire sees the previous poster's `tail`).
+    /// off (the claim's Acquire sees the previous poster's `tail`). Fails under loom if
+    /// the Release in `Poster::drop` is weakened.
     #[test]
     fn a_lane_passes_between_threads() {
         loom::model(|| {
