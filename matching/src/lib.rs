@@ -7,8 +7,9 @@
 //! - [`Engine`]: per communicator context, a posted-receive queue and an
 //!   unexpected-message queue. A message matches the earliest posted receive that fits; a
 //!   receive matches the earliest waiting message that fits; messages of one sender never
-//!   overtake each other (MPI 4.1 §3.5). Probe, matched probe, cancel. ULFM (MPI 4.1
-//!   fault-tolerance chapter as proposed; Open MPI's and MPICH's `MPIX_` extensions):
+//!   overtake each other (MPI 4.1 §3.5). Probe, matched probe, cancel. ULFM (the MPI
+//!   Forum's fault-tolerance proposal, not yet in MPI 4.1; Open MPI's and MPICH's `MPIX_`
+//!   extensions):
 //!   `ProcFailed`, `ProcFailedPending` (the receive stays posted), acknowledgement,
 //!   `Revoked`.
 //! - [`OrderGate`] and [`SendSequencer`]: per-sender sequence numbers, for transports
