@@ -11,3 +11,4 @@ cargo test --workspace --release -- --test-threads 2
 # target directory, since --cfg loom rebuilds everything).
 RUSTFLAGS="--cfg loom" cargo test -p steadfast-agreement --release --target-dir target/loom --lib shared:: -- --test-threads 2
 RUSTFLAGS="--cfg loom" cargo test -p steadfast-shm --release --target-dir target/loom --lib ring:: -- --test-threads 2
+RUSTFLAGS="--cfg loom" cargo test -p steadfast-matching --release --target-dir target/loom --lib loom_tests -- --test-threads 2
