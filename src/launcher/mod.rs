@@ -17,7 +17,7 @@
 //! - Values, keys per rank, bytes per rank and bytes per job are capped ([`Limits`]);
 //!   a put past a cap is answered with an error naming the value and the cap.
 //! - A get waits for its value but is answered with an error when the value cannot
-//!   come (see [`store`]'s rules: owner dead, owner at a fence, own key, deadline).
+//!   come (see the `store` module's rules: owner dead, owner at a fence, own key, deadline).
 //! - Output queued to a rank that does not read is capped too; past it the connection
 //!   is closed.
 
