@@ -169,3 +169,34 @@ fn steadfast_info_refuses_an_unknown_argument() {
     assert!(text(&out.stderr).contains("--bogus"));
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_misspelt_steadfast_variable_is_named_with_its_likely_meaning() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steadfast-run"))
+        .args(["-n", "1", "/bin/true"])
+        .env("STEADFAST_HEARTBEET_MS", "50")
+        .output()
+        .expect("start steadfast-run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("steadfast-run: warning:")
+            && err.contains("STEADFAST_HEARTBEET_MS")
+            && err.contains("STEADFAST_HEARTBEAT_MS"),
+        "{err}"
+    );
+    // A job without such variables says nothing of the kind.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", "1", "/bin/true"]);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("STEADFAST_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.output().expect("start steadfast-run");
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -195,6 +195,13 @@ fn main() {
         fail(2, why.as_str());
     }
     init_logging(o.verbose);
+    // The ranks inherit this environment: a misspelt parameter is named here, where the
+    // user sees it (the ranks' own warnings go to a logger they may not have).
+    for unknown in steadfast::params::unknown_variables(
+        std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()),
+    ) {
+        say(&format!("steadfast-run: warning: {unknown}"));
+    }
     let nofile = cli::ensure_descriptors(o.n).unwrap_or_else(|why: String| fail(2, &why));
     // SAFETY: no thread has been started yet.
     let reaper = unsafe { Reaper::start() }
