@@ -10,6 +10,7 @@ use steadfast_fabric::{
 };
 
 fn config(provider: &str) -> FabricConfig {
+    steadfast_fabric::apply_quirk_environment();
     let c = FabricConfig::new(provider);
     if provider == "shm" {
         c

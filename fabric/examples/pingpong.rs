@@ -121,6 +121,8 @@ fn fabric_config(o: &Options) -> FabricConfig {
 }
 
 fn open(o: &Options, id: u32) -> Messenger {
+    // The provider workarounds' environment (net's saved-message limit).
+    steadfast_fabric::apply_quirk_environment();
     let mut config = MessengerConfig::new(fabric_config(o), id);
     config.eager_threshold = o.eager;
     Messenger::open(config).unwrap_or_else(|e| die(&e.to_string()))

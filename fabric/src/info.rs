@@ -186,10 +186,18 @@ impl Drop for Hints {
     }
 }
 
-/// Sets the environment variables of the provider quirks ([`crate::quirks::environment`])
-/// once, before this process's first `fi_getinfo`: libfabric reads them when it first
-/// loads its providers. A value the user set is kept.
-fn set_provider_environment() {
+/// Sets the environment variables the provider workarounds need
+/// ([`crate::quirks::environment`]: `FI_NET_MAX_SAVED` for `net`, which otherwise stops
+/// reading a connection after 4 unexpected messages) unless the user set them. A process
+/// that uses `net` should call it once, before its first libfabric call (libfabric
+/// reads them when it first loads its providers); the fabric layer never changes the
+/// environment on its own. The runtime calls it unless its `provider_environment`
+/// parameter is 0.
+///
+/// ```
+/// steadfast_fabric::apply_quirk_environment();
+/// ```
+pub fn apply_quirk_environment() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         for (name, value) in crate::quirks::environment() {
@@ -211,7 +219,6 @@ struct InfoList(NonNull<sys::fi_info>);
 impl InfoList {
     /// `fi_getinfo` with `hints`; `None` when nothing matches.
     fn get(hints: &Hints) -> Result<Option<Self>> {
-        set_provider_environment();
         let mut out: *mut sys::fi_info = ptr::null_mut();
         // SAFETY: hints is a valid fi_info; out receives a list we own on success.
         let ret = unsafe {

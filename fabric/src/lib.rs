@@ -46,7 +46,8 @@ mod shm_lock_rescue;
 pub use address::PeerAddress;
 pub use error::{fi_error_text, Error, Result};
 pub use info::{
-    available_providers, resolve_provider, FabricConfig, Info, MrMode, ProviderResolution,
+    apply_quirk_environment, available_providers, resolve_provider, FabricConfig, Info, MrMode,
+    ProviderResolution,
 };
 pub use messenger::{
     Completion, ExposedBuffer, Exposure, Messenger, MessengerConfig, MessengerStats, PeerId,

@@ -49,6 +49,10 @@ fn run(out: &mut impl Write, options: &Options) -> std::io::Result<()> {
             std::process::exit(1);
         }
     };
+    // What a job would see: the provider environment World::init sets.
+    if params.provider_environment() {
+        fabric::apply_quirk_environment();
+    }
     if !only_params {
         let (major, minor) = fabric::libfabric_version();
         writeln!(out, "libfabric {major}.{minor}")?;

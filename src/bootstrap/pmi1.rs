@@ -142,11 +142,23 @@ extern "C" fn on_failure_signal(_: libc::c_int) {
     FAILURE_SIGNALLED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// As [`tolerate_failure_signal`], when this process was started by a PMI-1 launcher
+/// (`PMI_FD` or `PMI_PORT`, and not `steadfast-run`). `World::init` calls it unless the
+/// `pmi_failure_signal` parameter is 0; a program that builds its own bootstrap calls it
+/// itself if it wants it.
+pub fn tolerate_failure_signal_if_launched() {
+    let pmi = std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some();
+    if pmi && std::env::var_os("STEADFAST_RUN_ADDR").is_none() {
+        tolerate_failure_signal();
+    }
+}
+
 /// Hydra run with `-disable-auto-cleanup` (the way MPICH keeps a job alive through a
 /// failure) sends SIGUSR1 to every survivor when a process dies; its default action
-/// would kill them. Unless the application chose its own disposition, note the signal
-/// instead (steadfast's own detectors find the failed rank).
-fn tolerate_failure_signal() {
+/// would kill them. Unless the application chose its own disposition, notes the signal
+/// instead (steadfast's own detectors find the failed rank). A process-wide change: the
+/// library makes it only when asked (see [`tolerate_failure_signal_if_launched`]).
+pub fn tolerate_failure_signal() {
     // SAFETY: sigaction with a null new action only reads the current one.
     let current = unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
@@ -180,7 +192,6 @@ impl Pmi1 {
     /// [`BootstrapError::BadEnv`] naming a bad variable; `Refused` when the server
     /// answers with an error or nonsense.
     pub fn from_env() -> Result<Self, BootstrapError> {
-        tolerate_failure_signal();
         let (reader, writer) = if let Some(fd) = env_number("PMI_FD")? {
             let fd = fd as i32;
             // SAFETY: F_GETFD on any integer is harmless; it tells whether the fd is open.

@@ -62,6 +62,8 @@ pub struct Params {
     bind: Bind,
     yield_when_idle: YieldWhenIdle,
     progress_thread: bool,
+    provider_environment: bool,
+    pmi_failure_signal: bool,
     shm_eager_max: usize,
     shm_split_copy: bool,
 }
@@ -212,6 +214,10 @@ impl ParamsBuilder {
         yield_when_idle: YieldWhenIdle => |v| v.word().to_string();
         /// Whether a progress thread runs the engine.
         progress_thread: bool => |v| u8::from(v).to_string();
+        /// Whether to set the provider workarounds' environment (see the parameter).
+        provider_environment: bool => |v| u8::from(v).to_string();
+        /// Whether to note Hydra's SIGUSR1 failure signal (see the parameter).
+        pmi_failure_signal: bool => |v| u8::from(v).to_string();
         /// Largest message sent eagerly through the shared-memory ring (bytes).
         shm_eager_max: usize => |v| v.to_string();
         /// Whether senders share the copy of large shared-memory messages.
@@ -336,6 +342,8 @@ impl Params {
             yield_when_idle: YieldWhenIdle::from_word(&at("yield_when_idle").0)
                 .unwrap_or(YieldWhenIdle::Auto),
             progress_thread: on("progress_thread"),
+            provider_environment: on("provider_environment"),
+            pmi_failure_signal: on("pmi_failure_signal"),
             // Bounded by SHM_EAGER_MAX_MAX (1 MiB): fits any usize.
             shm_eager_max: usize::try_from(number("shm_eager_max")).unwrap_or(usize::MAX),
             shm_split_copy: on("shm_split_copy"),
@@ -401,6 +409,18 @@ impl Params {
     /// Whether a progress thread runs the engine.
     pub fn progress_thread(&self) -> bool {
         self.progress_thread
+    }
+
+    /// Whether the library may set the provider workarounds' environment variables
+    /// (`provider_environment`, default on).
+    pub fn provider_environment(&self) -> bool {
+        self.provider_environment
+    }
+
+    /// Whether, under PMI-1, the library notes Hydra's SIGUSR1 failure signal
+    /// (`pmi_failure_signal`, default on).
+    pub fn pmi_failure_signal(&self) -> bool {
+        self.pmi_failure_signal
     }
 
     /// Largest message sent eagerly through the shared-memory ring, in bytes.

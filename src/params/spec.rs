@@ -234,6 +234,20 @@ pub const PARAMS: &[ParamSpec] = &[
         must_agree: false,
     },
     ParamSpec {
+        name: "provider_environment",
+        default: "1",
+        doc: "1: before libfabric first loads its providers, set the variables the provider workarounds need (FI_NET_MAX_SAVED for net) unless already set; 0: leave the environment alone",
+        kind: Kind::Choice(SWITCH),
+        must_agree: false,
+    },
+    ParamSpec {
+        name: "pmi_failure_signal",
+        default: "1",
+        doc: "1: under PMI-1 (Hydra), note Hydra's SIGUSR1 failure signal instead of dying of it, unless the program set its own disposition; 0: leave SIGUSR1 alone",
+        kind: Kind::Choice(SWITCH),
+        must_agree: false,
+    },
+    ParamSpec {
         name: "shm_eager_max",
         default: "4096",
         doc: "largest message copied through the shared-memory ring (larger: single copy)",

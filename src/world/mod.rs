@@ -145,6 +145,10 @@ impl World {
     /// [`InitError`] naming what failed.
     pub fn init() -> Result<World, InitError> {
         let params = Params::load()?;
+        if params.pmi_failure_signal() {
+            // Before connecting: Hydra may signal a failure from then on.
+            bootstrap::pmi1::tolerate_failure_signal_if_launched();
+        }
         let boot = bootstrap::from_env()?;
         Self::init_with(boot, params)
     }
@@ -155,6 +159,10 @@ impl World {
     /// [`InitError`] naming what failed.
     pub fn init_with(mut boot: Box<dyn Bootstrap>, params: Params) -> Result<World, InitError> {
         let (rank, size) = (boot.rank(), boot.size());
+        if params.provider_environment() {
+            // Before the first libfabric call (`provider_environment`, default on).
+            steadfast_fabric::apply_quirk_environment();
+        }
         // Checked before any traffic: the conversion to nanoseconds cannot wrap.
         let detector = Detector::new(
             Rank(rank),

@@ -30,6 +30,8 @@ pub fn fabric_config(provider: &str) -> FabricConfig {
 
 /// Messenger settings for tests: generous timeout so a bug fails instead of hanging.
 pub fn messenger_config(provider: &str, id: u32) -> MessengerConfig {
+    // net needs its saved-message limit raised before libfabric loads its providers.
+    steadfast_fabric::apply_quirk_environment();
     let mut config = MessengerConfig::new(fabric_config(provider), id);
     config.operation_timeout = Some(Duration::from_secs(120));
     config
