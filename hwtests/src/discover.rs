@@ -257,7 +257,9 @@ fn hugepages() -> Result<Hugepages, String> {
 pub fn launcher(env: impl Fn(&str) -> Option<String>) -> Launcher {
     let has = |k: &str| env(k).is_some();
     let slurm = has("SLURM_JOB_ID") || has("SLURM_JOBID");
-    let no_kill = env("SLURM_NO_KILL").is_some_and(|v| !v.is_empty() && v != "0");
+    // srun does not tell its tasks about --no-kill; a user who exports SLURM_NO_KILL
+    // (any value but "off") tells both srun and us.
+    let no_kill = env("SLURM_NO_KILL").is_some_and(|v| v != "off");
     let (name, survives, detail) = if has("STEADFAST_RUN_ADDR") {
         (
             "steadfast-run",
@@ -268,7 +270,7 @@ pub fn launcher(env: impl Fn(&str) -> Option<String>) -> Launcher {
         (
             "srun (pmi2)",
             no_kill,
-            format!("PMI-1 wire and SLURM_JOB_ID; SLURM_NO_KILL {}", if no_kill { "set" } else { "unset (srun kills the step when a task dies: use --no-kill)" }),
+            format!("PMI-1 wire and SLURM_JOB_ID; SLURM_NO_KILL {}", if no_kill { "set" } else { "unset (srun does not tell its tasks about --no-kill: pass --ft on when srun runs with it)" }),
         )
     } else if has("PMI_FD") || has("PMI_PORT") {
         (
@@ -280,7 +282,7 @@ pub fn launcher(env: impl Fn(&str) -> Option<String>) -> Launcher {
         (
             "srun (pmix)",
             no_kill,
-            format!("PMIx and SLURM_JOB_ID; SLURM_NO_KILL {}", if no_kill { "set" } else { "unset (use --no-kill)" }),
+            format!("PMIx and SLURM_JOB_ID; SLURM_NO_KILL {}", if no_kill { "set" } else { "unset (pass --ft on when srun runs with --no-kill)" }),
         )
     } else if has("PMIX_RANK") || has("PMIX_NAMESPACE") {
         (
@@ -324,8 +326,10 @@ mod tests {
         assert_eq!((l.name.as_str(), l.survives_death), ("steadfast-run", true));
         let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7")]));
         assert_eq!((l.name.as_str(), l.survives_death), ("srun (pmi2)", false));
-        let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7"), ("SLURM_NO_KILL", "1")]));
+        let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7"), ("SLURM_NO_KILL", "")]));
         assert!(l.survives_death);
+        let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7"), ("SLURM_NO_KILL", "off")]));
+        assert!(!l.survives_death);
         assert_eq!(launcher(env(&[("PMI_PORT", "h:1")])).name, "mpiexec.hydra");
         let l = launcher(env(&[("PMIX_RANK", "0"), ("SLURM_JOBID", "7"), ("SLURM_NO_KILL", "1")]));
         assert_eq!((l.name.as_str(), l.survives_death), ("srun (pmix)", true));

@@ -31,6 +31,13 @@ pub trait Exchange {
     fn barrier(&mut self) -> Result<(), String>;
 }
 
+/// `key` in the characters every launcher accepts (PMI-1 takes `[A-Za-z0-9_-]`).
+pub fn portable_key(key: &str) -> String {
+    key.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .collect()
+}
+
 impl Exchange for Box<dyn Bootstrap> {
     fn rank(&self) -> u32 {
         (**self).rank()
@@ -39,10 +46,11 @@ impl Exchange for Box<dyn Bootstrap> {
         (**self).size()
     }
     fn publish(&mut self, key: &str, value: &[u8]) -> Result<(), String> {
-        self.put(key, value).map_err(|e| format!("bootstrap put {key}: {e}"))
+        self.put(&portable_key(key), value)
+            .map_err(|e| format!("bootstrap put {key}: {e}"))
     }
     fn fetch(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, String> {
-        self.get(rank, key)
+        self.get(rank, &portable_key(key))
             .map_err(|e| format!("bootstrap get {key} of rank {rank}: {e}"))
     }
     fn barrier(&mut self) -> Result<(), String> {
@@ -120,6 +128,11 @@ impl Exchange for InProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_become_pmi_safe() {
+        assert_eq!(portable_key("hw.fabric.tcp;ofi_rxm"), "hw_fabric_tcp_ofi_rxm");
+    }
 
     #[test]
     fn in_process_ranks_see_each_others_values_and_missing_ones_time_out() {

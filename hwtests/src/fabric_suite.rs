@@ -123,7 +123,8 @@ pub fn run_provider(
         Ok(m) => [&[READY][..], &m.address().to_bytes()].concat(),
         Err((kind, why)) => [&[*kind][..], why.as_bytes()].concat(),
     };
-    if let Err(e) = ex.publish(&key, &mine) {
+    // PMI-1 shows values only after a fence.
+    if let Err(e) = ex.publish(&key, &mine).and_then(|()| ex.barrier()) {
         results.push(TestResult::failed(format!("{name}.endpoint"), e));
         return (results, probes);
     }
