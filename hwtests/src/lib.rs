@@ -16,6 +16,7 @@
 //! ```
 //! The exit status is 0 exactly when no test failed.
 
+pub mod check;
 pub mod discover;
 pub mod exchange;
 pub mod fabric_suite;
