@@ -21,39 +21,64 @@ pub struct Expect {
 pub fn check(report: &Report, expect: &Expect) -> Vec<String> {
     let mut problems = Vec::new();
     if report.schema_version != SCHEMA_VERSION {
-        problems.push(format!("schema_version {} (expected {SCHEMA_VERSION})", report.schema_version));
+        problems.push(format!(
+            "schema_version {} (expected {SCHEMA_VERSION})",
+            report.schema_version
+        ));
     }
     for t in report.tests.iter().filter(|t| t.status == Status::Failed) {
-        problems.push(format!("{} failed: {}", t.name, t.reason.as_deref().unwrap_or("")));
+        problems.push(format!(
+            "{} failed: {}",
+            t.name,
+            t.reason.as_deref().unwrap_or("")
+        ));
     }
     let count = |s| report.tests.iter().filter(|t| t.status == s).count() as u32;
     let s = report.summary;
-    if (s.passed, s.failed, s.skipped) != (count(Status::Passed), count(Status::Failed), count(Status::Skipped)) {
+    if (s.passed, s.failed, s.skipped)
+        != (
+            count(Status::Passed),
+            count(Status::Failed),
+            count(Status::Skipped),
+        )
+    {
         problems.push(format!("summary {s:?} does not match the tests"));
     }
     for want in &expect.skipped {
         let covered = |n: &str| n == want || n.starts_with(&format!("{want}."));
         let matching: Vec<_> = report.tests.iter().filter(|t| covered(&t.name)).collect();
         if matching.is_empty() {
-            problems.push(format!("{want}: not reported (must be skipped with a reason)"));
+            problems.push(format!(
+                "{want}: not reported (must be skipped with a reason)"
+            ));
         }
         for t in matching {
             let reason = t.reason.as_deref().unwrap_or("").trim();
             if t.status != Status::Skipped || reason.is_empty() {
-                problems.push(format!("{}: {:?} (reason {reason:?}), must be skipped with a reason", t.name, t.status));
+                problems.push(format!(
+                    "{}: {:?} (reason {reason:?}), must be skipped with a reason",
+                    t.name, t.status
+                ));
             }
         }
     }
     for want in &expect.passed {
         match report.tests.iter().find(|t| &t.name == want) {
             Some(t) if t.status == Status::Passed => {}
-            Some(t) => problems.push(format!("{want}: {:?} ({}), must pass", t.status, t.reason.as_deref().unwrap_or(""))),
+            Some(t) => problems.push(format!(
+                "{want}: {:?} ({}), must pass",
+                t.status,
+                t.reason.as_deref().unwrap_or("")
+            )),
             None => problems.push(format!("{want}: not reported (must pass)")),
         }
     }
     if let Some(n) = expect.ranks {
         if report.ranks != n {
-            problems.push(format!("report covers {} ranks, expected {n}", report.ranks));
+            problems.push(format!(
+                "report covers {} ranks, expected {n}",
+                report.ranks
+            ));
         }
     }
     problems

@@ -105,7 +105,10 @@ impl Discovery {
             "hugepages: {} of {} free ({} KiB pages; sizes {:?} KiB)",
             h.free, h.total, h.default_size_kib, h.sizes_kib
         ));
-        v.push(format!("launcher: {} ({})", self.launcher.name, self.launcher.detail));
+        v.push(format!(
+            "launcher: {} ({})",
+            self.launcher.name, self.launcher.detail
+        ));
         v
     }
 }
@@ -117,7 +120,10 @@ pub fn discover() -> (Discovery, Vec<TestResult>) {
     let mut results = Vec::new();
     let (major, minor) = fabric::libfabric_version();
     d.libfabric = format!("{major}.{minor}");
-    results.push(TestResult::from_result("discover.providers", providers(&mut d)));
+    results.push(TestResult::from_result(
+        "discover.providers",
+        providers(&mut d),
+    ));
     match steadfast_shm::topology::Topology::detect() {
         Ok(t) => {
             d.topology = Some(TopologyFound {
@@ -127,7 +133,10 @@ pub fn discover() -> (Discovery, Vec<TestResult>) {
             });
             results.push(TestResult::passed("discover.topology"));
         }
-        Err(e) => results.push(TestResult::failed("discover.topology", format!("hwloc: {e}"))),
+        Err(e) => results.push(TestResult::failed(
+            "discover.topology",
+            format!("hwloc: {e}"),
+        )),
     }
     d.cma = cma();
     results.push(TestResult::passed("discover.cma"));
@@ -171,7 +180,9 @@ fn cma() -> Facility {
     let policy = match yama.as_deref() {
         None => "no yama (peers may read each other)".to_string(),
         Some("0") => "yama ptrace_scope 0 (peers may read each other)".to_string(),
-        Some(v) => format!("yama ptrace_scope {v} (peers may not: shm falls back to copies through the ring)"),
+        Some(v) => format!(
+            "yama ptrace_scope {v} (peers may not: shm falls back to copies through the ring)"
+        ),
     };
     match own {
         Ok(()) if dst == src => Facility {
@@ -203,7 +214,8 @@ fn xpmem() -> Facility {
         },
         None => Facility {
             available: false,
-            detail: "/dev/xpmem present but unusable (open or make failed, or not version 2)".into(),
+            detail: "/dev/xpmem present but unusable (open or make failed, or not version 2)"
+                .into(),
         },
     }
 }
@@ -235,7 +247,8 @@ pub fn parse_meminfo(text: &str) -> Result<Hugepages, String> {
 }
 
 fn hugepages() -> Result<Hugepages, String> {
-    let text = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    let text =
+        std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
     let mut h = parse_meminfo(&text)?;
     if let Ok(dir) = std::fs::read_dir("/sys/kernel/mm/hugepages") {
         for e in dir.flatten() {
@@ -264,25 +277,41 @@ pub fn launcher(env: impl Fn(&str) -> Option<String>) -> Launcher {
         (
             "steadfast-run",
             true,
-            "STEADFAST_RUN_ADDR set; steadfast-run keeps survivors unless --kill-on-bad-exit".to_string(),
+            "STEADFAST_RUN_ADDR set; steadfast-run keeps survivors unless --kill-on-bad-exit"
+                .to_string(),
         )
     } else if (has("PMI_FD") || has("PMI_PORT")) && slurm {
         (
             "srun (pmi2)",
             no_kill,
-            format!("PMI-1 wire and SLURM_JOB_ID; SLURM_NO_KILL {}", if no_kill { "set" } else { "unset (srun does not tell its tasks about --no-kill: pass --ft on when srun runs with it)" }),
+            format!(
+                "PMI-1 wire and SLURM_JOB_ID; SLURM_NO_KILL {}",
+                if no_kill {
+                    "set"
+                } else {
+                    "unset (srun does not tell its tasks about --no-kill: pass --ft on when srun runs with it)"
+                }
+            ),
         )
     } else if has("PMI_FD") || has("PMI_PORT") {
         (
             "mpiexec.hydra",
             false,
-            "PMI_FD/PMI_PORT without Slurm; Hydra kills the job when a rank dies by a signal".to_string(),
+            "PMI_FD/PMI_PORT without Slurm; Hydra kills the job when a rank dies by a signal"
+                .to_string(),
         )
     } else if (has("PMIX_RANK") || has("PMIX_NAMESPACE")) && slurm {
         (
             "srun (pmix)",
             no_kill,
-            format!("PMIx and SLURM_JOB_ID; SLURM_NO_KILL {}", if no_kill { "set" } else { "unset (pass --ft on when srun runs with --no-kill)" }),
+            format!(
+                "PMIx and SLURM_JOB_ID; SLURM_NO_KILL {}",
+                if no_kill {
+                    "set"
+                } else {
+                    "unset (pass --ft on when srun runs with --no-kill)"
+                }
+            ),
         )
     } else if has("PMIX_RANK") || has("PMIX_NAMESPACE") {
         (
@@ -291,7 +320,11 @@ pub fn launcher(env: impl Fn(&str) -> Option<String>) -> Launcher {
             "PMIx without Slurm; mpirun aborts the job when a rank dies".to_string(),
         )
     } else {
-        ("none", false, "no launcher variables: run alone".to_string())
+        (
+            "none",
+            false,
+            "no launcher variables: run alone".to_string(),
+        )
     };
     Launcher {
         name: name.to_string(),
@@ -319,19 +352,35 @@ mod tests {
     #[test]
     fn launchers_are_told_apart_by_their_variables() {
         let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
         assert_eq!(launcher(env(&[])).name, "none");
         let l = launcher(env(&[("STEADFAST_RUN_ADDR", "127.0.0.1:1")]));
         assert_eq!((l.name.as_str(), l.survives_death), ("steadfast-run", true));
         let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7")]));
         assert_eq!((l.name.as_str(), l.survives_death), ("srun (pmi2)", false));
-        let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7"), ("SLURM_NO_KILL", "")]));
+        let l = launcher(env(&[
+            ("PMI_FD", "3"),
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_NO_KILL", ""),
+        ]));
         assert!(l.survives_death);
-        let l = launcher(env(&[("PMI_FD", "3"), ("SLURM_JOB_ID", "7"), ("SLURM_NO_KILL", "off")]));
+        let l = launcher(env(&[
+            ("PMI_FD", "3"),
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_NO_KILL", "off"),
+        ]));
         assert!(!l.survives_death);
         assert_eq!(launcher(env(&[("PMI_PORT", "h:1")])).name, "mpiexec.hydra");
-        let l = launcher(env(&[("PMIX_RANK", "0"), ("SLURM_JOBID", "7"), ("SLURM_NO_KILL", "1")]));
+        let l = launcher(env(&[
+            ("PMIX_RANK", "0"),
+            ("SLURM_JOBID", "7"),
+            ("SLURM_NO_KILL", "1"),
+        ]));
         assert_eq!((l.name.as_str(), l.survives_death), ("srun (pmix)", true));
         assert_eq!(launcher(env(&[("PMIX_RANK", "0")])).name, "mpirun (pmix)");
     }

@@ -34,7 +34,13 @@ pub trait Exchange {
 /// `key` in the characters every launcher accepts (PMI-1 takes `[A-Za-z0-9_-]`).
 pub fn portable_key(key: &str) -> String {
     key.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -104,14 +110,19 @@ impl Exchange for InProcess {
     fn fetch(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, String> {
         let (map, cv) = &*self.table;
         let deadline = Instant::now() + self.timeout;
-        let mut guard = map.lock().map_err(|_| "exchange table poisoned".to_string())?;
+        let mut guard = map
+            .lock()
+            .map_err(|_| "exchange table poisoned".to_string())?;
         loop {
             if let Some(v) = guard.get(&(rank, key.to_string())) {
                 return Ok(v.clone());
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(format!("rank {rank} published no {key} within {:?}", self.timeout));
+                return Err(format!(
+                    "rank {rank} published no {key} within {:?}",
+                    self.timeout
+                ));
             }
             guard = cv
                 .wait_timeout(guard, left)
@@ -131,7 +142,10 @@ mod tests {
 
     #[test]
     fn keys_become_pmi_safe() {
-        assert_eq!(portable_key("hw.fabric.tcp;ofi_rxm"), "hw_fabric_tcp_ofi_rxm");
+        assert_eq!(
+            portable_key("hw.fabric.tcp;ofi_rxm"),
+            "hw_fabric_tcp_ofi_rxm"
+        );
     }
 
     #[test]

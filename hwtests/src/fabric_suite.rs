@@ -56,7 +56,12 @@ pub struct Placement {
 /// The byte pattern of message `seed`, length `len`.
 pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     (0..len)
-        .map(|i| ((i as u64).wrapping_mul(131).wrapping_add(seed.wrapping_mul(7919)) >> 1) as u8)
+        .map(|i| {
+            ((i as u64)
+                .wrapping_mul(131)
+                .wrapping_add(seed.wrapping_mul(7919))
+                >> 1) as u8
+        })
         .collect()
 }
 
@@ -87,13 +92,18 @@ fn open(requested: &str, rank: u32, place: &Placement) -> Result<Messenger, (u8,
             .map_or(String::new(), |(_, w)| format!(" ({w})"));
         (
             ABSENT,
-            format!("provider {requested}{what} not present (RDM providers here: {})", available.join(", ")),
+            format!(
+                "provider {requested}{what} not present (RDM providers here: {})",
+                available.join(", ")
+            ),
         )
     })?;
     let mut fc = FabricConfig::new(requested);
     match &place.domain {
         Some(d) => fc = fc.domain(d.clone()),
-        None if place.nodes == 1 && is_socket_provider(&resolution.provider) => fc = fc.domain("lo"),
+        None if place.nodes == 1 && is_socket_provider(&resolution.provider) => {
+            fc = fc.domain("lo")
+        }
         None => {}
     }
     let mut config = MessengerConfig::new(fc, rank);
@@ -115,7 +125,10 @@ pub fn run_provider(
     let key = format!("hw.fabric.{requested}");
     let intra_node_only = requested == "shm";
     let opened = if intra_node_only && place.nodes > 1 {
-        Err((ABSENT, format!("shm is intra-node and the ranks span {} nodes", place.nodes)))
+        Err((
+            ABSENT,
+            format!("shm is intra-node and the ranks span {} nodes", place.nodes),
+        ))
     } else {
         open(requested, me, place)
     };
@@ -172,7 +185,11 @@ pub fn run_provider(
         pair_tests(&mut messenger, me, &name, &mut results, &mut probes);
     }
     if n > 2 {
-        let r = if ok { many_peers(&mut messenger, me, n) } else { Err("endpoint set-up failed".into()) };
+        let r = if ok {
+            many_peers(&mut messenger, me, n)
+        } else {
+            Err("endpoint set-up failed".into())
+        };
         results.push(TestResult::from_result(format!("{name}.many_peers"), r));
     } else {
         results.push(TestResult::skipped(
@@ -204,13 +221,20 @@ fn pair_tests(
 ) {
     let peer = 1 - me;
     let (inject, eager) = (m.inject_limit(), m.eager_limit());
-    let inject_sizes: Vec<usize> = [0, 1, 8, inject].into_iter().filter(|&s| s <= inject).collect();
+    let inject_sizes: Vec<usize> = [0, 1, 8, inject]
+        .into_iter()
+        .filter(|&s| s <= inject)
+        .collect();
     results.push(TestResult::from_result(
         format!("{name}.tagged.inject"),
         tagged_class(m, me, peer, &inject_sizes, Class::Inject, 10),
     ));
     if eager > inject {
-        let sizes = [inject + 1, (inject + 1 + eager.min(1 << 20)) / 2, eager.min(1 << 20)];
+        let sizes = [
+            inject + 1,
+            (inject + 1 + eager.min(1 << 20)) / 2,
+            eager.min(1 << 20),
+        ];
         results.push(TestResult::from_result(
             format!("{name}.tagged.eager"),
             tagged_class(m, me, peer, &sizes, Class::Eager, 20),
@@ -234,14 +258,23 @@ fn pair_tests(
         ));
     } else {
         let why = "no rendezvous: the provider lacks remote reads or CQ data (everything is eager)";
-        results.push(TestResult::skipped(format!("{name}.tagged.rendezvous"), why));
-        results.push(TestResult::skipped(format!("{name}.registration.cache"), why));
+        results.push(TestResult::skipped(
+            format!("{name}.tagged.rendezvous"),
+            why,
+        ));
+        results.push(TestResult::skipped(
+            format!("{name}.registration.cache"),
+            why,
+        ));
     }
     results.push(TestResult::from_result(
         format!("{name}.registration.churn"),
         registration_churn(m),
     ));
-    results.push(TestResult::from_result(format!("{name}.rma"), rma(m, me, peer)));
+    results.push(TestResult::from_result(
+        format!("{name}.rma"),
+        rma(m, me, peer),
+    ));
     results.push(match atomics(m, me, peer) {
         Ok(None) => TestResult::passed(format!("{name}.atomics")),
         Ok(Some(why)) => TestResult::skipped(format!("{name}.atomics"), why),
@@ -294,7 +327,13 @@ fn err(what: &str, e: FabricError) -> String {
 }
 
 /// Receives one message of `len` bytes from `peer` with `tag` and checks it.
-fn recv_checked(m: &mut Messenger, peer: u32, tag: u64, len: usize, seed: u64) -> Result<(), String> {
+fn recv_checked(
+    m: &mut Messenger,
+    peer: u32,
+    tag: u64,
+    len: usize,
+    seed: u64,
+) -> Result<(), String> {
     let mut buf = vec![0u8; len];
     let c = m
         .recv(Some(peer), tag, 0, &mut buf)
@@ -303,7 +342,11 @@ fn recv_checked(m: &mut Messenger, peer: u32, tag: u64, len: usize, seed: u64) -
         return Err(format!("received {} B, expected {len} B", c.len));
     }
     if buf != pattern(len, seed) {
-        let at = buf.iter().zip(pattern(len, seed)).position(|(a, b)| *a != b).unwrap_or(0);
+        let at = buf
+            .iter()
+            .zip(pattern(len, seed))
+            .position(|(a, b)| *a != b)
+            .unwrap_or(0);
         return Err(format!("{len} B message corrupted from byte {at}"));
     }
     Ok(())
@@ -311,17 +354,29 @@ fn recv_checked(m: &mut Messenger, peer: u32, tag: u64, len: usize, seed: u64) -
 
 /// Each size goes 0 -> 1 and back, data checked on both sides; the sender's counter of
 /// `class` must grow by one per message (the protocol really used).
-fn tagged_class(m: &mut Messenger, me: u32, peer: u32, sizes: &[usize], class: Class, tag0: u64) -> Result<(), String> {
+fn tagged_class(
+    m: &mut Messenger,
+    me: u32,
+    peer: u32,
+    sizes: &[usize],
+    class: Class,
+    tag0: u64,
+) -> Result<(), String> {
     let before = counter(m, class);
     for (k, &len) in sizes.iter().enumerate() {
         let tag = tag0 + k as u64;
-        let (mine, theirs) = (u64::from(me) << 32 | len as u64, u64::from(peer) << 32 | len as u64);
+        let (mine, theirs) = (
+            u64::from(me) << 32 | len as u64,
+            u64::from(peer) << 32 | len as u64,
+        );
         if me == 0 {
-            m.send(peer, tag, &pattern(len, mine)).map_err(|e| err(&format!("send of {len} B"), e))?;
+            m.send(peer, tag, &pattern(len, mine))
+                .map_err(|e| err(&format!("send of {len} B"), e))?;
             recv_checked(m, peer, tag, len, theirs)?;
         } else {
             recv_checked(m, peer, tag, len, theirs)?;
-            m.send(peer, tag, &pattern(len, mine)).map_err(|e| err(&format!("send of {len} B"), e))?;
+            m.send(peer, tag, &pattern(len, mine))
+                .map_err(|e| err(&format!("send of {len} B"), e))?;
         }
     }
     let sent = counter(m, class) - before;
@@ -343,7 +398,8 @@ fn registration_cache(m: &mut Messenger, me: u32, peer: u32, len: usize) -> Resu
     let before = m.cache_stats();
     for round in 0..2u64 {
         if me == 0 {
-            m.send(peer, 40 + round, &data).map_err(|e| err("send", e))?;
+            m.send(peer, 40 + round, &data)
+                .map_err(|e| err("send", e))?;
         } else {
             recv_checked(m, peer, 40 + round, len, 99)?;
         }
@@ -351,7 +407,9 @@ fn registration_cache(m: &mut Messenger, me: u32, peer: u32, len: usize) -> Resu
     if me == 0 {
         let after = m.cache_stats();
         if after.hits <= before.hits {
-            return Err(format!("no cache hit for a buffer sent twice ({before:?} -> {after:?})"));
+            return Err(format!(
+                "no cache hit for a buffer sent twice ({before:?} -> {after:?})"
+            ));
         }
     }
     Ok(())
@@ -362,7 +420,9 @@ fn registration_cache(m: &mut Messenger, me: u32, peer: u32, len: usize) -> Resu
 fn registration_churn(m: &mut Messenger) -> Result<(), String> {
     for i in 0..256 {
         let mut buf = vec![i as u8; 64 << 10];
-        let region = m.expose(&mut buf).map_err(|e| err(&format!("registration {i} of 64 KiB"), e))?;
+        let region = m
+            .expose(&mut buf)
+            .map_err(|e| err(&format!("registration {i} of 64 KiB"), e))?;
         drop(region);
     }
     let mut big = vec![0u8; 64 << 20];
@@ -380,9 +440,11 @@ fn rma(m: &mut Messenger, me: u32, peer: u32) -> Result<(), String> {
     if me == 1 {
         let mut buf = vec![0u8; LEN];
         let region = m.expose(&mut buf).map_err(|e| err("expose", e))?;
-        m.send(peer, 50, &region.remote().to_bytes()).map_err(|e| err("send region", e))?;
+        m.send(peer, 50, &region.remote().to_bytes())
+            .map_err(|e| err("send region", e))?;
         let mut done = [0u8; 1];
-        m.recv(Some(peer), 51, 0, &mut done).map_err(|e| err("wait for writer", e))?;
+        m.recv(Some(peer), 51, 0, &mut done)
+            .map_err(|e| err("wait for writer", e))?;
         if region.as_slice()[AT..AT + N] != pattern(N, 5)[..] {
             return Err("the written bytes are not in the target's memory".into());
         }
@@ -392,13 +454,15 @@ fn rma(m: &mut Messenger, me: u32, peer: u32) -> Result<(), String> {
         return Ok(());
     }
     let mut enc = [0u8; RemoteRegion::ENCODED_LEN];
-    m.recv(Some(peer), 50, 0, &mut enc).map_err(|e| err("receive region", e))?;
+    m.recv(Some(peer), 50, 0, &mut enc)
+        .map_err(|e| err("receive region", e))?;
     let remote = RemoteRegion::from_bytes(&enc).map_err(|e| err("decode region", e))?;
     let result = (|| {
         m.rma_write_delivered(peer, &pattern(N, 5), &remote, AT as u64)
             .map_err(|e| err("rma write", e))?;
         let mut back = vec![0u8; N];
-        m.rma_read(peer, &mut back, &remote, AT as u64).map_err(|e| err("rma read", e))?;
+        m.rma_read(peer, &mut back, &remote, AT as u64)
+            .map_err(|e| err("rma read", e))?;
         if back != pattern(N, 5) {
             return Err("read back differs from what was written".to_string());
         }
@@ -420,17 +484,23 @@ fn atomics(m: &mut Messenger, me: u32, peer: u32) -> Result<Option<String>, Stri
         msg.push(off as u8);
         m.send(peer, 60, &msg).map_err(|e| err("send region", e))?;
         let mut ran = [0u8; 1];
-        m.recv(Some(peer), 61, 0, &mut ran).map_err(|e| err("wait for rank 0", e))?;
-        let value = u64::from_ne_bytes(region.as_slice()[off..off + 8].try_into().unwrap_or([0; 8]));
+        m.recv(Some(peer), 61, 0, &mut ran)
+            .map_err(|e| err("wait for rank 0", e))?;
+        let value =
+            u64::from_ne_bytes(region.as_slice()[off..off + 8].try_into().unwrap_or([0; 8]));
         return match ran[0] {
             1 if value == 7 => Ok(None),
-            1 => Err(format!("target holds {value} after fetch-add 2 and swap 42 -> 7")),
+            1 => Err(format!(
+                "target holds {value} after fetch-add 2 and swap 42 -> 7"
+            )),
             _ => Ok(Some("atomics unsupported (see rank 0)".into())),
         };
     }
     let mut msg = [0u8; RemoteRegion::ENCODED_LEN + 1];
-    m.recv(Some(peer), 60, 0, &mut msg).map_err(|e| err("receive region", e))?;
-    let remote = RemoteRegion::from_bytes(&msg[..RemoteRegion::ENCODED_LEN]).map_err(|e| err("decode", e))?;
+    m.recv(Some(peer), 60, 0, &mut msg)
+        .map_err(|e| err("receive region", e))?;
+    let remote = RemoteRegion::from_bytes(&msg[..RemoteRegion::ENCODED_LEN])
+        .map_err(|e| err("decode", e))?;
     let off = u64::from(msg[RemoteRegion::ENCODED_LEN]);
     let outcome = (|| -> Result<Option<String>, String> {
         match m.fetch_add_u64(peer, &remote, off, 2) {
@@ -462,9 +532,11 @@ fn latency(m: &mut Messenger, me: u32, peer: u32) -> Result<Option<f64>, String>
         for _ in 0..ITERS {
             if me == 0 {
                 m.send(peer, 70, &buf).map_err(|e| err("ping", e))?;
-                m.recv(Some(peer), 71, 0, &mut buf).map_err(|e| err("pong", e))?;
+                m.recv(Some(peer), 71, 0, &mut buf)
+                    .map_err(|e| err("pong", e))?;
             } else {
-                m.recv(Some(peer), 70, 0, &mut buf).map_err(|e| err("ping", e))?;
+                m.recv(Some(peer), 70, 0, &mut buf)
+                    .map_err(|e| err("ping", e))?;
                 m.send(peer, 71, &buf).map_err(|e| err("pong", e))?;
             }
         }
@@ -486,12 +558,14 @@ fn bandwidth(m: &mut Messenger, me: u32, peer: u32) -> Result<Option<f64>, Strin
         if me == 0 {
             m.send(peer, 80, &buf).map_err(|e| err("send", e))?;
         } else {
-            m.recv(Some(peer), 80, 0, &mut buf).map_err(|e| err("receive", e))?;
+            m.recv(Some(peer), 80, 0, &mut buf)
+                .map_err(|e| err("receive", e))?;
         }
     }
     let mut ack = [0u8; 1];
     if me == 0 {
-        m.recv(Some(peer), 81, 0, &mut ack).map_err(|e| err("ack", e))?;
+        m.recv(Some(peer), 81, 0, &mut ack)
+            .map_err(|e| err("ack", e))?;
         Ok(Some((LEN * COUNT) as f64 / t.elapsed().as_secs_f64() / 1e6))
     } else {
         m.send(peer, 81, &ack).map_err(|e| err("ack", e))?;

@@ -53,7 +53,10 @@ pub fn run(world: &World, comm: &Comm) -> (Vec<TestResult>, Vec<Probe>, Option<C
     let mut results = Vec::new();
     let mut probes = Vec::new();
     if let Err(e) = comm.agree(1) {
-        results.push(TestResult::failed("ft.detect", format!("agreement before the kill: {e}")));
+        results.push(TestResult::failed(
+            "ft.detect",
+            format!("agreement before the kill: {e}"),
+        ));
         return (results, probes, None);
     }
     if me == victim {
@@ -75,7 +78,8 @@ pub fn run(world: &World, comm: &Comm) -> (Vec<TestResult>, Vec<Probe>, Option<C
             unit: "us".into(),
             reference: None,
             ratio: None,
-            note: "SIGKILL of the last rank to ProcFailed in a receive from it (wall clocks)".into(),
+            note: "SIGKILL of the last rank to ProcFailed in a receive from it (wall clocks)"
+                .into(),
         });
     }
     results.push(TestResult::from_result("ft.detect", detect.map(drop)));
@@ -107,8 +111,12 @@ fn detect(comm: &Comm, victim: u32) -> Result<u64, String> {
         Err(CommError::ProcFailed { ranks }) if ranks == vec![victim] => {
             Ok(realtime_ns().saturating_sub(killed_at))
         }
-        Err(CommError::ProcFailed { ranks }) => Err(format!("ProcFailed names {ranks:?}, expected [{victim}]")),
-        other => Err(format!("a receive from the dead rank gave {other:?}, expected ProcFailed")),
+        Err(CommError::ProcFailed { ranks }) => {
+            Err(format!("ProcFailed names {ranks:?}, expected [{victim}]"))
+        }
+        other => Err(format!(
+            "a receive from the dead rank gave {other:?}, expected ProcFailed"
+        )),
     }
 }
 
@@ -122,7 +130,11 @@ fn revoke(world: &World, comm: &Comm) -> Result<(), String> {
         let mut b = [0u8; 8];
         match comm.recv(Some(0), Some(77), &mut b) {
             Err(CommError::Revoked) => {}
-            other => return Err(format!("a blocked receive gave {other:?}, expected Revoked")),
+            other => {
+                return Err(format!(
+                    "a blocked receive gave {other:?}, expected Revoked"
+                ))
+            }
         }
     }
     match comm.send((me + 1) % (n - 1), 1, b"x") {
@@ -142,7 +154,10 @@ fn agree(comm: &Comm, victim: u32) -> Result<(), String> {
                     return Err(format!("agreed value {} instead of 1", a.value));
                 }
                 if a.failed != vec![victim] {
-                    return Err(format!("agreed failed set {:?}, expected [{victim}]", a.failed));
+                    return Err(format!(
+                        "agreed failed set {:?}, expected [{victim}]",
+                        a.failed
+                    ));
                 }
                 return Ok(());
             }
@@ -168,8 +183,17 @@ fn shrink(comm: &Comm, n: u32) -> (Result<(), String>, Option<Comm>) {
         }
         let (next, prev) = ((r + 1) % m, (r + m - 1) % m);
         let mut b = [0u8; 4];
-        let send = || small.send(next, 5, &r.to_le_bytes()).map_err(|e| format!("ring send: {e}"));
-        let mut recv = || small.recv(Some(prev), Some(5), &mut b).map(drop).map_err(|e| format!("ring receive: {e}"));
+        let send = || {
+            small
+                .send(next, 5, &r.to_le_bytes())
+                .map_err(|e| format!("ring send: {e}"))
+        };
+        let mut recv = || {
+            small
+                .recv(Some(prev), Some(5), &mut b)
+                .map(drop)
+                .map_err(|e| format!("ring receive: {e}"))
+        };
         if r % 2 == 0 {
             send()?;
             recv()?;

@@ -55,7 +55,9 @@ fn receive(comm: &Comm, r: u32) -> Result<RankResults, String> {
         .map_err(|e| format!("results of rank {r}: {e}"))?;
     let len = u64::from_le_bytes(len);
     if len > MAX_BYTES {
-        return Err(format!("rank {r} announced {len} bytes of results (limit {MAX_BYTES})"));
+        return Err(format!(
+            "rank {r} announced {len} bytes of results (limit {MAX_BYTES})"
+        ));
     }
     let mut body = vec![0u8; len as usize];
     comm.recv(Some(r), Some(TAG_BODY), &mut body)

@@ -88,7 +88,11 @@ fn main() {
             print!("{}", report.to_text());
         }
     } else if !outcome.own_ok {
-        for t in outcome.own.iter().filter(|t| t.status == steadfast_hwtests::report::Status::Failed) {
+        for t in outcome
+            .own
+            .iter()
+            .filter(|t| t.status == steadfast_hwtests::report::Status::Failed)
+        {
             eprintln!("{}  failed: {}", t.name, t.reason.as_deref().unwrap_or(""));
         }
     }

@@ -25,7 +25,10 @@ impl Drop for Guard {
 
 fn spawn(args: &[&str]) -> std::io::Result<Guard> {
     let mut cmd = Command::new("fi_pingpong");
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     use std::os::unix::process::CommandExt;
     // SAFETY: prctl is async-signal-safe and touches only the child being started.
     unsafe {
@@ -57,8 +60,7 @@ fn output(mut g: Guard, until: Instant) -> Option<String> {
 /// time MB/sec usec/xfer Mxfers/sec").
 pub fn parse_usec_per_xfer(out: &str) -> Option<f64> {
     out.lines()
-        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-        .last()?
+        .rfind(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))?
         .split_whitespace()
         .nth(6)?
         .parse()
@@ -72,7 +74,9 @@ pub fn compare(probe: &mut Probe, provider: &str, domain: &str) {
         Ok(us) => {
             probe.reference = Some(us);
             probe.ratio = Some(probe.value / us);
-            probe.note.push_str("; reference: fi_pingpong 8 B tagged usec/xfer");
+            probe
+                .note
+                .push_str("; reference: fi_pingpong 8 B tagged usec/xfer");
         }
         Err(why) => {
             log::info!("fi_pingpong for {provider}: {why}");
@@ -92,11 +96,14 @@ fn run(provider: &str, domain: &str) -> Result<f64, String> {
         return Err("fi_pingpong not installed (fabtests / libfabric-bin)".into());
     }
     let port = (20000 + std::process::id() % 20000).to_string();
-    let mut common = vec!["-p", provider, "-e", "rdm", "-m", "tagged", "-I", ITERS, "-S", "8"];
+    let mut common = vec![
+        "-p", provider, "-e", "rdm", "-m", "tagged", "-I", ITERS, "-S", "8",
+    ];
     if provider != "shm" && !domain.is_empty() {
         common.extend(["-d", domain]);
     }
-    let server = spawn(&[&common[..], &["-B", &port]].concat()).map_err(|e| format!("fi_pingpong: {e}"))?;
+    let server =
+        spawn(&[&common[..], &["-B", &port]].concat()).map_err(|e| format!("fi_pingpong: {e}"))?;
     std::thread::sleep(Duration::from_millis(500));
     let client = spawn(&[&common[..], &["-P", &port, "127.0.0.1"]].concat())
         .map_err(|e| format!("fi_pingpong: {e}"))?;

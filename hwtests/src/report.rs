@@ -134,7 +134,13 @@ pub struct Report {
 
 impl Report {
     /// Builds the report and its summary.
-    pub fn new(ranks: u32, nodes: u32, discovery: Discovery, tests: Vec<TestResult>, probes: Vec<Probe>) -> Self {
+    pub fn new(
+        ranks: u32,
+        nodes: u32,
+        discovery: Discovery,
+        tests: Vec<TestResult>,
+        probes: Vec<Probe>,
+    ) -> Self {
         let mut summary = Summary::default();
         for t in &tests {
             match t.status {

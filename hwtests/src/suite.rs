@@ -76,9 +76,13 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         opts.providers.clone()
     };
     match bootstrap::from_env() {
-        Err(BootstrapError::NotLaunched { .. }) => Ok(alone(opts, &settings, discovery, found, &providers)),
+        Err(BootstrapError::NotLaunched { .. }) => {
+            Ok(alone(opts, &settings, discovery, found, &providers))
+        }
         Err(e) => Err(format!("launcher environment found but unusable: {e}")),
-        Ok(boot) => Ok(launched(opts, &settings, discovery, found, &providers, boot)),
+        Ok(boot) => Ok(launched(
+            opts, &settings, discovery, found, &providers, boot,
+        )),
     }
 }
 
@@ -87,7 +91,13 @@ fn own_ok(tests: &[TestResult]) -> bool {
 }
 
 /// Alone: the fabric tests between two threads; what needs processes is skipped.
-fn alone(opts: &Options, settings: &Settings, discovery: Discovery, found: Vec<TestResult>, providers: &[String]) -> Outcome {
+fn alone(
+    opts: &Options,
+    settings: &Settings,
+    discovery: Discovery,
+    found: Vec<TestResult>,
+    providers: &[String],
+) -> Outcome {
     let place = Placement {
         domain: settings.domain(),
         nodes: 1,
@@ -120,7 +130,10 @@ fn alone(opts: &Options, settings: &Settings, discovery: Discovery, found: Vec<T
                 }
                 per_rank.push((rank, tests));
             }
-            Err(_) => per_rank.push((0, vec![TestResult::failed("fabric", "a test thread panicked")])),
+            Err(_) => per_rank.push((
+                0,
+                vec![TestResult::failed("fabric", "a test thread panicked")],
+            )),
         }
     }
     per_rank.sort_by_key(|(r, _)| *r);
@@ -149,7 +162,10 @@ fn node_map(boot: &mut Box<dyn Bootstrap>, settings: &Settings) -> Result<Vec<St
     boot.publish("hw.node", settings.node_id().as_bytes())?;
     boot.barrier()?;
     (0..boot.size())
-        .map(|r| boot.fetch(r, "hw.node").map(|v| String::from_utf8_lossy(&v).to_string()))
+        .map(|r| {
+            boot.fetch(r, "hw.node")
+                .map(|v| String::from_utf8_lossy(&v).to_string())
+        })
         .collect()
 }
 
@@ -258,8 +274,16 @@ fn launched(
             own,
         };
     }
-    let merged = report::merge(&per_rank.iter().map(|r| (r.rank, r.tests.clone())).collect::<Vec<_>>());
-    let probes: Vec<Probe> = per_rank.first().map(|r| r.probes.clone()).unwrap_or_default();
+    let merged = report::merge(
+        &per_rank
+            .iter()
+            .map(|r| (r.rank, r.tests.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let probes: Vec<Probe> = per_rank
+        .first()
+        .map(|r| r.probes.clone())
+        .unwrap_or_default();
     let report = Report::new(n, nodes, discovery, merged, probes);
     Outcome {
         own_ok: report.ok(),
@@ -269,7 +293,14 @@ fn launched(
 }
 
 /// A rank that could not join the others: its own report, whatever its rank.
-fn finish_alone_rank(me: u32, n: u32, nodes: u32, discovery: Discovery, own: Vec<TestResult>, probes: Vec<Probe>) -> Outcome {
+fn finish_alone_rank(
+    me: u32,
+    n: u32,
+    nodes: u32,
+    discovery: Discovery,
+    own: Vec<TestResult>,
+    probes: Vec<Probe>,
+) -> Outcome {
     let tests = report::merge(&[(me, own)]);
     let report = Report::new(n, nodes, discovery, tests, probes);
     Outcome {

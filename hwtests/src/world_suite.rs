@@ -47,13 +47,19 @@ pub fn run(world: &World, job: &Job<'_>) -> (Vec<TestResult>, Vec<Probe>) {
     let shm_sent = after.shm_sent - before.shm_sent;
     let fabric_sent = after.fabric_sent - before.fabric_sent;
     results.push(if local == 0 {
-        TestResult::skipped("shm.messages", "no other rank on this node reached through shm")
+        TestResult::skipped(
+            "shm.messages",
+            "no other rank on this node reached through shm",
+        )
     } else if shm_sent == local * per_peer {
         TestResult::passed("shm.messages")
     } else {
         TestResult::failed(
             "shm.messages",
-            format!("{shm_sent} messages through shm, expected {} ({local} local peers)", local * per_peer),
+            format!(
+                "{shm_sent} messages through shm, expected {} ({local} local peers)",
+                local * per_peer
+            ),
         )
     });
     results.push(if remote == 0 {
@@ -74,11 +80,16 @@ pub fn run(world: &World, job: &Job<'_>) -> (Vec<TestResult>, Vec<Probe>) {
             if shm_ops > 0 {
                 TestResult::passed("shm.cma")
             } else {
-                TestResult::failed("shm.cma", "window put/get to a same-node rank did not go by single copy")
+                TestResult::failed(
+                    "shm.cma",
+                    "window put/get to a same-node rank did not go by single copy",
+                )
             }
         }
         Ok(_) => TestResult::skipped("shm.cma", "the next rank is not reached through shm"),
-        Err(e) if !job.cma.0 => TestResult::skipped("shm.cma", format!("CMA unavailable ({}): {e}", job.cma.1)),
+        Err(e) if !job.cma.0 => {
+            TestResult::skipped("shm.cma", format!("CMA unavailable ({}): {e}", job.cma.1))
+        }
         Err(e) => TestResult::failed("shm.cma", e),
     });
     results.push(xpmem());
@@ -102,8 +113,12 @@ fn routes(world: &World, job: &Job<'_>) -> Result<(), String> {
         let got = world.route(r).ok_or(format!("no route to rank {r}"))?;
         let ok = match got {
             Route::Local => r == me,
-            Route::Shm(_) => r != me && !job.route_fabric && job.node_of[r as usize] == job.node_of[me as usize],
-            Route::Fabric => r != me && (job.route_fabric || job.node_of[r as usize] != job.node_of[me as usize]),
+            Route::Shm(_) => {
+                r != me && !job.route_fabric && job.node_of[r as usize] == job.node_of[me as usize]
+            }
+            Route::Fabric => {
+                r != me && (job.route_fabric || job.node_of[r as usize] != job.node_of[me as usize])
+            }
         };
         if !ok {
             return Err(format!(
@@ -133,7 +148,10 @@ fn p2p(world: &World) -> Result<(), String> {
                             .ok_or(format!("{} B from rank {peer}, expected {len}", st.len))
                     })
             };
-            let send = || comm.send(peer, tag, &out).map_err(|e| format!("send of {len} B to rank {peer}: {e}"));
+            let send = || {
+                comm.send(peer, tag, &out)
+                    .map_err(|e| format!("send of {len} B to rank {peer}: {e}"))
+            };
             if me < peer {
                 send()?;
                 recv(&mut buf)?;
@@ -161,13 +179,15 @@ fn window_test(world: &World) -> Result<u64, String> {
     let next = (me + 1) % n;
     let prev = (me + n - 1) % n;
     let result = (|| {
-        win.put(next, 0, &pattern(LEN, u64::from(me))).map_err(|e| format!("put into rank {next}: {e}"))?;
+        win.put(next, 0, &pattern(LEN, u64::from(me)))
+            .map_err(|e| format!("put into rank {next}: {e}"))?;
         win.fence().map_err(|e| format!("fence: {e}"))?;
         if win.local()[..] != pattern(LEN, u64::from(prev))[..] {
             return Err(format!("the put of rank {prev} is not in this window"));
         }
         let mut back = vec![0u8; LEN];
-        win.get(next, 0, &mut back).map_err(|e| format!("get from rank {next}: {e}"))?;
+        win.get(next, 0, &mut back)
+            .map_err(|e| format!("get from rank {next}: {e}"))?;
         if back != pattern(LEN, u64::from(me)) {
             return Err(format!("get from rank {next} differs from what was put"));
         }
@@ -183,10 +203,16 @@ fn window_test(world: &World) -> Result<u64, String> {
 pub fn xpmem() -> TestResult {
     const NAME: &str = "shm.xpmem";
     if !std::path::Path::new("/dev/xpmem").exists() {
-        return TestResult::skipped(NAME, "/dev/xpmem absent (XPMEM kernel module not loaded; Cray/HPE nodes have it)");
+        return TestResult::skipped(
+            NAME,
+            "/dev/xpmem absent (XPMEM kernel module not loaded; Cray/HPE nodes have it)",
+        );
     }
     let Some(x) = steadfast_shm::xpmem::Xpmem::open() else {
-        return TestResult::failed(NAME, "/dev/xpmem exists but cannot be opened or is not version 2");
+        return TestResult::failed(
+            NAME,
+            "/dev/xpmem exists but cannot be opened or is not version 2",
+        );
     };
     let Some(apid) = x.get(x.segid()) else {
         return TestResult::failed(NAME, "xpmem_get of our own segment failed");

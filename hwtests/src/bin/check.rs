@@ -35,7 +35,10 @@ fn main() {
     let report: Report = match serde_json::from_str(&text) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{}: not a steadfast-hwtests report: {e}", args.report.display());
+            eprintln!(
+                "{}: not a steadfast-hwtests report: {e}",
+                args.report.display()
+            );
             std::process::exit(1);
         }
     };
