@@ -18,6 +18,7 @@ use steadfast::fabric::{
 };
 
 use crate::exchange::Exchange;
+use crate::hugepage::HugeBuffer;
 use crate::pingpong;
 use crate::report::{Probe, TestResult};
 
@@ -51,6 +52,8 @@ pub struct Placement {
     pub nodes: u32,
     /// Run `fi_pingpong` for a reference figure (rank 0, single node).
     pub reference: bool,
+    /// Free huge pages of the default size and that size in bytes (from discovery).
+    pub hugepages: (u64, usize),
 }
 
 /// The byte pattern of message `seed`, length `len`.
@@ -183,6 +186,17 @@ pub fn run_provider(
     results.push(TestResult::from_result(format!("{name}.endpoint"), added));
     if ok && me < 2 && n >= 2 {
         pair_tests(&mut messenger, me, &name, &mut results, &mut probes);
+        results.push(match place.hugepages {
+            (0, _) => TestResult::skipped(
+                format!("{name}.registration.hugepages"),
+                "no free huge pages (HugePages_Free 0; vm.nr_hugepages or craype-hugepages2M)",
+            ),
+            (_, size) => match registration_hugepage(&mut messenger, size) {
+                Ok(None) => TestResult::passed(format!("{name}.registration.hugepages")),
+                Ok(Some(why)) => TestResult::skipped(format!("{name}.registration.hugepages"), why),
+                Err(e) => TestResult::failed(format!("{name}.registration.hugepages"), e),
+            },
+        });
     }
     if n > 2 {
         let r = if ok {
@@ -429,6 +443,28 @@ fn registration_churn(m: &mut Messenger) -> Result<(), String> {
     m.expose(&mut big)
         .map(drop)
         .map_err(|e| err("registering 64 MiB (check `ulimit -l`)", e))
+}
+
+/// Registers one huge page (filled first, so it is backed), checks that registration
+/// kept its content, deregisters, unmaps. `Ok(Some(why))`: the pool had no page left
+/// for this rank (other processes hold them), which says nothing about the NIC.
+fn registration_hugepage(m: &mut Messenger, size: usize) -> Result<Option<String>, String> {
+    let mut buf = match HugeBuffer::map(size) {
+        Ok(b) => b,
+        Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
+            return Ok(Some(format!("the huge page pool is exhausted ({e})")))
+        }
+        Err(e) => return Err(format!("mmap of a {size} B huge page: {e}")),
+    };
+    buf.as_mut_slice().fill(0x5a);
+    let region = m
+        .expose(buf.as_mut_slice())
+        .map_err(|e| err(&format!("registering a {size} B huge page"), e))?;
+    if region.as_slice().iter().any(|&b| b != 0x5a) {
+        return Err("registration changed the huge page's content".into());
+    }
+    drop(region);
+    Ok(None)
 }
 
 /// Rank 1 exposes a buffer; rank 0 writes a pattern into it (delivery complete), reads

@@ -22,6 +22,7 @@ pub mod exchange;
 pub mod fabric_suite;
 pub mod ft_suite;
 pub mod gather;
+pub mod hugepage;
 pub mod pingpong;
 pub mod report;
 pub mod settings;

@@ -86,6 +86,14 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
     }
 }
 
+/// Free huge pages of the default size, and that size in bytes.
+fn hugepages(d: &Discovery) -> (u64, usize) {
+    (
+        d.hugepages.free,
+        d.hugepages.default_size_kib as usize * 1024,
+    )
+}
+
 fn own_ok(tests: &[TestResult]) -> bool {
     tests.iter().all(|t| t.status != report::Status::Failed)
 }
@@ -102,6 +110,7 @@ fn alone(
         domain: settings.domain(),
         nodes: 1,
         reference: opts.reference,
+        hugepages: hugepages(&discovery),
     };
     let threads: Vec<_> = InProcess::group(2, Duration::from_secs(300))
         .into_iter()
@@ -193,6 +202,7 @@ fn launched(
         domain: settings.domain(),
         nodes,
         reference: opts.reference,
+        hugepages: hugepages(&discovery),
     };
     let mut probes = Vec::new();
     for p in providers {
