@@ -102,12 +102,13 @@ fn open(requested: &str, rank: u32, place: &Placement) -> Result<Messenger, (u8,
         )
     })?;
     let mut fc = FabricConfig::new(requested);
+    // The `domain` parameter names the NIC between nodes; shm has its own one domain.
     match &place.domain {
-        Some(d) => fc = fc.domain(d.clone()),
+        Some(d) if resolution.provider != "shm" => fc = fc.domain(d.clone()),
         None if place.nodes == 1 && is_socket_provider(&resolution.provider) => {
             fc = fc.domain("lo")
         }
-        None => {}
+        _ => {}
     }
     let mut config = MessengerConfig::new(fc, rank);
     config.operation_timeout = Some(OPERATION_TIMEOUT);

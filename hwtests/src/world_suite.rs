@@ -30,6 +30,12 @@ pub fn run(world: &World, job: &Job<'_>) -> (Vec<TestResult>, Vec<Probe>) {
     let mut results = Vec::new();
     let mut probes = Vec::new();
     let me = world.rank();
+    if me == 0 && world.size() > 32 {
+        log::warn!(
+            "world.p2p exchanges between every pair of the {} ranks: keep hwtests jobs small (2 nodes x 2 ranks)",
+            world.size()
+        );
+    }
     let same_node = |r: u32| job.node_of[r as usize] == job.node_of[me as usize];
     let peers: Vec<u32> = (0..world.size()).filter(|&r| r != me).collect();
     let local = if job.route_fabric {
