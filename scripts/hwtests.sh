@@ -7,7 +7,9 @@
 #             each, fabric between them (root and iproute2; skipped otherwise)
 #   slurm   - the single-node Slurm of scripts/slurm-local.sh, srun --no-kill --overcommit
 #             --mpi=pmi2 -n 4 --ft on (root and slurm-wlm; skipped otherwise)
-# Usage: scripts/hwtests.sh [alone|run2|run4|netns|slurm]...   (default: all five)
+#   hydra   - mpiexec.hydra -n 2 (PMI-1; skipped when not installed)
+#   mpirun  - Open MPI's mpirun -n 2 (PMIx; skipped when not installed)
+# Usage: scripts/hwtests.sh [alone|run2|run4|netns|slurm|hydra|mpirun]...   (default: all)
 # Each report must show no failure and gni, cxi, verbs, efa and xpmem skipped with a
 # reason. HWTESTS_PROFILE=dev builds the debug profile (default: release).
 set -euo pipefail
@@ -129,16 +131,39 @@ slurm() {
     verdict slurm $rc 0 "task 3: Killed" --ranks 4 --passed "$ft,world.p2p,shm.cma"
 }
 
+# Launchers that end the job when a rank dies: failure-free runs only.
+hydra() {
+    if ! command -v mpiexec.hydra >/dev/null; then
+        echo "hwtests hydra: SKIPPED (mpiexec.hydra not installed)"
+        return
+    fi
+    local rc=0
+    timeout -k 10 $limit mpiexec.hydra -n 2 "$hw" --json --no-reference >"$work/hydra.json" 2>"$work/hydra.err" || rc=$?
+    verdict hydra $rc 0 "" --ranks 2 --passed world.p2p,shm.cma
+}
+
+mpirun() {
+    if ! command -v mpirun.openmpi >/dev/null; then
+        echo "hwtests mpirun: SKIPPED (mpirun.openmpi not installed)"
+        return
+    fi
+    local rc=0 root=()
+    [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+    timeout -k 10 $limit mpirun.openmpi "${root[@]}" --oversubscribe -n 2 "$hw" --json --no-reference \
+        >"$work/mpirun.json" 2>"$work/mpirun.err" || rc=$?
+    verdict mpirun $rc 0 "" --ranks 2 --passed world.p2p,shm.cma
+}
+
 modes=("$@")
-[ ${#modes[@]} = 0 ] && modes=(alone run2 run4 netns slurm)
+[ ${#modes[@]} = 0 ] && modes=(alone run2 run4 netns slurm hydra mpirun)
 for m in "${modes[@]}"; do
     case $m in
-        alone | run2 | run4 | netns | slurm)
+        alone | run2 | run4 | netns | slurm | hydra | mpirun)
             echo "hwtests: $m"
             $m
             ;;
         *)
-            echo "usage: scripts/hwtests.sh [alone|run2|run4|netns|slurm]..." >&2
+            echo "usage: scripts/hwtests.sh [alone|run2|run4|netns|slurm|hydra|mpirun]..." >&2
             exit 2
             ;;
     esac
