@@ -4,7 +4,8 @@
 #   run2    - steadfast-run -n 2 (shm path, CMA, fi_pingpong reference)
 #   run4    - steadfast-run -n 4 (many peers; the fault-tolerance tests: rank 3 dies)
 #   netns   - two network namespaces joined by a veth pair as two "nodes", 2 ranks
-#             each, fabric between them (root and iproute2; skipped otherwise)
+#             each, fabric between them; node B (ranks 2 and 3) is lost at once:
+#             ft.node_loss (root and iproute2; skipped otherwise)
 #   slurm   - the single-node Slurm of scripts/slurm-local.sh, srun --no-kill --overcommit
 #             --mpi=pmi2 -n 4 --ft on (root and slurm-wlm; skipped otherwise)
 #   hydra   - mpiexec.hydra -n 2 (PMI-1; skipped when not installed)
@@ -77,7 +78,7 @@ run2() {
 run4() {
     local rc=0
     timeout -k 10 $limit "$run" -n 4 "$hw" --json --no-reference >"$work/run4.json" 2>"$work/run4.err" || rc=$?
-    verdict run4 $rc 0 "^  rank 3: killed by signal 9$" --ranks 4 \
+    verdict run4 $rc 0 "^  rank 3: killed by signal 9( |$)" --ranks 4 \
         --passed "$ft,world.p2p,shm.cma,fabric.tcp;ofi_rxm.many_peers"
 }
 
@@ -111,8 +112,8 @@ EOF
     chmod +x "$work/place.sh"
     timeout -k 10 $limit ip netns exec "$a" "$run" --listen "10.78.$subnet.1" -n 4 "$work/place.sh" \
         "$hw" --json --no-reference >"$work/netns.json" 2>"$work/netns.err" || rc=$?
-    verdict netns $rc 0 "^  rank 3: killed by signal 9$" --ranks 4 \
-        --passed "$ft,world.routes,world.p2p,shm.messages,world.fabric_messages,fabric.tcp;ofi_rxm.many_peers" \
+    verdict netns $rc 0 "^  rank 3: killed by signal 9( |$)" --ranks 4 \
+        --passed "$ft,ft.node_loss,world.routes,world.p2p,shm.messages,world.fabric_messages,fabric.tcp;ofi_rxm.many_peers" \
         --skipped fabric.shm
 }
 

@@ -1,10 +1,15 @@
 //! Fault tolerance across ranks, the ULFM recovery sequence (MPI 4.1 ULFM chapter):
-//! the last rank sends every survivor a time stamp and SIGKILLs itself; each survivor
-//! sees `MPI_ERR_PROC_FAILED` in a receive from it (`ft.detect`), rank 0 revokes and
-//! the others' blocked receives end with `MPI_ERR_REVOKED` (`ft.revoke`), agreement
-//! still works on the revoked communicator once the failure is acknowledged and
-//! reports the dead rank (`ft.agree`), and `shrink` gives a working communicator of
-//! the survivors (`ft.shrink`: ring exchange and an agreement on it).
+//! the victims send every survivor a time stamp and SIGKILL themselves; each survivor
+//! sees `MPI_ERR_PROC_FAILED` in a receive from the first victim (`ft.detect`), the
+//! first survivor revokes and the others' blocked receives end with `MPI_ERR_REVOKED`
+//! (`ft.revoke`), agreement still works on the revoked communicator once the failures
+//! are acknowledged and reports exactly the victims (`ft.agree`), and `shrink` gives a
+//! working communicator of the survivors (`ft.shrink`: ring exchange and an agreement
+//! on it).
+//!
+//! The victims: when the job spans several nodes and at least two ranks live elsewhere,
+//! every rank of the last rank's node dies at once, a whole node lost (`ft.node_loss`
+//! passes with the others); otherwise the last rank alone.
 //!
 //! Needs at least 3 ranks (so that the survivors are still a group) and a launcher
 //! that keeps the job when a rank dies (`steadfast-run`, `srun --no-kill`).
@@ -19,19 +24,42 @@ use crate::report::{Probe, TestResult};
 pub const TESTS: &[&str] = &["ft.detect", "ft.revoke", "ft.agree", "ft.shrink"];
 
 /// Tests not written yet, with the reason printed as their skip.
-pub const NOT_YET: &[(&str, &str)] = &[
-    ("ft.restart", "rank restart does not exist in steadfast yet"),
-    (
-        "ft.node_loss",
-        "losing a whole node is not exercised by hwtests yet (needs a multi-node allocation with --no-kill)",
-    ),
-];
+pub const NOT_YET: &[(&str, &str)] =
+    &[("ft.restart", "rank restart does not exist in steadfast yet")];
+
+/// The node-loss test's name.
+const NODE_LOSS: &str = "ft.node_loss";
+
+/// Who dies: every rank of the last rank's node when the job spans several nodes and
+/// two ranks or more live elsewhere (a node lost), else the last rank; and why a node
+/// loss is not exercised, when it is not.
+fn victims(n: u32, node_of: &[String]) -> (Vec<u32>, Option<String>) {
+    let last = n - 1;
+    let node = node_of.get(last as usize);
+    let same: Vec<u32> = (0..n)
+        .filter(|&r| node_of.get(r as usize) == node)
+        .collect();
+    let survivors = n as usize - same.len();
+    if same.len() == n as usize {
+        (vec![last], Some("the job runs on one node".into()))
+    } else if survivors < 2 {
+        (
+            vec![last],
+            Some(format!(
+                "losing the last node would leave {survivors} rank: needs 2 or more elsewhere"
+            )),
+        )
+    } else {
+        (same, None)
+    }
+}
 
 /// Every test of the suite skipped for `why`.
 pub fn skipped(why: &str) -> Vec<TestResult> {
     TESTS
         .iter()
         .map(|t| TestResult::skipped(*t, why))
+        .chain(std::iter::once(TestResult::skipped(NODE_LOSS, why)))
         .chain(NOT_YET.iter().map(|(t, w)| TestResult::skipped(*t, *w)))
         .collect()
 }
@@ -47,9 +75,15 @@ fn realtime_ns() -> u64 {
 
 /// Runs the suite; the last rank never returns. Survivors get their results, their
 /// probes, and the shrunk communicator (when shrink worked) to report over.
-pub fn run(world: &World, comm: &Comm) -> (Vec<TestResult>, Vec<Probe>, Option<Comm>) {
+pub fn run(
+    world: &World,
+    comm: &Comm,
+    node_of: &[String],
+) -> (Vec<TestResult>, Vec<Probe>, Option<Comm>) {
     let (me, n) = (comm.rank(), comm.size());
-    let victim = n - 1;
+    let (victims, no_node_loss) = victims(n, node_of);
+    let survivors: Vec<u32> = (0..n).filter(|r| !victims.contains(r)).collect();
+    let victim = victims[0];
     let mut results = Vec::new();
     let mut probes = Vec::new();
     if let Err(e) = comm.agree(1) {
@@ -59,17 +93,23 @@ pub fn run(world: &World, comm: &Comm) -> (Vec<TestResult>, Vec<Probe>, Option<C
         ));
         return (results, probes, None);
     }
-    if me == victim {
+    if victims.contains(&me) {
+        // Every victim is still there: the stamps leave before any dies.
+        let _ = comm.barrier();
         let t = realtime_ns().to_le_bytes();
-        for r in 0..victim {
-            // A survivor that misses the stamp fails its detect test; nothing to do here.
-            let _ = comm.send(r, 5, &t);
+        if me == victim {
+            for &r in &survivors {
+                // A survivor that misses the stamp fails its detect test; nothing to do here.
+                let _ = comm.send(r, 5, &t);
+            }
         }
         log::info!("rank {me}: SIGKILL on itself (the fault-tolerance tests' victim)");
         // SAFETY: raising a signal at ourselves; SIGKILL does not return.
         unsafe { libc::raise(libc::SIGKILL) };
         std::process::exit(137);
     }
+    // The victims' side of the barrier above: no victim dies before all are there.
+    let _ = comm.barrier();
     let detect = detect(comm, victim);
     if let Ok(ns) = detect {
         probes.push(Probe {
@@ -83,9 +123,22 @@ pub fn run(world: &World, comm: &Comm) -> (Vec<TestResult>, Vec<Probe>, Option<C
         });
     }
     results.push(TestResult::from_result("ft.detect", detect.map(drop)));
-    results.push(TestResult::from_result("ft.revoke", revoke(world, comm)));
+    results.push(TestResult::from_result(
+        "ft.revoke",
+        revoke(world, comm, &survivors),
+    ));
     let t = Instant::now();
-    results.push(TestResult::from_result("ft.agree", agree(comm, victim)));
+    let agreed = agree(comm, &victims);
+    let node_loss = match (&no_node_loss, &agreed) {
+        (Some(why), _) => TestResult::skipped(NODE_LOSS, why),
+        (None, Ok(())) => TestResult::passed(NODE_LOSS),
+        (None, Err(e)) => TestResult::failed(
+            NODE_LOSS,
+            format!("ranks {victims:?} (a whole node) killed: {e}"),
+        ),
+    };
+    results.push(TestResult::from_result("ft.agree", agreed));
+    results.push(node_loss);
     probes.push(Probe {
         name: "ft.agree_after_failure".into(),
         value: t.elapsed().as_secs_f64() * 1e6,
@@ -94,7 +147,7 @@ pub fn run(world: &World, comm: &Comm) -> (Vec<TestResult>, Vec<Probe>, Option<C
         ratio: None,
         note: "ack, then agreements until one succeeds, on the revoked communicator".into(),
     });
-    let (shrunk, small) = shrink(comm, n);
+    let (shrunk, small) = shrink(comm, survivors.len() as u32);
     results.push(TestResult::from_result("ft.shrink", shrunk));
     results.extend(NOT_YET.iter().map(|(t, w)| TestResult::skipped(*t, *w)));
     (results, probes, small)
@@ -120,15 +173,16 @@ fn detect(comm: &Comm, victim: u32) -> Result<u64, String> {
     }
 }
 
-/// Rank 0 revokes after the others have blocked in a receive from it.
-fn revoke(world: &World, comm: &Comm) -> Result<(), String> {
-    let (me, n) = (comm.rank(), comm.size());
-    if me == 0 {
+/// The first survivor revokes after the others have blocked in a receive from it.
+fn revoke(world: &World, comm: &Comm, survivors: &[u32]) -> Result<(), String> {
+    let me = comm.rank();
+    let first = survivors[0];
+    if me == first {
         world.progress_for(Duration::from_millis(200));
         comm.revoke();
     } else {
         let mut b = [0u8; 8];
-        match comm.recv(Some(0), Some(77), &mut b) {
+        match comm.recv(Some(first), Some(77), &mut b) {
             Err(CommError::Revoked) => {}
             other => {
                 return Err(format!(
@@ -137,14 +191,16 @@ fn revoke(world: &World, comm: &Comm) -> Result<(), String> {
             }
         }
     }
-    match comm.send((me + 1) % (n - 1), 1, b"x") {
+    let at = survivors.iter().position(|&r| r == me).unwrap_or(0);
+    let next = survivors[(at + 1) % survivors.len()];
+    match comm.send(next, 1, b"x") {
         Err(CommError::Revoked) => Ok(()),
         other => Err(format!("a send on the revoked communicator gave {other:?}")),
     }
 }
 
-/// After acknowledging, an agreement succeeds and names the victim as failed.
-fn agree(comm: &Comm, victim: u32) -> Result<(), String> {
+/// After acknowledging, an agreement succeeds and names exactly the victims as failed.
+fn agree(comm: &Comm, victims: &[u32]) -> Result<(), String> {
     let start = Instant::now();
     loop {
         comm.ack_failed();
@@ -153,9 +209,9 @@ fn agree(comm: &Comm, victim: u32) -> Result<(), String> {
                 if a.value != 1 {
                     return Err(format!("agreed value {} instead of 1", a.value));
                 }
-                if a.failed != vec![victim] {
+                if a.failed != victims {
                     return Err(format!(
-                        "agreed failed set {:?}, expected [{victim}]",
+                        "agreed failed set {:?}, expected {victims:?}",
                         a.failed
                     ));
                 }
@@ -171,15 +227,15 @@ fn agree(comm: &Comm, victim: u32) -> Result<(), String> {
 }
 
 /// Shrink, then a ring exchange and an agreement among the survivors.
-fn shrink(comm: &Comm, n: u32) -> (Result<(), String>, Option<Comm>) {
+fn shrink(comm: &Comm, survivors: u32) -> (Result<(), String>, Option<Comm>) {
     let small = match comm.shrink() {
         Ok(s) => s,
         Err(e) => return (Err(format!("shrink: {e}")), None),
     };
     let check = (|| {
         let (r, m) = (small.rank(), small.size());
-        if m != n - 1 {
-            return Err(format!("shrunk to {m} ranks, expected {}", n - 1));
+        if m != survivors {
+            return Err(format!("shrunk to {m} ranks, expected {survivors}"));
         }
         let (next, prev) = ((r + 1) % m, (r + m - 1) % m);
         let mut b = [0u8; 4];

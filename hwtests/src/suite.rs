@@ -252,7 +252,7 @@ fn launched(
             per_rank[0].tests.extend(ft_suite::skipped(&why));
         }
     } else {
-        let (t, q, small) = ft_suite::run(&world, &comm);
+        let (t, q, small) = ft_suite::run(&world, &comm, &node_of);
         let mine = RankResults {
             rank: me,
             tests: t,
