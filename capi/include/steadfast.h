@@ -292,9 +292,13 @@ int sf_test(sf_request **request, int *flag, sf_status *status);
 // `status` is null or valid for a write.
 int sf_wait(sf_request **request, sf_status *status);
 
-// Frees a request (`*request` becomes null; null is nothing to free): a pending send
-// or receive is cancelled first (waiting until the transport lets go of the buffer),
-// a pending agreement is abandoned here (the other ranks still decide).
+// Frees a request (`*request` becomes null; null is nothing to free): a pending
+// receive, or a send posted to the fabric, is cancelled first (waiting until the
+// transport lets go of the buffer); a pending agreement is abandoned here (the other
+// ranks still decide). A large send over shared memory cannot be withdrawn: the
+// receiver may still copy from the buffer after this returns (it then gets whatever
+// the memory holds, and this process is not harmed), so keep the buffer's contents
+// until the message is known received if the receiver needs them.
 //
 // # Safety
 // `request` is null or valid for reads and writes; `*request` is null or a live
@@ -374,7 +378,9 @@ int sf_window_write_local(const sf_window *win, size_t offset, const void *data,
 // Frees the window (`*win` becomes null; null is nothing to free): a closing barrier,
 // then the registration and the memory are released. Collective. If the barrier fails
 // (a failed peer), the memory is kept allocated (a live peer may still write it) and
-// the error returned; the handle is freed either way.
+// the error returned; the handle is freed either way. After `sf_finalize` the
+// barrier cannot run: the window's memory is leaked and `SF_ERR_NOT_INITIALIZED`
+// returned.
 //
 // # Safety
 // `win` is null or valid for reads and writes; `*win` is null or a live window handle.

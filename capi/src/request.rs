@@ -183,9 +183,13 @@ pub unsafe extern "C" fn sf_wait(request: *mut *mut sf_request, status: *mut sf_
     })
 }
 
-/// Frees a request (`*request` becomes null; null is nothing to free): a pending send
-/// or receive is cancelled first (waiting until the transport lets go of the buffer),
-/// a pending agreement is abandoned here (the other ranks still decide).
+/// Frees a request (`*request` becomes null; null is nothing to free): a pending
+/// receive, or a send posted to the fabric, is cancelled first (waiting until the
+/// transport lets go of the buffer); a pending agreement is abandoned here (the other
+/// ranks still decide). A large send over shared memory cannot be withdrawn: the
+/// receiver may still copy from the buffer after this returns (it then gets whatever
+/// the memory holds, and this process is not harmed), so keep the buffer's contents
+/// until the message is known received if the receiver needs them.
 ///
 /// # Safety
 /// `request` is null or valid for reads and writes; `*request` is null or a live

@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 use sf::Window;
 
 use crate::comm::sf_comm;
-use crate::error::{guard, Result};
+use crate::error::{guard, Error, Result, SF_ERR_NOT_INITIALIZED};
 use crate::handle::{self, give, out, Home};
 use crate::p2p::{bytes, bytes_mut, dest_rank};
 
@@ -160,7 +160,9 @@ pub unsafe extern "C" fn sf_window_write_local(
 /// Frees the window (`*win` becomes null; null is nothing to free): a closing barrier,
 /// then the registration and the memory are released. Collective. If the barrier fails
 /// (a failed peer), the memory is kept allocated (a live peer may still write it) and
-/// the error returned; the handle is freed either way.
+/// the error returned; the handle is freed either way. After `sf_finalize` the
+/// barrier cannot run: the window's memory is leaked and `SF_ERR_NOT_INITIALIZED`
+/// returned.
 ///
 /// # Safety
 /// `win` is null or valid for reads and writes; `*win` is null or a live window handle.
@@ -172,6 +174,16 @@ pub unsafe extern "C" fn sf_window_free(win: *mut *mut sf_window) -> c_int {
             return Ok(());
         };
         let state = std::rc::Rc::clone(&handle.home.state);
+        if !state.is_live() {
+            // The closing barrier would wait on ranks that left with their world: the
+            // window is leaked (its memory stays allocated), never freed under a peer.
+            std::mem::forget(handle.win);
+            log::warn!("steadfast C ABI: a window freed after its world was finalized is leaked");
+            return Err(Error::new(
+                SF_ERR_NOT_INITIALIZED,
+                "window freed after its world was finalized: its memory is leaked (free windows before sf_finalize)",
+            ));
+        }
         let outcome = handle.win.free();
         state.report_failures();
         Ok(outcome?)

@@ -130,7 +130,14 @@ pub unsafe extern "C" fn sf_world_comm(world: *const sf_world, comm: *mut *mut s
 pub unsafe extern "C" fn sf_world_progress(world: *const sf_world) -> c_int {
     guard(|| {
         // SAFETY: the caller's contract.
-        unsafe { handle::with(world, |h| h.home.state.with_world(|w| Ok(w.progress()))) }
+        unsafe {
+            handle::with(world, |h| {
+                h.home.state.with_world(|w| {
+                    w.progress();
+                    Ok(())
+                })
+            })
+        }
     })
 }
 
