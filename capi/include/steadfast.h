@@ -10,6 +10,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// `sf_comm_allreduce`: wrapping sum.
+#define SF_OP_SUM 0
+
+// `sf_comm_allreduce`: minimum.
+#define SF_OP_MIN 1
+
+// `sf_comm_allreduce`: maximum.
+#define SF_OP_MAX 2
+
+// `sf_comm_allreduce`: bitwise AND.
+#define SF_OP_BAND 3
+
+// `sf_comm_allreduce`: bitwise OR.
+#define SF_OP_BOR 4
+
 // Success.
 #define SF_OK 0
 
@@ -62,6 +77,9 @@
 
 // A communicator (opaque).
 typedef struct sf_comm sf_comm;
+
+// An inter-communicator: this process's group and a remote group (opaque).
+typedef struct sf_intercomm sf_intercomm;
 
 // A pending non-blocking operation (opaque).
 typedef struct sf_request sf_request;
@@ -198,6 +216,19 @@ int sf_comm_agree(const sf_comm *comm,
 // `comm` is null or a live communicator handle.
 int sf_comm_barrier(const sf_comm *comm);
 
+// Combines `count` unsigned 64-bit values element-wise over every rank of `comm` with
+// `op` (`SF_OP_SUM`, `SF_OP_MIN`, `SF_OP_MAX`, `SF_OP_BAND`, `SF_OP_BOR`); every rank
+// gets the result in `values`. Every rank passes the same `count`, at most 65536.
+//
+// # Errors
+// `SF_ERR_INVALID_ARG` (operation, count), `SF_ERR_TRUNCATED` (ranks passed different
+// counts), `SF_ERR_PROC_FAILED`, `SF_ERR_REVOKED`.
+//
+// # Safety
+// `comm` is null or a live communicator handle; `values` is valid for reads and
+// writes of `count` values (or null when `count` is 0).
+int sf_comm_allreduce(const sf_comm *comm, uint64_t *values, size_t count, int op);
+
 // The fixed description of an error code (a static string; never null).
 //
 // ```c
@@ -210,6 +241,92 @@ const char *sf_error_string(int code);
 // and bounds involved), or an empty string. The pointer stays valid until the next
 // failing `sf_*` call on this thread. Never null.
 const char *sf_last_error_message(void);
+
+// Creates an inter-communicator between `local` (this process's group) and the group
+// whose leader is rank `remote_leader` of `bridge`, uniformly: every surviving
+// process of both groups gets the same outcome, success or `SF_ERR_PROC_FAILED`,
+// even when a process fails during the creation. `local_leader` is a rank of `local`
+// that is also in `bridge`; `tag` (>= 0) tells concurrent creations apart.
+// Collective over both groups.
+//
+// # Errors
+// `SF_ERR_PROC_FAILED` (the creation failed somewhere), `SF_ERR_INVALID_ARG`,
+// `SF_ERR_EXCLUDED`.
+//
+// # Safety
+// `local` and `bridge` are null or live communicator handles of the same world;
+// `inter` is null or valid for a write.
+int sf_intercomm_create(const sf_comm *local,
+                        int local_leader,
+                        const sf_comm *bridge,
+                        int remote_leader,
+                        int tag,
+                        sf_intercomm **inter);
+
+// Frees an inter-communicator handle (`*inter` becomes null; null is nothing to free).
+//
+// # Safety
+// `inter` is null or valid for reads and writes; `*inter` is null or a live
+// inter-communicator handle.
+int sf_intercomm_free(sf_intercomm **inter);
+
+// This process's rank in its own group, and the sizes of both groups (each out
+// pointer may be null).
+//
+// # Safety
+// `inter` is null or a live inter-communicator handle; each out pointer is null or
+// valid for a write.
+int sf_intercomm_shape(const sf_intercomm *inter,
+                       uint32_t *rank,
+                       uint32_t *local_size,
+                       uint32_t *remote_size);
+
+// Sends `len` bytes to rank `dest` of the remote group (as `sf_send`).
+//
+// # Safety
+// `inter` is null or a live inter-communicator handle; `buf` is valid for reads of
+// `len` bytes (or null when `len` is 0).
+int sf_intercomm_send(const sf_intercomm *inter, const void *buf, size_t len, int dest, int tag);
+
+// Receives from rank `source` of the remote group (or `SF_ANY_SOURCE`), as `sf_recv`;
+// the status names the remote rank.
+//
+// # Safety
+// `inter` is null or a live inter-communicator handle; `buf` is valid for writes of
+// `len` bytes (or null when `len` is 0); `status` is null or valid for a write.
+int sf_intercomm_recv(const sf_intercomm *inter,
+                      void *buf,
+                      size_t len,
+                      int source,
+                      int tag,
+                      sf_status *status);
+
+// The agreement across the two groups (`MPIX_Comm_agree` on an inter-communicator):
+// `*flag` is this process's contribution and becomes the AND of the *remote* group's
+// flags, the same at every survivor of this group.
+//
+// # Errors
+// `SF_ERR_PROC_FAILED` when a failure was not acknowledged by every contributor
+// (`sf_intercomm_ack_failed`); `SF_ERR_EXCLUDED`.
+//
+// # Safety
+// `inter` is null or a live inter-communicator handle; `flag` is null or valid for
+// reads and writes.
+int sf_intercomm_agree(const sf_intercomm *inter, uint32_t *flag);
+
+// Revokes the inter-communicator, on both sides.
+//
+// # Safety
+// `inter` is null or a live inter-communicator handle.
+int sf_intercomm_revoke(const sf_intercomm *inter);
+
+// Acknowledges the failures known now, in both groups; `*acked` (may be null) gets
+// how many are acknowledged.
+//
+// # Safety
+// `inter` is null or a live inter-communicator handle; `acked` is null or valid for
+// a write.
+int sf_intercomm_ack_failed(const sf_intercomm *inter, size_t *acked);
 
 // Sends `len` bytes from `buf` to rank `dest` of `comm` with `tag` (>= 0); returns
 // when `buf` may be reused.

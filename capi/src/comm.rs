@@ -3,10 +3,38 @@
 
 use std::ffi::c_int;
 
+use sf::comm::{ReduceOp, ALLREDUCE_MAX};
 use sf::Comm;
 
 use crate::error::{guard, Error, Result, SF_ERR_PROC_FAILED};
 use crate::handle::{self, copy_ranks, give, out, Home};
+
+/// `sf_comm_allreduce`: wrapping sum.
+pub const SF_OP_SUM: c_int = 0;
+/// `sf_comm_allreduce`: minimum.
+pub const SF_OP_MIN: c_int = 1;
+/// `sf_comm_allreduce`: maximum.
+pub const SF_OP_MAX: c_int = 2;
+/// `sf_comm_allreduce`: bitwise AND.
+pub const SF_OP_BAND: c_int = 3;
+/// `sf_comm_allreduce`: bitwise OR.
+pub const SF_OP_BOR: c_int = 4;
+
+/// A reduction operation from C.
+fn reduce_op(op: c_int) -> Result<ReduceOp> {
+    Ok(match op {
+        SF_OP_SUM => ReduceOp::Sum,
+        SF_OP_MIN => ReduceOp::Min,
+        SF_OP_MAX => ReduceOp::Max,
+        SF_OP_BAND => ReduceOp::And,
+        SF_OP_BOR => ReduceOp::Or,
+        other => {
+            return Err(Error::invalid(format!(
+                "reduction operation {other} is not one of SF_OP_SUM (0) .. SF_OP_BOR (4)"
+            )))
+        }
+    })
+}
 
 /// A communicator (opaque).
 pub struct sf_comm {
@@ -279,4 +307,59 @@ pub unsafe extern "C" fn sf_comm_agree(
 pub unsafe extern "C" fn sf_comm_barrier(comm: *const sf_comm) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { on(comm, |c| Ok(c.comm.barrier()?)) }
+}
+
+/// Combines `count` unsigned 64-bit values element-wise over every rank of `comm` with
+/// `op` (`SF_OP_SUM`, `SF_OP_MIN`, `SF_OP_MAX`, `SF_OP_BAND`, `SF_OP_BOR`); every rank
+/// gets the result in `values`. Every rank passes the same `count`, at most 65536.
+///
+/// # Errors
+/// `SF_ERR_INVALID_ARG` (operation, count), `SF_ERR_TRUNCATED` (ranks passed different
+/// counts), `SF_ERR_PROC_FAILED`, `SF_ERR_REVOKED`.
+///
+/// # Safety
+/// `comm` is null or a live communicator handle; `values` is valid for reads and
+/// writes of `count` values (or null when `count` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn sf_comm_allreduce(
+    comm: *const sf_comm,
+    values: *mut u64,
+    count: usize,
+    op: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        on(comm, |c| {
+            let op = reduce_op(op)?;
+            if count > ALLREDUCE_MAX {
+                return Err(Error::invalid(format!(
+                    "allreduce of {count} values, above {ALLREDUCE_MAX}"
+                )));
+            }
+            let values: &mut [u64] = match count {
+                0 => &mut [],
+                _ if values.is_null() => {
+                    return Err(Error::invalid(format!(
+                        "values is a null pointer with a count of {count}"
+                    )))
+                }
+                // SAFETY: the caller's contract.
+                _ => std::slice::from_raw_parts_mut(values, count),
+            };
+            Ok(c.comm.allreduce(values, op)?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduction_operations_from_c() {
+        assert_eq!(reduce_op(SF_OP_SUM).unwrap(), ReduceOp::Sum);
+        assert_eq!(reduce_op(SF_OP_BOR).unwrap(), ReduceOp::Or);
+        let e = reduce_op(9).unwrap_err();
+        assert!(e.message.contains("operation 9"), "{}", e.message);
+    }
 }

@@ -176,10 +176,16 @@ pub(crate) unsafe fn with<H: Handle, T>(
     f: impl FnOnce(&H) -> Result<T>,
 ) -> Result<T> {
     // SAFETY: the caller's contract.
-    unsafe { with_mut(ptr.cast_mut(), |h| f(h)) }
+    let state = unsafe { enter(ptr) }?;
+    // SAFETY: checked live and on its owner thread, where only shared references to it
+    // are in use (two arguments may name the same handle).
+    let outcome = f(unsafe { &*ptr });
+    state.report_failures();
+    outcome
 }
 
-/// As [`with`], with the handle borrowed mutably (a request being progressed).
+/// As [`with`], with the handle borrowed mutably (a request being progressed: no
+/// other argument of the call is a request).
 ///
 /// # Safety
 /// `ptr` is null or a handle made by this library and not freed.
@@ -188,17 +194,27 @@ pub(crate) unsafe fn with_mut<H: Handle, T>(
     f: impl FnOnce(&mut H) -> Result<T>,
 ) -> Result<T> {
     // SAFETY: the caller's contract.
-    unsafe { check(ptr)? };
-    // SAFETY: checked live and on its owner thread, where this call is the only user.
-    let handle = unsafe { &mut *ptr };
-    // SAFETY: `handle` is a live handle.
-    let state = Rc::clone(&unsafe { &*H::home(handle) }.state);
-    if !state.is_live() {
-        return Err(finalized());
-    }
-    let outcome = f(handle);
+    let state = unsafe { enter(ptr) }?;
+    // SAFETY: checked live and on its owner thread, where this call is its only user.
+    let outcome = f(unsafe { &mut *ptr });
     state.report_failures();
     outcome
+}
+
+/// Checks a handle for a call and returns its world's state, if the world is live.
+///
+/// # Safety
+/// `ptr` is null or a handle made by this library and not freed.
+unsafe fn enter<H: Handle>(ptr: *const H) -> Result<Rc<WorldState>> {
+    // SAFETY: the caller's contract.
+    unsafe { check(ptr)? };
+    // SAFETY: checked: live, and on its owner thread.
+    let state = Rc::clone(&unsafe { &*H::home(ptr) }.state);
+    if state.is_live() {
+        Ok(state)
+    } else {
+        Err(finalized())
+    }
 }
 
 /// Takes a handle back from C to drop it (`*pptr` becomes null); a null `*pptr` is

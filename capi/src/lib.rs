@@ -34,6 +34,7 @@
 mod comm;
 mod error;
 mod handle;
+mod intercomm;
 mod p2p;
 mod request;
 mod window;
@@ -42,6 +43,7 @@ mod world;
 pub use comm::*;
 pub use error::*;
 pub use handle::sf_failure_fn;
+pub use intercomm::*;
 pub use p2p::*;
 pub use request::*;
 pub use window::*;

@@ -19,12 +19,12 @@ pub(crate) fn dest_rank(dest: c_int) -> Result<u32> {
 }
 
 /// A send tag from C.
-fn send_tag(tag: c_int) -> Result<u32> {
+pub(crate) fn send_tag(tag: c_int) -> Result<u32> {
     u32::try_from(tag).map_err(|_| Error::invalid(format!("tag {tag} is negative")))
 }
 
 /// A receive source or tag from C: `-1` is the wildcard.
-fn wildcard(value: c_int, what: &str) -> Result<Option<u32>> {
+pub(crate) fn wildcard(value: c_int, what: &str) -> Result<Option<u32>> {
     match value {
         -1 => Ok(None),
         v => u32::try_from(v)

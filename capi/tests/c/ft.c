@@ -142,6 +142,11 @@ static void agreements(sf_comm *comm) {
     CHECK(sf_comm_iagree(comm, &iv, &req));
     CHECK(sf_wait(&req, NULL));
     EXPECT(req == NULL && iv == 0xF0);
+
+    uint64_t sums[2] = {me, 10 * me};
+    CHECK(sf_comm_allreduce(comm, sums, 2, SF_OP_SUM));
+    EXPECT(sums[0] == 3 && sums[1] == 30);
+    EXPECT(sf_comm_allreduce(comm, sums, 2, 42) == SF_ERR_INVALID_ARG);
 }
 
 static void window(sf_comm *comm, uint32_t n) {
@@ -174,6 +179,29 @@ static void derived(sf_comm *comm, uint32_t n) {
     EXPECT(size == (me % 2 ? n / 2 : (n + 1) / 2));
     if (me == 0) EXPECT(rank == 1); /* ordered by key: rank 2 has the smaller key */
     CHECK(sf_comm_barrier(half));
+
+    /* An inter-communicator between the halves {2, 0} and {1}, over `comm`: each
+     * half's leader is its local rank 0 (world ranks 2 and 1). */
+    sf_intercomm *inter;
+    int remote_leader = me % 2 ? 2 : 1;
+    CHECK(sf_intercomm_create(half, 0, comm, remote_leader, 40, &inter));
+    uint32_t local_size, remote_size;
+    CHECK(sf_intercomm_shape(inter, &rank, &local_size, &remote_size));
+    EXPECT(local_size == size && local_size + remote_size == n);
+    uint32_t flag = me == 0 ? 0x6 : 0x7;
+    CHECK(sf_intercomm_agree(inter, &flag));
+    EXPECT(flag == (me % 2 ? 0x6u : 0x7u)); /* the AND of the remote group's flags */
+    if (me == 1) {
+        uint32_t v = 555;
+        CHECK(sf_intercomm_send(inter, &v, sizeof v, 1, 41)); /* remote rank 1: world 0 */
+    } else if (me == 0) {
+        uint32_t v = 0;
+        sf_status st;
+        CHECK(sf_intercomm_recv(inter, &v, sizeof v, SF_ANY_SOURCE, 41, &st));
+        EXPECT(v == 555 && st.source == 0);
+    }
+    CHECK(sf_intercomm_free(&inter));
+    EXPECT(inter == NULL);
     CHECK(sf_comm_free(&half));
     CHECK(sf_comm_free(&dup));
     EXPECT(dup == NULL && half == NULL);
@@ -258,6 +286,9 @@ int main(void) {
         CHECK(sf_send(survivors, &token, sizeof token, 0, 12));
     }
     EXPECT(got == 77 + (1 - me));
+    uint64_t max = me + 5;
+    CHECK(sf_comm_allreduce(survivors, &max, 1, SF_OP_MAX));
+    EXPECT(max == 6);
     EXPECT(seen.calls == 1); /* one failure, reported once */
 
     CHECK(sf_comm_free(&comm));
