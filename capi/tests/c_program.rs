@@ -1,5 +1,5 @@
 //! The C ABI from C: `tests/c/ft.c` is compiled with the system's C compiler against
-//! `include/steadfast.h` and the `libsteadfast.so` cargo built with this test, then run
+//! `include/steadfast.h` and `libsteadfast.so` (built by the test), then run
 //! under `steadfast-run -n 3` (built here if needed) over shared memory and over the
 //! fabric. Rank 2 kills itself; both survivors must end with `CAPI OK`.
 
@@ -11,45 +11,39 @@ use std::time::{Duration, Instant};
 
 use steadfast_os::DieWithParent;
 
-/// `target/<profile>/deps`, where cargo puts `libsteadfast.so` next to this test.
-fn deps_dir() -> PathBuf {
+/// `target/<profile>`, where this test runs from (`deps/`).
+fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent().expect("target/<profile>/deps").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// Builds `args` with the profile of this test (cargo does not rebuild the library for
+/// its integration tests: without an rlib, they do not link it).
+fn cargo_build(args: &[&str]) {
+    let dir = profile_dir();
+    let profile = dir.file_name().and_then(|p| p.to_str()).expect("profile");
+    let profile = if profile == "debug" { "dev" } else { profile };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .arg("build")
+        .args(args)
+        .args(["--profile", profile])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .die_with_parent()
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build {args:?} failed: {status}");
 }
 
 /// `target/<profile>/steadfast-run`, built (or found up to date) once per test process.
 fn launcher() -> &'static Path {
     static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
     LAUNCHER.get_or_init(|| {
-        let profile_dir = deps_dir().parent().expect("target/<profile>").to_path_buf();
-        let profile = profile_dir
-            .file_name()
-            .and_then(|p| p.to_str())
-            .expect("profile");
-        let profile = if profile == "debug" { "dev" } else { profile };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "steadfast",
-                "--bin",
-                "steadfast-run",
-                "--profile",
-                profile,
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .die_with_parent()
-            .status()
-            .expect("run cargo build for steadfast-run");
-        assert!(status.success(), "building steadfast-run failed: {status}");
-        let path = profile_dir.join("steadfast-run");
-        assert!(
-            path.exists(),
-            "{} is missing after the build",
-            path.display()
-        );
-        path
+        cargo_build(&["-p", "steadfast", "--bin", "steadfast-run"]);
+        profile_dir().join("steadfast-run")
     })
 }
 
@@ -59,15 +53,16 @@ fn ft_program() -> &'static Path {
     PROGRAM.get_or_init(|| compile("ft"))
 }
 
-/// Compiles `tests/c/<name>.c` against the header and the shared library; the path of
-/// the program.
+/// Compiles `tests/c/<name>.c` against the header and `libsteadfast.so` (built now, so
+/// that it is this source's); the path of the program.
 fn compile(name: &str) -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let deps = deps_dir();
+    cargo_build(&["-p", "steadfast-capi", "--lib"]);
+    let lib_dir = profile_dir();
     assert!(
-        deps.join("libsteadfast.so").exists(),
-        "{} is missing: cargo builds the cdylib with the tests",
-        deps.join("libsteadfast.so").display()
+        lib_dir.join("libsteadfast.so").exists(),
+        "{} is missing after the build",
+        lib_dir.join("libsteadfast.so").display()
     );
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-{name}"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -83,8 +78,8 @@ fn compile(name: &str) -> PathBuf {
         .arg(crate_dir.join("include"))
         .arg(crate_dir.join("tests/c").join(format!("{name}.c")))
         .arg("-L")
-        .arg(&deps)
-        .arg(format!("-Wl,-rpath,{}", deps.display()))
+        .arg(&lib_dir)
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
         .args(["-lsteadfast", "-lpthread", "-o"])
         .arg(&exe)
         .die_with_parent()
