@@ -536,6 +536,8 @@ mod tests {
             .bind(Bind::Off)
             .yield_when_idle(YieldWhenIdle::Yield)
             .progress_thread(true)
+            .provider_environment(false)
+            .pmi_failure_signal(false)
             .shm_eager_max(8192)
             .shm_split_copy(false)
             .build()
@@ -550,6 +552,7 @@ mod tests {
             (Detectors::Heartbeat, Bind::Off, YieldWhenIdle::Yield)
         );
         assert!(p.progress_thread() && !p.shm_split_copy());
+        assert!(!p.provider_environment() && !p.pmi_failure_signal());
         assert_eq!(p.shm_eager_max(), 8192);
         for (_, _, s) in p.listing() {
             assert_eq!(s, Source::Program);
