@@ -378,6 +378,16 @@ impl ControlPlane {
         Some(me)
     }
 
+    /// Forgets communicator `id` (it was freed): its state, and control messages held
+    /// for it. Control messages that arrive for it later are held as early ones (bounded
+    /// by [`EARLY_MAX`]). Returns whether it was registered.
+    pub fn remove_comm(&mut self, id: CommId) -> bool {
+        if let Some(early) = self.early.remove(&id) {
+            self.early_count -= early.len();
+        }
+        self.comms.remove(&id).is_some()
+    }
+
     /// Handles one control message from world rank `from` at time `now`.
     pub fn on_control(&mut self, from: u32, bytes: &[u8], now: u64) {
         self.stats.received += 1;
