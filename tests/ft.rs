@@ -1,7 +1,8 @@
 //! The runtime under steadfast-run with real rank processes (`ft-test-rank`): point to
 //! point over shm and over the fabric, and the ULFM operations with ranks really
 //! SIGKILLed: agreement loops, revoke, shrink, detection by every path and by
-//! heartbeats alone, exclusion of a hung rank.
+//! heartbeats alone, exclusion of a hung rank; communicator contexts: many created and
+//! freed without a crossed message, and a clear error when they run out.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -455,4 +456,53 @@ fn wildcard_receives_report_a_failure_until_it_is_acknowledged() {
             job.context()
         );
     }
+}
+
+/// Communicators created and freed in the contexts loop: the 100 000 in release
+/// (as `scripts/test.sh` runs the suite), fewer in a debug build.
+const CONTEXTS_LOOP: u32 = if cfg!(debug_assertions) {
+    20_000
+} else {
+    100_000
+};
+
+fn contexts_loop(n: u32, seed: &str) {
+    let count = CONTEXTS_LOOP.to_string();
+    let job = run(n, &[], &["contexts", &count, seed], Duration::from_secs(600));
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let ok = job.lines("CONTEXTS OK");
+    assert_eq!(ok.len(), n as usize, "{}", job.context());
+    assert!(
+        ok.iter()
+            .all(|(_, l)| l.starts_with(&format!("CONTEXTS OK {count} communicators"))),
+        "{}",
+        job.context()
+    );
+}
+
+#[test]
+fn many_communicators_created_and_freed_never_cross_messages_2_ranks() {
+    contexts_loop(2, "11");
+}
+
+#[test]
+fn many_communicators_created_and_freed_never_cross_messages_3_ranks() {
+    contexts_loop(3, "7");
+}
+
+#[test]
+fn running_out_of_contexts_is_a_clear_error_and_freeing_recovers() {
+    let job = run(2, &[], &["exhaust"], Duration::from_secs(600));
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let exhausted = job.lines("EXHAUSTED");
+    assert_eq!(exhausted.len(), 2, "{}", job.context());
+    for (_, l) in &exhausted {
+        // 2^16 contexts, 0 and 1 reserved: every other one was handed out first.
+        assert!(
+            l.starts_with("EXHAUSTED after 65534: no communicator context is free"),
+            "{l}"
+        );
+        assert!(l.contains("65536 contexts, 65534 in use"), "{l}");
+    }
+    assert_eq!(job.lines("REUSED").len(), 2, "{}", job.context());
 }
