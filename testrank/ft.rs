@@ -759,7 +759,11 @@ fn exhaust(comm: &Comm) {
             Ok(c) => live.push(c),
             Err(e) => break e,
         }
-        assert!(live.len() < 1 << 17, "rank {me}: no exhaustion after {} dups", live.len());
+        assert!(
+            live.len() < 1 << 17,
+            "rank {me}: no exhaustion after {} dups",
+            live.len()
+        );
     };
     assert!(
         matches!(err, CommError::ContextsExhausted { .. }),
@@ -768,7 +772,9 @@ fn exhaust(comm: &Comm) {
     println!("EXHAUSTED after {}: {err}", live.len());
     // A freed context is usable again.
     live.pop().expect("some dups succeeded").free().unwrap();
-    let again = comm.dup().unwrap_or_else(|e| panic!("rank {me}: dup after free: {e}"));
+    let again = comm
+        .dup()
+        .unwrap_or_else(|e| panic!("rank {me}: dup after free: {e}"));
     send_mark(&again, 7);
     take_mark(&again, 7);
     println!("REUSED");

@@ -61,10 +61,18 @@ mod tests {
 
     #[test]
     fn every_context_and_tag_fit_below_the_control_bit() {
-        assert_eq!(CONTEXT_BITS + USER_TAG_BITS + 1, 40, "the fabric's user tag");
+        assert_eq!(
+            CONTEXT_BITS + USER_TAG_BITS + 1,
+            40,
+            "the fabric's user tag"
+        );
         let top = CONTEXT_MASK;
         let (t, i) = user_match(top, Some(MAX_TAG));
-        assert_eq!(t & CONTROL, 0, "the largest context reaches the control bit");
+        assert_eq!(
+            t & CONTROL,
+            0,
+            "the largest context reaches the control bit"
+        );
         assert_eq!(user_tag(t), MAX_TAG);
         assert_eq!(i, 0);
         // Neighbouring contexts differ in the wire tag whatever the application tag.
