@@ -20,6 +20,9 @@
 //!   per rank that stays unreceived until just before its free, and each new one's
 //!   wildcard receive must get its own message: a context shared with a live (or a
 //!   revoked, freed) communicator shows as a crossed message. Prints `CONTEXTS OK ...`.
+//! - `split-after-failure VICTIM`: VICTIM dies; the survivors acknowledge it, split (the
+//!   context agreed among the live ranks only), exchange on the new communicator, free
+//!   it; print `SPLIT OK <size>`.
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 
@@ -751,6 +754,24 @@ fn contexts(world: &World, comm: &Comm, count: u64, seed: u64) {
     );
 }
 
+fn split_after_failure(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.barrier().unwrap();
+    if me == victim {
+        die_now();
+    }
+    agree_until_failed(world, comm, victim);
+    comm.ack_failed();
+    let half = comm
+        .split(0, me)
+        .unwrap_or_else(|e| panic!("rank {me}: split after an acknowledged failure: {e}"));
+    send_mark(&half, 42);
+    take_mark(&half, 42);
+    let n = half.size();
+    half.free().unwrap();
+    println!("SPLIT OK {n}");
+}
+
 fn exhaust(comm: &Comm) {
     let me = comm.rank();
     let mut live = Vec::new();
@@ -807,6 +828,7 @@ fn main() {
         Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
         Some("contexts") => contexts(&world, &comm, arg(2), arg(3)),
         Some("exhaust") => exhaust(&comm),
+        Some("split-after-failure") => split_after_failure(&world, &comm, arg(2) as u32),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

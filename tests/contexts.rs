@@ -69,3 +69,22 @@ fn running_out_of_contexts_is_a_clear_error_and_freeing_recovers() {
     }
     assert_eq!(job.lines("REUSED").len(), 2, "{}", job.context());
 }
+
+#[test]
+fn split_after_an_acknowledged_failure_agrees_among_the_survivors() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let job = run(
+        3,
+        &[],
+        &["split-after-failure", "1"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(job.code, Some(1), "the victim's death: {}", job.context());
+    let ok = job.lines("SPLIT OK");
+    assert_eq!(ok.len(), 2, "{}", job.context());
+    assert!(
+        ok.iter().all(|(_, l)| l == "SPLIT OK 2"),
+        "{}",
+        job.context()
+    );
+}

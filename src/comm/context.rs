@@ -7,8 +7,10 @@
 //! same everywhere and unused everywhere (`docs/matching.md`, section 3). The AND travels
 //! in one of two ways:
 //!
-//! - [`Comm::dup`] and [`Comm::split`]: one `allreduce(And)` of the proposal's words over
-//!   the parent (a second one only when a window of 4096 ids has no common free id);
+//! - [`Comm::dup`]: one `allreduce(And)` of the proposal's words over the parent (a
+//!   second one only when a window of 4096 ids has no common free id);
+//! - [`Comm::split`]: one more round of the pairwise exchange it makes for (color, key),
+//!   among the same ranks (those not acknowledged failed);
 //! - [`Comm::shrink`] and inter-communicators: the parent cannot carry a collective (it
 //!   is broken, or the two groups have none in common), so the new communicator is
 //!   registered first with no context and its own agreement (ERA over control messages,
@@ -40,6 +42,9 @@ const MAX_ROUNDS: u32 = 1 << 10;
 pub(super) enum Over<'a> {
     /// An `allreduce` over the parent, which every member of the new communicator is in.
     Parent(&'a Comm),
+    /// A pairwise exchange among these ranks of the parent (a split leaves out the
+    /// ranks acknowledged failed, which an allreduce could not).
+    Live(&'a Comm, &'a [u32]),
     /// Agreements over the new communicator itself, already registered.
     Own(&'a Comm),
 }
@@ -57,13 +62,14 @@ pub(super) fn op_key(parent_ctx: u64, child: u64) -> OpKey {
 /// the collective carrying the AND (`ProcFailed`, `Revoked`, `Excluded`).
 pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError> {
     let comm = match over {
-        Over::Parent(c) | Over::Own(c) => c,
+        Over::Parent(c) | Over::Live(c, _) | Over::Own(c) => c,
     };
     let mut window = 0;
     for _ in 0..MAX_ROUNDS {
         let mine = comm.engine.lock().contexts_mut().propose(op, window);
         let words = match over {
             Over::Parent(parent) => and_over_parent(parent, &mine),
+            Over::Live(parent, live) => and_over_live(parent, live, &mine),
             Over::Own(own) => and_over_agreements(own, &mine),
         };
         let words = match words {
@@ -107,6 +113,27 @@ fn bad_round(comm: &Comm, op: OpKey, e: ContextError) -> CommError {
 fn and_over_parent(parent: &Comm, mine: &Proposal) -> Result<Vec<u64>, CommError> {
     let mut words = mine.to_words();
     parent.allreduce(&mut words, ReduceOp::And)?;
+    Ok(words)
+}
+
+/// Tag of the proposals exchanged by [`Over::Live`] (the top application tag: the
+/// collectives use the two below it).
+const EXCHANGE_TAG: u32 = crate::world::tags::MAX_TAG;
+
+fn and_over_live(parent: &Comm, live: &[u32], mine: &Proposal) -> Result<Vec<u64>, CommError> {
+    let mut words = mine.to_words();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    parent.exchange_live(
+        live,
+        EXCHANGE_TAG,
+        &bytes,
+        "a context proposal of the wrong length",
+        |_, theirs| {
+            for (w, c) in words.iter_mut().zip(theirs.chunks_exact(8)) {
+                *w &= u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            }
+        },
+    )?;
     Ok(words)
 }
 

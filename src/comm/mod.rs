@@ -474,7 +474,7 @@ impl Comm {
     /// communicator, ordered by `key` then by rank here. Collective; every rank learns
     /// every other's (color, key) by point-to-point exchange, so a failed member makes
     /// it return `ProcFailed` (acknowledged failed ranks are left out). The context is
-    /// then agreed with an allreduce over this communicator.
+    /// then agreed by one more such exchange among the same ranks.
     ///
     /// # Errors
     /// `ProcFailed`, `Revoked`, [`CommError::ContextsExhausted`], `Excluded`.
@@ -486,30 +486,17 @@ impl Comm {
         let mut table = vec![None; n as usize];
         table[me as usize] = Some((color, key));
         let mine = [color.to_le_bytes(), key.to_le_bytes()].concat();
-        // Lower ranks send first to higher ones, so no pair waits on each other.
-        for &r in &live {
-            if r == me {
-                continue;
-            }
-            let mut b = [0u8; 8];
-            let got = if me < r {
-                self.send(r, TAG, &mine)?;
-                self.recv(Some(r), Some(TAG), &mut b)?
-            } else {
-                let got = self.recv(Some(r), Some(TAG), &mut b)?;
-                self.send(r, TAG, &mine)?;
-                got
-            };
-            if got.len != b.len() {
-                return Err(CommError::Protocol {
-                    rank: r,
-                    problem: "split: a (color, key) message that is not 8 bytes",
-                });
-            }
-            let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
-            let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
-            table[r as usize] = Some((c, k));
-        }
+        self.exchange_live(
+            &live,
+            TAG,
+            &mine,
+            "split: a (color, key) message that is not 8 bytes",
+            |r, b| {
+                let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+                let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
+                table[r as usize] = Some((c, k));
+            },
+        )?;
         let mut members: Vec<(u32, u32)> = table
             .iter()
             .enumerate()
@@ -517,9 +504,12 @@ impl Comm {
             .collect();
         members.sort_unstable();
         let ranks: Vec<u32> = members.into_iter().map(|(_, r)| r).collect();
-        self.derive_comm(5, u64::from(color) << 32, Agree::OverParent, move |group| {
-            ranks.iter().map(|&r| group[r as usize]).collect()
-        })
+        self.derive_comm(
+            5,
+            u64::from(color) << 32,
+            Agree::OverLive(&live),
+            move |group| ranks.iter().map(|&r| group[r as usize]).collect(),
+        )
     }
 
     /// Creates the `kind` child of this communicator over `group_of(parent group)`, with
@@ -528,7 +518,7 @@ impl Comm {
         &self,
         kind: u8,
         salt: u64,
-        agree: Agree,
+        agree: Agree<'_>,
         group_of: impl FnOnce(&[u32]) -> Vec<u32>,
     ) -> Result<Comm, CommError> {
         let (id, op, group) = {
@@ -550,9 +540,14 @@ impl Comm {
             comm: id,
             epoch: Default::default(),
         };
-        match agree {
-            Agree::OverParent => {
-                let ctx = context::agree_context(context::Over::Parent(self), op)?;
+        let over = match agree {
+            Agree::OverParent => Some(context::Over::Parent(self)),
+            Agree::OverLive(live) => Some(context::Over::Live(self, live)),
+            Agree::OwnAgreement => None,
+        };
+        match over {
+            Some(over) => {
+                let ctx = context::agree_context(over, op)?;
                 let mut e = self.engine.lock();
                 if e.add_comm(key, ctx, group).is_none() {
                     // Not a member: give the id back (every member took it, and they
@@ -561,7 +556,7 @@ impl Comm {
                     return Err(CommError::Excluded);
                 }
             }
-            Agree::OwnAgreement => {
+            None => {
                 self.engine
                     .lock()
                     .add_comm(key, context::UNAGREED, group)
@@ -577,9 +572,11 @@ impl Comm {
 
 /// How a creation agrees on its context.
 #[derive(Clone, Copy)]
-enum Agree {
-    /// An allreduce over the parent (dup, split).
+enum Agree<'a> {
+    /// An allreduce over the parent (dup).
     OverParent,
+    /// An exchange among these parent ranks (split: its live ranks).
+    OverLive(&'a [u32]),
     /// Agreements over the new communicator (shrink: the parent is broken).
     OwnAgreement,
 }
