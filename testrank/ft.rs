@@ -15,6 +15,16 @@
 //!   itself excluded (`EXCLUDED`).
 //! - `shrink VICTIM`: VICTIM dies; survivors agree (ProcFailed), shrink, run a ring
 //!   exchange and an agreement on the new communicator, print `SHRUNK <size> RING OK`.
+//! - `contexts N SEED`: N communicators created (dup, split, now and then shrink) and
+//!   freed (now and then after a revoke), up to 8 live at once; each carries one message
+//!   per rank that stays unreceived until just before its free, and each new one's
+//!   wildcard receive must get its own message: a context shared with a live (or a
+//!   revoked, freed) communicator shows as a crossed message. Prints `CONTEXTS OK ...`.
+//! - `split-after-failure VICTIM`: VICTIM dies; the survivors acknowledge it, split (the
+//!   context agreed among the live ranks only), exchange on the new communicator, free
+//!   it; print `SPLIT OK <size>`.
+//! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
+//!   <n>: <error>`, then frees one and dups again (`REUSED`).
 
 use std::time::{Duration, Instant};
 use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
@@ -654,6 +664,147 @@ fn stream(world: &World, comm: &Comm, ms: u64) {
     println!("STREAM OK sends={sent} puts={puts}");
 }
 
+/// The tag of every mark: a mark of another communicator is told apart by its stamp.
+const MARK_TAG: u32 = 5;
+
+/// A message on `comm` to the next rank carrying `stamp`, left for [`take_mark`].
+fn send_mark(comm: &Comm, stamp: u64) {
+    let (me, n) = (comm.rank(), comm.size());
+    comm.send((me + 1) % n, MARK_TAG, &stamp.to_le_bytes())
+        .unwrap_or_else(|e| panic!("rank {me}: mark {stamp}: {e}"));
+}
+
+/// Receives the message [`send_mark`] sent this rank on `comm` from any source, and checks
+/// it is `stamp`'s (a crossed mark from another communicator would not be). Not `ANY_TAG`:
+/// a faster peer's closing barrier (`Comm::free`) may already be queued on `comm`.
+fn take_mark(comm: &Comm, stamp: u64) {
+    let (me, n) = (comm.rank(), comm.size());
+    let mut b = [0u8; 8];
+    let st = comm
+        .recv(ANY_SOURCE, Some(MARK_TAG), &mut b)
+        .unwrap_or_else(|e| panic!("rank {me}: take mark {stamp}: {e}"));
+    let got = u64::from_le_bytes(b);
+    assert!(
+        st.len == 8 && got == stamp && st.source == (me + n - 1) % n,
+        "rank {me}: CROSSED: communicator {stamp} received {got} (tag {}, from {}, {} bytes)",
+        st.tag,
+        st.source,
+        st.len
+    );
+}
+
+fn contexts(world: &World, comm: &Comm, count: u64, seed: u64) {
+    const LIVE: usize = 8;
+    let me = comm.rank();
+    // The same seed at every rank: every rank makes the same choices.
+    let mut rng = seed;
+    let mut live: Vec<(Comm, u64)> = Vec::new();
+    let (mut dups, mut splits, mut shrinks, mut revoked) = (0u64, 0u64, 0u64, 0u64);
+    let t = Instant::now();
+    for i in 0..count {
+        if live.len() == LIVE || (!live.is_empty() && splitmix(&mut rng) % 3 == 0) {
+            let k = (splitmix(&mut rng) % live.len() as u64) as usize;
+            let (c, stamp) = live.swap_remove(k);
+            if splitmix(&mut rng) % 1000 == 0 {
+                // Leave the mark unreceived and revoke: its context must never be reused.
+                // The barrier first: every member has sent its mark (a revoke reaching
+                // a member before its send would fail the send).
+                c.barrier()
+                    .unwrap_or_else(|e| panic!("rank {me}: barrier {stamp}: {e}"));
+                if c.rank() == 0 {
+                    c.revoke();
+                }
+                revoked += 1;
+            } else {
+                take_mark(&c, stamp);
+            }
+            c.free()
+                .unwrap_or_else(|e| panic!("rank {me}: free {stamp}: {e}"));
+        }
+        let r = splitmix(&mut rng);
+        let new = match r % 100 {
+            0 => {
+                shrinks += 1;
+                comm.shrink()
+            }
+            1..=49 => {
+                dups += 1;
+                comm.dup()
+            }
+            _ => {
+                splits += 1;
+                let colors = 1 + (r >> 8) % 2;
+                comm.split((me + (r >> 16) as u32) % colors as u32, u32::MAX - me)
+            }
+        }
+        .unwrap_or_else(|e| panic!("rank {me}: creation {i}: {e}"));
+        send_mark(&new, i);
+        live.push((new, i));
+    }
+    for (c, stamp) in live.drain(..) {
+        take_mark(&c, stamp);
+        c.free()
+            .unwrap_or_else(|e| panic!("rank {me}: free {stamp}: {e}"));
+    }
+    assert!(world.failures().is_empty(), "{:?}", world.failures());
+    println!(
+        "CONTEXTS OK {count} communicators (dup {dups}, split {splits}, shrink {shrinks}, \
+         revoked {revoked}) in {} ms",
+        t.elapsed().as_millis()
+    );
+}
+
+fn split_after_failure(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.barrier().unwrap();
+    if me == victim {
+        die_now();
+    }
+    agree_until_failed(world, comm, victim);
+    comm.ack_failed();
+    let half = comm
+        .split(0, me)
+        .unwrap_or_else(|e| panic!("rank {me}: split after an acknowledged failure: {e}"));
+    send_mark(&half, 42);
+    take_mark(&half, 42);
+    let n = half.size();
+    half.free().unwrap();
+    println!("SPLIT OK {n}");
+}
+
+fn exhaust(comm: &Comm) {
+    let me = comm.rank();
+    let mut live = Vec::new();
+    let err = loop {
+        match comm.dup() {
+            Ok(c) => live.push(c),
+            Err(e) => break e,
+        }
+        assert!(
+            live.len() < 1 << 17,
+            "rank {me}: no exhaustion after {} dups",
+            live.len()
+        );
+    };
+    assert!(
+        matches!(err, CommError::ContextsExhausted { .. }),
+        "rank {me}: expected ContextsExhausted, got {err:?}"
+    );
+    println!("EXHAUSTED after {}: {err}", live.len());
+    // A freed context is usable again.
+    live.pop().expect("some dups succeeded").free().unwrap();
+    let again = comm
+        .dup()
+        .unwrap_or_else(|e| panic!("rank {me}: dup after free: {e}"));
+    send_mark(&again, 7);
+    take_mark(&again, 7);
+    println!("REUSED");
+    again.free().unwrap();
+    for c in live {
+        c.free().unwrap();
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let world = World::init().unwrap_or_else(|e| {
@@ -675,6 +826,9 @@ fn main() {
         Some("stream") => stream(&world, &comm, arg(2)),
         Some("window") => window(&world, &comm, arg(2) as u32),
         Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
+        Some("contexts") => contexts(&world, &comm, arg(2), arg(3)),
+        Some("exhaust") => exhaust(&comm),
+        Some("split-after-failure") => split_after_failure(&world, &comm, arg(2) as u32),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

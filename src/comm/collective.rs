@@ -127,6 +127,45 @@ impl Comm {
     }
 }
 
+impl Comm {
+    /// Sends `mine` to every rank of `live` but this one and hands each one's message
+    /// (exactly `mine.len()` bytes, else `Protocol` naming `what`) to `take`. Lower ranks
+    /// send first to higher ones, so no pair waits on each other. Only `live` take part:
+    /// ranks acknowledged failed are left out.
+    pub(super) fn exchange_live(
+        &self,
+        live: &[u32],
+        tag: u32,
+        mine: &[u8],
+        what: &'static str,
+        mut take: impl FnMut(u32, &[u8]),
+    ) -> Result<(), CommError> {
+        let me = self.rank();
+        let mut b = vec![0u8; mine.len()];
+        for &r in live {
+            if r == me {
+                continue;
+            }
+            let got = if me < r {
+                self.send(r, tag, mine)?;
+                self.recv(Some(r), Some(tag), &mut b)?
+            } else {
+                let got = self.recv(Some(r), Some(tag), &mut b)?;
+                self.send(r, tag, mine)?;
+                got
+            };
+            if got.len != b.len() {
+                return Err(CommError::Protocol {
+                    rank: r,
+                    problem: what,
+                });
+            }
+            take(r, &b);
+        }
+        Ok(())
+    }
+}
+
 fn check_len(got: usize, want: usize) -> Result<(), CommError> {
     if got != want {
         return Err(CommError::Truncated {

@@ -184,10 +184,16 @@ impl Comm {
             return Err(self.creation_failed());
         }
         let a = inter.union.agree_full(1)?;
-        observe(Stage::Done);
         if a.all_acked && a.value == 1 {
+            // Every survivor of both sides sealed it, so all of them get here. The two
+            // groups share no communicator to reduce over: the union agrees on its
+            // context through its own agreements (`context.rs`), keyed by its id (the
+            // same at every member of both groups).
+            super::context::set_agreed_context(&inter.union, inter.union.id.0)?;
+            observe(Stage::Done);
             Ok(inter)
         } else {
+            observe(Stage::Done);
             inter.union.revoke();
             Err(self.creation_failed())
         }
@@ -266,7 +272,7 @@ impl Comm {
                 "an inter-communicator of these groups with tag {tag} already exists"
             )));
         }
-        e.add_comm(key, super::context_of(id), union)
+        e.add_comm(key, super::context::UNAGREED, union)
             .ok_or(CommError::Excluded)?;
         drop(e);
         let (local_offset, remote_offset) = if low_side {
@@ -286,6 +292,15 @@ impl Comm {
 }
 
 impl InterComm {
+    /// Frees the inter-communicator (`MPI_Comm_free`): collective over both groups, as
+    /// [`Comm::free`] on the union underneath.
+    ///
+    /// # Errors
+    /// As [`Comm::free`].
+    pub fn free(self) -> Result<(), CommError> {
+        self.union.free()
+    }
+
     /// This process's rank in its own group.
     pub fn rank(&self) -> u32 {
         self.union.rank() - self.local_offset

@@ -9,9 +9,12 @@
 //! - [`Comm::agree`]: the ERA agreement, over control messages that revocation does not
 //!   block; [`Comm::shrink`]: the survivors' communicator; [`Comm::dup`];
 //! - one-sided: [`Comm::window`] exposes memory that the other ranks [`Window::put`]
-//!   into and [`Window::get`] from.
+//!   into and [`Window::get`] from;
+//! - contexts: every communicator's message context is agreed among its members at
+//!   creation, so two live communicators never share one; [`Comm::free`] releases it.
 
 mod collective;
+mod context;
 mod inter;
 mod nonblocking;
 mod owned;
@@ -32,7 +35,6 @@ use steadfast_os::SpinWait;
 
 use crate::world::engine::Engine;
 use crate::world::shared::Shared;
-use crate::world::tags::CONTEXT_MASK;
 
 /// Receive from any source.
 pub const ANY_SOURCE: Option<u32> = None;
@@ -111,6 +113,18 @@ pub enum CommError {
         /// What is wrong.
         problem: &'static str,
     },
+    /// No communicator context is free at every member of a creation: too many live
+    /// communicators (free some with [`Comm::free`]).
+    #[error(
+        "no communicator context is free at every member ({capacity} contexts, {live} in \
+         use or retired here): free communicators before creating more"
+    )]
+    ContextsExhausted {
+        /// Contexts in the space (reserved ones included).
+        capacity: u32,
+        /// Contexts in use (or retired) at this process.
+        live: u32,
+    },
     /// A peer is reached through the fabric, but this process has no fabric endpoint.
     #[error("a peer is reached through the fabric, but this process has no fabric endpoint")]
     NoFabricEndpoint,
@@ -146,6 +160,16 @@ impl PartialEq for CommError {
                 },
             ) => a == b && c == d,
             (InvalidArgument(a), InvalidArgument(b)) => a == b,
+            (
+                ContextsExhausted {
+                    capacity: a,
+                    live: l,
+                },
+                ContextsExhausted {
+                    capacity: b,
+                    live: m,
+                },
+            ) => a == b && l == m,
             (Fabric(a), Fabric(b)) => Arc::ptr_eq(a, b),
             (Shm(a), Shm(b)) => Arc::ptr_eq(a, b),
             (WindowAccess { rank: a, source: s }, WindowAccess { rank: b, source: t }) => {
@@ -237,6 +261,9 @@ impl From<steadfast_agreement::Decision> for Agreement {
 pub struct Comm {
     pub(crate) engine: Arc<Shared>,
     pub(crate) id: CommId,
+    /// Shared by every handle to this communicator: [`Comm::free`] refuses while others
+    /// exist.
+    handles: Arc<()>,
     /// Not Send: used from the application's thread only.
     _local: std::marker::PhantomData<*const ()>,
 }
@@ -300,21 +327,12 @@ fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
     CommId(steadfast_os::fnv1a64(&bytes).max(2))
 }
 
-/// The message context of communicator `id`: 15 bits of its id, never the world's.
-fn context_of(id: CommId) -> u64 {
-    let c = id.0 & CONTEXT_MASK;
-    if c < 2 {
-        c + 2
-    } else {
-        c
-    }
-}
-
 impl Comm {
     pub(crate) fn new(engine: Arc<Shared>, id: CommId) -> Self {
         Comm {
             engine,
             id,
+            handles: Arc::new(()),
             _local: std::marker::PhantomData,
         }
     }
@@ -429,7 +447,7 @@ impl Comm {
                 break a.failed;
             }
         };
-        self.derive_comm(3, 0, |group| {
+        self.derive_comm(3, 0, Agree::OwnAgreement, |group| {
             group
                 .iter()
                 .enumerate()
@@ -439,24 +457,27 @@ impl Comm {
         })
     }
 
-    /// A new communicator with the same group (`MPI_Comm_dup`); no communication.
+    /// A new communicator with the same group (`MPI_Comm_dup`). Collective: the members
+    /// agree on its context with an allreduce over this communicator.
     ///
     /// # Errors
-    /// [`CommError::Revoked`] on a revoked communicator.
+    /// [`CommError::Revoked`] on a revoked communicator; `ProcFailed`;
+    /// [`CommError::ContextsExhausted`]; `Excluded`.
     pub fn dup(&self) -> Result<Comm, CommError> {
         if self.is_revoked() {
             return Err(CommError::Revoked);
         }
-        self.derive_comm(1, 0, |group| group.to_vec())
+        self.derive_comm(1, 0, Agree::OverParent, |group| group.to_vec())
     }
 
     /// Splits the communicator (`MPI_Comm_split`): ranks with equal `color` form a
     /// communicator, ordered by `key` then by rank here. Collective; every rank learns
     /// every other's (color, key) by point-to-point exchange, so a failed member makes
-    /// it return `ProcFailed` (acknowledged failed ranks are left out).
+    /// it return `ProcFailed` (acknowledged failed ranks are left out). The context is
+    /// then agreed by one more such exchange among the same ranks.
     ///
     /// # Errors
-    /// `ProcFailed`, `Revoked`, `Excluded`.
+    /// `ProcFailed`, `Revoked`, [`CommError::ContextsExhausted`], `Excluded`.
     pub fn split(&self, color: u32, key: u32) -> Result<Comm, CommError> {
         const TAG: u32 = super::world::tags::MAX_TAG - 1;
         let (me, n) = (self.rank(), self.size());
@@ -465,30 +486,17 @@ impl Comm {
         let mut table = vec![None; n as usize];
         table[me as usize] = Some((color, key));
         let mine = [color.to_le_bytes(), key.to_le_bytes()].concat();
-        // Lower ranks send first to higher ones, so no pair waits on each other.
-        for &r in &live {
-            if r == me {
-                continue;
-            }
-            let mut b = [0u8; 8];
-            let got = if me < r {
-                self.send(r, TAG, &mine)?;
-                self.recv(Some(r), Some(TAG), &mut b)?
-            } else {
-                let got = self.recv(Some(r), Some(TAG), &mut b)?;
-                self.send(r, TAG, &mine)?;
-                got
-            };
-            if got.len != b.len() {
-                return Err(CommError::Protocol {
-                    rank: r,
-                    problem: "split: a (color, key) message that is not 8 bytes",
-                });
-            }
-            let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
-            let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
-            table[r as usize] = Some((c, k));
-        }
+        self.exchange_live(
+            &live,
+            TAG,
+            &mine,
+            "split: a (color, key) message that is not 8 bytes",
+            |r, b| {
+                let c = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+                let k = u32::from_le_bytes(b[4..].try_into().expect("4 bytes"));
+                table[r as usize] = Some((c, k));
+            },
+        )?;
         let mut members: Vec<(u32, u32)> = table
             .iter()
             .enumerate()
@@ -496,36 +504,81 @@ impl Comm {
             .collect();
         members.sort_unstable();
         let ranks: Vec<u32> = members.into_iter().map(|(_, r)| r).collect();
-        self.derive_comm(5, u64::from(color) << 32, move |group| {
-            ranks.iter().map(|&r| group[r as usize]).collect()
-        })
+        self.derive_comm(
+            5,
+            u64::from(color) << 32,
+            Agree::OverLive(&live),
+            move |group| ranks.iter().map(|&r| group[r as usize]).collect(),
+        )
     }
 
+    /// Creates the `kind` child of this communicator over `group_of(parent group)`, with
+    /// a context agreed as `agree` says (see `context.rs`).
     fn derive_comm(
         &self,
         kind: u8,
         salt: u64,
+        agree: Agree<'_>,
         group_of: impl FnOnce(&[u32]) -> Vec<u32>,
     ) -> Result<Comm, CommError> {
-        let mut e = self.engine.lock();
-        let c = e.comm_mut(self.id);
-        let child = c.next_child();
-        let id = derive(c.key(), kind, child ^ salt);
-        let group = group_of(c.group());
+        let (id, op, group) = {
+            let mut e = self.engine.lock();
+            let c = e.comm_mut(self.id);
+            let child = c.next_child();
+            let op = context::op_key(c.context(), child);
+            let id = derive(c.key(), kind, child ^ salt);
+            let group = group_of(c.group());
+            if e.has_comm(id) {
+                return Err(CommError::InvalidArgument(format!(
+                    "derived communicator id {:#x} already in use",
+                    id.0
+                )));
+            }
+            (id, op, group)
+        };
         let key = CommKey {
             comm: id,
             epoch: Default::default(),
         };
-        if e.has_comm(id) {
-            return Err(CommError::InvalidArgument(format!(
-                "derived communicator id {:#x} already in use",
-                id.0
-            )));
+        let over = match agree {
+            Agree::OverParent => Some(context::Over::Parent(self)),
+            Agree::OverLive(live) => Some(context::Over::Live(self, live)),
+            Agree::OwnAgreement => None,
+        };
+        match over {
+            Some(over) => {
+                let ctx = context::agree_context(over, op)?;
+                let mut e = self.engine.lock();
+                if e.add_comm(key, ctx, group).is_none() {
+                    // Not a member: give the id back (every member took it, and they
+                    // release it on their own).
+                    let _ = e.contexts_mut().release((ctx as u32).into());
+                    return Err(CommError::Excluded);
+                }
+            }
+            None => {
+                self.engine
+                    .lock()
+                    .add_comm(key, context::UNAGREED, group)
+                    .ok_or(CommError::Excluded)?;
+                let child = Comm::new(Arc::clone(&self.engine), id);
+                context::set_agreed_context(&child, op)?;
+                return Ok(child);
+            }
         }
-        e.add_comm(key, context_of(id), group)
-            .ok_or(CommError::Excluded)?;
         Ok(Comm::new(Arc::clone(&self.engine), id))
     }
+}
+
+/// How a creation agrees on its context.
+#[derive(Clone, Copy)]
+enum Agree<'a> {
+    /// An allreduce over the parent (dup).
+    OverParent,
+    /// An exchange among these parent ranks (split: its live ranks).
+    OverLive(&'a [u32]),
+    /// Agreements over the new communicator (shrink: the parent is broken).
+    OwnAgreement,
 }
 
 #[cfg(test)]
@@ -538,8 +591,23 @@ mod tests {
         assert_ne!(derive(k, 1, 0), derive(k, 1, 1));
         assert_ne!(derive(k, 1, 0), derive(k, 3, 0));
         assert!(derive(k, 1, 0).0 >= 2);
-        for i in 0..1000u64 {
-            assert!(context_of(CommId(i)) >= 2);
-        }
+    }
+
+    #[test]
+    fn contexts_exhausted_compares_by_value_and_names_the_bound() {
+        let e = CommError::ContextsExhausted {
+            capacity: 65_536,
+            live: 65_534,
+        };
+        assert_eq!(e.clone(), e);
+        assert_ne!(
+            e,
+            CommError::ContextsExhausted {
+                capacity: 65_536,
+                live: 3
+            }
+        );
+        let text = e.to_string();
+        assert!(text.contains("65536") && text.contains("65534"), "{text}");
     }
 }

@@ -568,6 +568,10 @@ impl Drop for Window<'_> {
             // Otherwise a live peer may not have finished with the memory: it is
             // leaked rather than freed under it.
         }
+        // The window's own communicator (a dup) is freed with it: its context is
+        // released after the closing barrier, or retired if that failed.
+        let clean = closed && !self.comm.is_revoked();
+        super::context::release_sole_handle(&self.comm, clean);
     }
 }
 

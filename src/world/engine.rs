@@ -15,9 +15,10 @@ use steadfast_agreement::control::{CommFt, ControlPlane, Output};
 use steadfast_agreement::detector::Detector;
 use steadfast_agreement::{CommId, CommKey, Seq};
 use steadfast_fabric::{Messenger, Request};
+use steadfast_matching::ContextAllocator;
 use steadfast_shm::Endpoint as ShmEndpoint;
 
-use super::tags::{CONTROL, CONTROL_IGNORE};
+use super::tags::{CONTEXT_BITS, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS};
 use crate::bootstrap::Bootstrap;
 
 /// How a peer is reached.
@@ -96,6 +97,8 @@ pub(crate) struct Engine {
     boot: Box<dyn Bootstrap>,
     self_queue: VecDeque<SelfMessage>,
     control: ControlPlane,
+    /// The communicator contexts in use here (agreed among members at creation).
+    contexts: ContextAllocator,
     /// Which failure reports are consulted besides heartbeats.
     detectors: Detectors,
     /// Waits yield the core at every poll (more ranks than cores on this node).
@@ -150,6 +153,8 @@ impl Engine {
             boot: parts.boot,
             self_queue: VecDeque::new(),
             control: ControlPlane::new(parts.rank, parts.size, parts.detector),
+            contexts: ContextAllocator::new(CONTEXT_BITS, RESERVED_CONTEXTS)
+                .expect("the tag layout's context space is valid"),
             detectors: parts.detectors,
             yield_when_idle: parts.yield_when_idle,
             started: Instant::now(),
@@ -310,6 +315,20 @@ impl Engine {
         let me = self.control.add_comm(key, ctx, group);
         self.drive();
         me
+    }
+
+    /// The communicator contexts of this process (`comm::context` agrees on them).
+    pub fn contexts_mut(&mut self) -> &mut ContextAllocator {
+        &mut self.contexts
+    }
+
+    /// Forgets a freed communicator: its control-plane state, and messages this process
+    /// sent itself on its context that nobody received (returned: the caller logs them).
+    pub fn remove_comm(&mut self, id: CommId, ctx: u64) -> usize {
+        self.control.remove_comm(id);
+        let before = self.self_queue.len();
+        self.self_queue.retain(|m| m.ctx != ctx);
+        before - self.self_queue.len()
     }
 
     /// One round of progress: control messages, then (now and then) the clock, the

@@ -4,21 +4,26 @@
 //! | bits | field |
 //! |---|---|
 //! | 39 | control (agreement, revoke, suspicions, heartbeats) |
-//! | 38..24 | communicator context (15 bits) |
-//! | 23..0 | the application's tag (24 bits) |
+//! | 38..23 | communicator context (16 bits) |
+//! | 22..0 | the application's tag (23 bits: `MPI_TAG_UB` is [`MAX_TAG`], 8 388 607) |
 //!
 //! Control messages all carry tag [`CONTROL`] and name their communicator in their own
 //! header (`steadfast_agreement::wire`); user messages of different communicators never
-//! match each other's receives.
+//! match each other's receives: their contexts are agreed among the members from
+//! `steadfast_matching::ContextAllocator` (`docs/matching.md`, section 3), so two live
+//! communicators of a process never share one.
 
 /// Bits of an application tag.
-pub const USER_TAG_BITS: u32 = 24;
-/// Largest application tag.
+pub const USER_TAG_BITS: u32 = 23;
+/// Largest application tag (`MPI_TAG_UB`); the runtime's own collectives use the top
+/// three ([`MAX_TAG`] - 2 ..= [`MAX_TAG`]).
 pub const MAX_TAG: u32 = (1 << USER_TAG_BITS) - 1;
 /// Bits of a communicator context.
-pub const CONTEXT_BITS: u32 = 15;
+pub const CONTEXT_BITS: u32 = 16;
 /// Mask of a context value.
 pub const CONTEXT_MASK: u64 = (1 << CONTEXT_BITS) - 1;
+/// Contexts below this are fixed, never agreed: 0 the failure detector's, 1 the world's.
+pub const RESERVED_CONTEXTS: u32 = 2;
 /// The tag of every control message.
 pub const CONTROL: u64 = 1 << 39;
 /// Ignore mask matching every control message.
@@ -52,5 +57,26 @@ mod tests {
         assert_ne!(t1 & !CONTROL_IGNORE, CONTROL);
         assert_eq!(user_tag(t1), 5);
         assert_eq!((t2 | MAX_TAG as u64) & !CONTROL_IGNORE, 0);
+    }
+
+    #[test]
+    fn every_context_and_tag_fit_below_the_control_bit() {
+        assert_eq!(
+            CONTEXT_BITS + USER_TAG_BITS + 1,
+            40,
+            "the fabric's user tag"
+        );
+        let top = CONTEXT_MASK;
+        let (t, i) = user_match(top, Some(MAX_TAG));
+        assert_eq!(
+            t & CONTROL,
+            0,
+            "the largest context reaches the control bit"
+        );
+        assert_eq!(user_tag(t), MAX_TAG);
+        assert_eq!(i, 0);
+        // Neighbouring contexts differ in the wire tag whatever the application tag.
+        let (a, wild) = user_match(top - 1, None);
+        assert_ne!(a & !wild, t & !wild);
     }
 }

@@ -37,6 +37,12 @@ impl CommFt {
         self.context
     }
 
+    /// Replaces the runtime's context (a communicator whose context is agreed over its
+    /// own agreement, after it was registered).
+    pub fn set_context(&mut self, context: u64) {
+        self.context = context;
+    }
+
     /// Comm rank -> world rank.
     pub fn group(&self) -> &[u32] {
         &self.group

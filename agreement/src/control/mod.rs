@@ -78,6 +78,10 @@ pub const FT_KEY: CommKey = CommKey {
 
 /// Control messages kept for communicators not created here yet.
 pub const EARLY_MAX: usize = 4096;
+/// Removed communicators remembered, so that their late control messages (a revoke's
+/// forwards, an agreement's stragglers) are dropped rather than held as early ones.
+/// Communicator ids are never reused, and stragglers come soon after the removal.
+pub const REMOVED_REMEMBERED: usize = 4096;
 
 /// Why a rank is considered failed, and when this process learnt it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +130,8 @@ pub struct ControlStats {
     pub received: u64,
     /// Control messages dropped as malformed (or beyond the early-message bound).
     pub malformed: u64,
+    /// Control messages dropped because their communicator was removed here.
+    pub stale: u64,
 }
 
 /// What the control plane hands out: the outputs in order and the bytes of the
@@ -185,6 +191,10 @@ pub struct ControlPlane {
     comms: IdMap<CommId, CommFt>,
     early: IdMap<CommId, Vec<(u32, Vec<u8>)>>,
     early_count: usize,
+    /// The most recently removed communicators, oldest first (at most
+    /// [`REMOVED_REMEMBERED`]), and the same as a set.
+    removed: VecDeque<CommId>,
+    removed_set: IdMap<CommId, ()>,
     excluded: bool,
     era_out: Vec<EraAction>,
     bcast_out: Vec<BcastAction>,
@@ -209,6 +219,8 @@ impl ControlPlane {
             comms: IdMap::default(),
             early: IdMap::default(),
             early_count: 0,
+            removed: VecDeque::new(),
+            removed_set: IdMap::default(),
             excluded: false,
             era_out: Vec::new(),
             bcast_out: Vec::new(),
@@ -378,6 +390,25 @@ impl ControlPlane {
         Some(me)
     }
 
+    /// Forgets communicator `id` (it was freed): its state, and control messages held
+    /// for it. Control messages that arrive for it later are dropped (counted as
+    /// `stale`) while it is among the last [`REMOVED_REMEMBERED`] removed. Returns
+    /// whether it was registered.
+    pub fn remove_comm(&mut self, id: CommId) -> bool {
+        if let Some(early) = self.early.remove(&id) {
+            self.early_count -= early.len();
+        }
+        if self.removed_set.insert(id, ()).is_none() {
+            self.removed.push_back(id);
+            if self.removed.len() > REMOVED_REMEMBERED {
+                if let Some(old) = self.removed.pop_front() {
+                    self.removed_set.remove(&old);
+                }
+            }
+        }
+        self.comms.remove(&id).is_some()
+    }
+
     /// Handles one control message from world rank `from` at time `now`.
     pub fn on_control(&mut self, from: u32, bytes: &[u8], now: u64) {
         self.stats.received += 1;
@@ -416,7 +447,9 @@ impl ControlPlane {
         }
         let id = h.key.comm;
         let Some(c) = self.comms.get_mut(&id) else {
-            if self.early_count < EARLY_MAX {
+            if self.removed_set.contains_key(&id) {
+                self.stats.stale += 1;
+            } else if self.early_count < EARLY_MAX {
                 self.early_count += 1;
                 self.early
                     .entry(id)

@@ -155,3 +155,31 @@ fn malformed_and_misaddressed_messages_are_counted_not_trusted() {
     cps[0].apply_failures(1);
     assert!(cps[0].excluded());
 }
+
+#[test]
+fn a_removed_communicator_is_forgotten_with_the_messages_held_for_it() {
+    let mut cps = planes(2);
+    cps[0].add_comm(key(9), 4, vec![0, 1]);
+    cps[0].start_agreement(CommId(9), 6).unwrap();
+    settle(&mut cps, &[]);
+    // Rank 1 holds rank 0's contribution early; removing the id drops it.
+    assert!(!cps[1].remove_comm(CommId(9)), "never registered at rank 1");
+    assert_eq!(cps[1].early_count, 0);
+    assert!(cps[0].remove_comm(CommId(9)));
+    assert!(cps[0].comm(CommId(9)).is_none());
+    assert!(!cps[0].remove_comm(CommId(9)), "removed once");
+    // Late messages for a removed communicator are dropped, not held.
+    cps[1].add_comm(key(8), 0, vec![0, 1]);
+    cps[1].remove_comm(CommId(8));
+    cps[0].add_comm(key(8), 0, vec![0, 1]);
+    cps[0].start_agreement(CommId(8), 1).unwrap();
+    settle(&mut cps, &[]);
+    assert_eq!(cps[1].early_count, 0);
+    assert!(cps[1].stats().stale > 0);
+    // A communicator registered again later starts clean, with its new context.
+    cps[1].add_comm(key(9), 5, vec![0, 1]);
+    let c = cps[1].comm_mut(CommId(9)).unwrap();
+    assert_eq!(c.context(), 5);
+    c.set_context(6);
+    assert_eq!(cps[1].comm(CommId(9)).unwrap().context(), 6);
+}
