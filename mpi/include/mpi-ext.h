@@ -1,0 +1,17 @@
+/*
+ * mpi-ext.h of libsteadfast-mpi: the feature macros by which programs written for Open
+ * MPI's ULFM (and MPICH's) test for the fault-tolerance extension. The MPIX_ functions
+ * and error classes themselves are declared in mpi.h, as MPICH does, so programs that
+ * include only mpi.h compile too.
+ */
+#ifndef STEADFAST_MPI_EXT_H
+#define STEADFAST_MPI_EXT_H
+
+#include <mpi.h>
+
+/* Open MPI's name for "the ULFM extension is compiled in". */
+#define OMPI_HAVE_MPI_EXT_FTMPI 1
+/* The ULFM proposal's feature macro. */
+#define MPIX_FAULT_TOLERANCE 1
+
+#endif /* STEADFAST_MPI_EXT_H */

@@ -1,0 +1,389 @@
+/*
+ * mpi.h of libsteadfast-mpi: the subset of MPI 4.1 that the library implements, with
+ * the ULFM fault-tolerance extension (MPIX_*), over steadfast.
+ *
+ * Types and constant values follow the MPI 5.0 standard ABI (the MPI Forum ABI working
+ * group's table): handles are pointers to incomplete structs, predefined handles are
+ * small integers cast to them, MPI_Status is three public ints and five internal ones.
+ * Every function declared here is implemented (mpi/tests/abi.rs checks that the library
+ * exports each one, also as PMPI_*). What is missing is listed in docs/mpi.md.
+ *
+ * Written for steadfast; not derived from another implementation's header.
+ */
+#ifndef STEADFAST_MPI_H
+#define STEADFAST_MPI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION    4
+#define MPI_SUBVERSION 1
+/* This library, for programs that want to know. */
+#define STEADFAST_MPI 1
+
+typedef intptr_t MPI_Aint;
+typedef int64_t  MPI_Offset;
+typedef int64_t  MPI_Count;
+typedef int      MPI_Fint;
+
+typedef struct MPI_Status {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    int MPI_internal[5];
+} MPI_Status;
+
+typedef struct MPI_ABI_Op *MPI_Op;
+#define MPI_OP_NULL   ((MPI_Op)0x00000020)
+#define MPI_SUM       ((MPI_Op)0x00000021)
+#define MPI_MIN       ((MPI_Op)0x00000022)
+#define MPI_MAX       ((MPI_Op)0x00000023)
+#define MPI_PROD      ((MPI_Op)0x00000024)
+#define MPI_BAND      ((MPI_Op)0x00000028)
+#define MPI_BOR       ((MPI_Op)0x00000029)
+#define MPI_BXOR      ((MPI_Op)0x0000002a)
+#define MPI_LAND      ((MPI_Op)0x00000030)
+#define MPI_LOR       ((MPI_Op)0x00000031)
+#define MPI_LXOR      ((MPI_Op)0x00000032)
+#define MPI_MINLOC    ((MPI_Op)0x00000038)
+#define MPI_MAXLOC    ((MPI_Op)0x00000039)
+#define MPI_REPLACE   ((MPI_Op)0x0000003c)
+#define MPI_NO_OP     ((MPI_Op)0x0000003d)
+
+typedef struct MPI_ABI_Comm *MPI_Comm;
+#define MPI_COMM_NULL  ((MPI_Comm)0x00000100)
+#define MPI_COMM_WORLD ((MPI_Comm)0x00000101)
+#define MPI_COMM_SELF  ((MPI_Comm)0x00000102)
+
+typedef struct MPI_ABI_Group *MPI_Group;
+#define MPI_GROUP_NULL  ((MPI_Group)0x00000108)
+#define MPI_GROUP_EMPTY ((MPI_Group)0x00000109)
+
+typedef struct MPI_ABI_Win *MPI_Win;
+#define MPI_WIN_NULL ((MPI_Win)0x00000110)
+
+typedef struct MPI_ABI_File *MPI_File;
+#define MPI_FILE_NULL ((MPI_File)0x00000118)
+
+typedef struct MPI_ABI_Session *MPI_Session;
+#define MPI_SESSION_NULL ((MPI_Session)0x00000120)
+
+typedef struct MPI_ABI_Message *MPI_Message;
+#define MPI_MESSAGE_NULL    ((MPI_Message)0x00000128)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)0x00000129)
+
+typedef struct MPI_ABI_Info *MPI_Info;
+#define MPI_INFO_NULL ((MPI_Info)0x00000130)
+#define MPI_INFO_ENV  ((MPI_Info)0x00000131)
+
+typedef struct MPI_ABI_Errhandler *MPI_Errhandler;
+#define MPI_ERRHANDLER_NULL  ((MPI_Errhandler)0x00000140)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)0x00000141)
+#define MPI_ERRORS_RETURN    ((MPI_Errhandler)0x00000142)
+#define MPI_ERRORS_ABORT     ((MPI_Errhandler)0x00000143)
+
+typedef struct MPI_ABI_Request *MPI_Request;
+#define MPI_REQUEST_NULL ((MPI_Request)0x00000180)
+
+typedef struct MPI_ABI_Datatype *MPI_Datatype;
+#define MPI_DATATYPE_NULL         ((MPI_Datatype)0x00000200)
+#define MPI_AINT                  ((MPI_Datatype)0x00000201)
+#define MPI_COUNT                 ((MPI_Datatype)0x00000202)
+#define MPI_OFFSET                ((MPI_Datatype)0x00000203)
+#define MPI_PACKED                ((MPI_Datatype)0x00000207)
+#define MPI_SHORT                 ((MPI_Datatype)0x00000208)
+#define MPI_INT                   ((MPI_Datatype)0x00000209)
+#define MPI_LONG                  ((MPI_Datatype)0x0000020a)
+#define MPI_LONG_LONG             ((MPI_Datatype)0x0000020b)
+#define MPI_LONG_LONG_INT         MPI_LONG_LONG
+#define MPI_UNSIGNED_SHORT        ((MPI_Datatype)0x0000020c)
+#define MPI_UNSIGNED              ((MPI_Datatype)0x0000020d)
+#define MPI_UNSIGNED_LONG         ((MPI_Datatype)0x0000020e)
+#define MPI_UNSIGNED_LONG_LONG    ((MPI_Datatype)0x0000020f)
+#define MPI_FLOAT                 ((MPI_Datatype)0x00000210)
+#define MPI_C_FLOAT_COMPLEX       ((MPI_Datatype)0x00000212)
+#define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
+#define MPI_DOUBLE                ((MPI_Datatype)0x00000214)
+#define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)0x00000216)
+#define MPI_LONG_DOUBLE           ((MPI_Datatype)0x00000220)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x00000224)
+#define MPI_FLOAT_INT             ((MPI_Datatype)0x00000228)
+#define MPI_DOUBLE_INT            ((MPI_Datatype)0x00000229)
+#define MPI_LONG_INT              ((MPI_Datatype)0x0000022a)
+#define MPI_2INT                  ((MPI_Datatype)0x0000022b)
+#define MPI_SHORT_INT             ((MPI_Datatype)0x0000022c)
+#define MPI_LONG_DOUBLE_INT       ((MPI_Datatype)0x0000022d)
+#define MPI_C_BOOL                ((MPI_Datatype)0x00000238)
+#define MPI_WCHAR                 ((MPI_Datatype)0x0000023c)
+#define MPI_INT8_T                ((MPI_Datatype)0x00000240)
+#define MPI_UINT8_T               ((MPI_Datatype)0x00000241)
+#define MPI_CHAR                  ((MPI_Datatype)0x00000243)
+#define MPI_SIGNED_CHAR           ((MPI_Datatype)0x00000244)
+#define MPI_UNSIGNED_CHAR         ((MPI_Datatype)0x00000245)
+#define MPI_BYTE                  ((MPI_Datatype)0x00000247)
+#define MPI_INT16_T               ((MPI_Datatype)0x00000248)
+#define MPI_UINT16_T              ((MPI_Datatype)0x00000249)
+#define MPI_INT32_T               ((MPI_Datatype)0x00000250)
+#define MPI_UINT32_T              ((MPI_Datatype)0x00000251)
+#define MPI_INT64_T               ((MPI_Datatype)0x00000258)
+#define MPI_UINT64_T              ((MPI_Datatype)0x00000259)
+
+/* Error classes (every error code of this library is its class). */
+enum {
+    MPI_SUCCESS = 0,
+    MPI_ERR_BUFFER = 1,
+    MPI_ERR_COUNT = 2,
+    MPI_ERR_TYPE = 3,
+    MPI_ERR_TAG = 4,
+    MPI_ERR_COMM = 5,
+    MPI_ERR_RANK = 6,
+    MPI_ERR_REQUEST = 7,
+    MPI_ERR_ROOT = 8,
+    MPI_ERR_GROUP = 9,
+    MPI_ERR_OP = 10,
+    MPI_ERR_TOPOLOGY = 11,
+    MPI_ERR_DIMS = 12,
+    MPI_ERR_ARG = 13,
+    MPI_ERR_UNKNOWN = 14,
+    MPI_ERR_TRUNCATE = 15,
+    MPI_ERR_OTHER = 16,
+    MPI_ERR_INTERN = 17,
+    MPI_ERR_PENDING = 18,
+    MPI_ERR_IN_STATUS = 19,
+    MPI_ERR_INFO_KEY = 31,
+    MPI_ERR_INFO_NOKEY = 32,
+    MPI_ERR_INFO_VALUE = 33,
+    MPI_ERR_INFO = 34,
+    MPI_ERR_KEYVAL = 36,
+    MPI_ERR_NO_MEM = 39,
+    MPI_ERR_PROC_ABORTED = 44,
+    MPI_ERR_SPAWN = 56,
+    MPI_ERR_UNSUPPORTED_OPERATION = 58,
+    MPI_ERR_VALUE_TOO_LARGE = 59,
+    MPI_ERR_ERRHANDLER = 61,
+    /* ULFM (the values Open MPI uses). */
+    MPI_ERR_PROC_FAILED = 75,
+    MPI_ERR_PROC_FAILED_PENDING = 76,
+    MPI_ERR_REVOKED = 77,
+    MPI_ERR_LASTCODE = 0x3fff
+};
+#define MPIX_ERR_PROC_FAILED         MPI_ERR_PROC_FAILED
+#define MPIX_ERR_PROC_FAILED_PENDING MPI_ERR_PROC_FAILED_PENDING
+#define MPIX_ERR_REVOKED             MPI_ERR_REVOKED
+
+#define MPI_BOTTOM          ((void *)0)
+#define MPI_IN_PLACE        ((void *)1)
+#define MPI_ARGV_NULL       ((char **)0)
+#define MPI_ARGVS_NULL      ((char ***)0)
+#define MPI_ERRCODES_IGNORE ((int *)0)
+#define MPI_STATUS_IGNORE   ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+
+#define MPI_MAX_ERROR_STRING   512
+#define MPI_MAX_INFO_KEY       256
+#define MPI_MAX_INFO_VAL       1024
+#define MPI_MAX_LIBRARY_VERSION_STRING 8192
+#define MPI_MAX_OBJECT_NAME    128
+#define MPI_MAX_PROCESSOR_NAME 256
+
+enum {
+    MPI_ANY_SOURCE = -1,
+    MPI_PROC_NULL = -2,
+    MPI_ROOT = -3,
+    MPI_ANY_TAG = -31,
+    MPI_KEYVAL_INVALID = -127,
+    MPI_UNDEFINED = -32766
+};
+
+enum {
+    MPI_THREAD_SINGLE = 0,
+    MPI_THREAD_FUNNELED = 1,
+    MPI_THREAD_SERIALIZED = 2,
+    MPI_THREAD_MULTIPLE = 7
+};
+
+enum {
+    MPI_IDENT = 101,
+    MPI_CONGRUENT = 102,
+    MPI_SIMILAR = 103,
+    MPI_UNEQUAL = 104
+};
+
+/* Predefined attribute keys. */
+enum {
+    MPI_TAG_UB = 10001,
+    MPI_IO = 10002,
+    MPI_HOST = 10003,
+    MPI_WTIME_IS_GLOBAL = 10004,
+    MPI_APPNUM = 10005,
+    MPI_LASTUSEDCODE = 10006,
+    MPI_UNIVERSE_SIZE = 10007
+};
+
+typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+
+/* Environment */
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Finalize(void);
+int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+int MPI_Get_processor_name(char *name, int *resultlen);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+
+/* Errors and error handlers */
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler);
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+
+/* Communicators */
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_disconnect(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Comm_remote_size(MPI_Comm comm, int *size);
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int MPI_Comm_get_parent(MPI_Comm *parent);
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                         int remote_leader, int tag, MPI_Comm *newintercomm);
+
+/* Groups */
+int MPI_Group_size(MPI_Group group, int *size);
+int MPI_Group_rank(MPI_Group group, int *rank);
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
+                              int ranks2[]);
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+int MPI_Group_free(MPI_Group *group);
+
+/* Datatypes */
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_commit(MPI_Datatype *datatype);
+int MPI_Type_free(MPI_Datatype *datatype);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+/* Point to point */
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+
+/* Requests */
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                MPI_Status array_of_statuses[]);
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                MPI_Status *status);
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Cancel(MPI_Request *request);
+int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+int MPI_Request_free(MPI_Request *request);
+
+/* Collectives */
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm);
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm);
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+/* Info */
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+
+/* ULFM, as Open MPI and MPICH name it. */
+int MPIX_Comm_revoke(MPI_Comm comm);
+int MPIX_Comm_is_revoked(MPI_Comm comm, int *flag);
+int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
+int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+int MPIX_Comm_agree(MPI_Comm comm, int *flag);
+int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
+int MPIX_Comm_failure_ack(MPI_Comm comm);
+int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
+int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
+int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
+
+/* The profiling interface: every function above also exists as PMPI_* (same
+ * arguments); a tool defines MPI_* and calls PMPI_*. */
+int PMPI_Init(int *argc, char ***argv);
+int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int PMPI_Finalize(void);
+int PMPI_Comm_rank(MPI_Comm comm, int *rank);
+int PMPI_Comm_size(MPI_Comm comm, int *size);
+int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Status *status);
+int PMPI_Barrier(MPI_Comm comm);
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm);
+double PMPI_Wtime(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STEADFAST_MPI_H */

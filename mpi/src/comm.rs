@@ -1,0 +1,485 @@
+//! Communicators (rank, size, dup, split, create, free, compare, group, attributes,
+//! names, inter-communicator creation) and error handlers.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::AtomicI32;
+
+use sf::Comm;
+
+use crate::consts::*;
+use crate::error::{self, Fail, R};
+use crate::state::{call, CommEntry, CommKind, ErrFn, Guard, Handler, Lib};
+use crate::util::{out, read_cstr, read_handle, write_str};
+
+crate::mpi_fn! {
+    /// `MPI_Comm_rank` (an inter-communicator: the rank in the local group).
+    fn MPI_Comm_rank / PMPI_Comm_rank(comm: Handle, rank: *mut c_int) {
+        call(comm, |g| {
+            let r = match &g.lib()?.comm(comm)?.kind {
+                CommKind::Intra { p2p, .. } => p2p.rank(),
+                CommKind::Inter(ic) => ic.rank(),
+            };
+            // SAFETY: MPI's contract: `rank` is valid for a write.
+            *unsafe { out(rank) }? = r as c_int;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_size` (failed ranks included until a shrink; an inter-communicator:
+    /// the local group's size).
+    fn MPI_Comm_size / PMPI_Comm_size(comm: Handle, size: *mut c_int) {
+        call(comm, |g| {
+            let n = match &g.lib()?.comm(comm)?.kind {
+                CommKind::Intra { p2p, .. } => p2p.size(),
+                CommKind::Inter(ic) => ic.local_size(),
+            };
+            // SAFETY: MPI's contract: `size` is valid for a write.
+            *unsafe { out(size) }? = n as c_int;
+            Ok(())
+        })
+    }
+}
+
+/// Registers an intra-communicator made of `p2p` (its collective twin is a dup of it),
+/// with `parent`'s error handler.
+pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
+    let coll = p2p.dup()?;
+    let h = lib.new_handle();
+    lib.comms.insert(
+        h,
+        CommEntry::new(CommKind::Intra { p2p, coll }, errhandler, ""),
+    );
+    Ok(h)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_dup`.
+    fn MPI_Comm_dup / PMPI_Comm_dup(comm: Handle, newcomm: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            let lib = g.lib()?;
+            let (_, coll) = lib.intra(comm)?;
+            let errh = lib.comm(comm)?.errhandler;
+            let p2p = coll.dup()?;
+            *slot = register(lib, p2p, errh)?;
+            Ok(())
+        })
+    }
+}
+
+/// Splits intra-communicator `comm` by `color` (`None`: `MPI_UNDEFINED`) ordered by
+/// `key`; the new handle, `MPI_COMM_NULL` for `None`.
+fn split(lib: &mut Lib, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
+    let (_, coll) = lib.intra(comm)?;
+    let errh = lib.comm(comm)?.errhandler;
+    // Keys order the ranks: shift them so that negative keys sort first.
+    let key = (i64::from(key) - i64::from(i32::MIN)) as u32;
+    let c = coll.split(color.unwrap_or(u32::MAX), key)?;
+    match color {
+        None => {
+            // The ranks without a color formed one communicator of their own: give it
+            // back (collectively, among them).
+            if let Err(e) = c.free() {
+                log::debug!("MPI_Comm_split: freeing the MPI_UNDEFINED group: {e}");
+            }
+            Ok(MPI_COMM_NULL)
+        }
+        Some(_) => register(lib, c, errh),
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_split` (`MPI_UNDEFINED` gives `MPI_COMM_NULL`).
+    fn MPI_Comm_split / PMPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            let color = match color {
+                MPI_UNDEFINED => None,
+                c if c >= 0 => Some(c as u32),
+                c => return Err(Fail::new(MPI_ERR_ARG, format!("color {c} is negative"))),
+            };
+            *slot = split(g.lib()?, comm, color, key)?;
+            Ok(())
+        })
+    }
+}
+
+/// The group of an intra-communicator, as world ranks.
+pub(crate) fn group_of(lib: &Lib, comm: Handle) -> R<Vec<u32>> {
+    let (p2p, _) = lib.comm(comm)?.intra()?;
+    Ok((0..p2p.size())
+        .map(|r| p2p.world_rank(r).unwrap_or(u32::MAX))
+        .collect())
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_create`: the members of `group` get a communicator ordered as the
+    /// group, the others `MPI_COMM_NULL` (collective over `comm`).
+    fn MPI_Comm_create / PMPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            let lib = g.lib()?;
+            let members = crate::group::group(lib, group)?;
+            let mine = group_of(lib, comm)?;
+            if let Some(w) = members.iter().find(|w| !mine.contains(w)) {
+                return Err(Fail::new(
+                    MPI_ERR_GROUP,
+                    format!("world rank {w} of the group is not in the communicator"),
+                ));
+            }
+            let me = lib.world.rank();
+            let pos = members.iter().position(|&w| w == me);
+            *slot = split(lib, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
+            Ok(())
+        })
+    }
+}
+
+fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
+    let h = *slot;
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return Err(Fail::new(
+            MPI_ERR_COMM,
+            "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
+        ));
+    }
+    let lib = g.lib()?;
+    let e = lib
+        .comms
+        .remove(&h)
+        .ok_or_else(|| Fail::new(MPI_ERR_COMM, format!("{h:#x} is not a communicator")))?;
+    *slot = MPI_COMM_NULL;
+    match e.kind {
+        CommKind::Intra { p2p, coll } => {
+            // A runtime communicator still used by a pending request stays until the
+            // request goes (MPI: freeing marks for deallocation).
+            for c in [coll, p2p] {
+                if let Err(e) = c.free() {
+                    log::debug!("MPI_Comm_free: {e}");
+                }
+            }
+        }
+        CommKind::Inter(ic) => {
+            if let Err(e) = ic.free() {
+                log::debug!("MPI_Comm_free: {e}");
+            }
+        }
+    }
+    Ok(())
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_free` (collective; `*comm` becomes `MPI_COMM_NULL`).
+    fn MPI_Comm_free / PMPI_Comm_free(comm: *mut Handle) {
+        // SAFETY: MPI's contract: `comm` is valid for reads.
+        let h = unsafe { read_handle(comm) }.unwrap_or(MPI_COMM_NULL);
+        call(h, |g| {
+            // SAFETY: MPI's contract: `comm` is valid for reads and writes.
+            free(g, unsafe { out(comm) }?)
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_disconnect`: as `MPI_Comm_free` (no process is connected dynamically).
+    fn MPI_Comm_disconnect / PMPI_Comm_disconnect(comm: *mut Handle) {
+        // SAFETY: MPI's contract: `comm` is valid for reads.
+        let h = unsafe { read_handle(comm) }.unwrap_or(MPI_COMM_NULL);
+        call(h, |g| {
+            // SAFETY: MPI's contract: `comm` is valid for reads and writes.
+            free(g, unsafe { out(comm) }?)
+        })
+    }
+}
+
+/// How two groups of world ranks compare.
+pub(crate) fn compare_groups(a: &[u32], b: &[u32]) -> c_int {
+    if a == b {
+        return MPI_IDENT;
+    }
+    let mut x = a.to_vec();
+    let mut y = b.to_vec();
+    x.sort_unstable();
+    y.sort_unstable();
+    if x == y {
+        MPI_SIMILAR
+    } else {
+        MPI_UNEQUAL
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_compare`.
+    fn MPI_Comm_compare / PMPI_Comm_compare(comm1: Handle, comm2: Handle, result: *mut c_int) {
+        call(comm1, |g| {
+            // SAFETY: MPI's contract: `result` is valid for a write.
+            let slot = unsafe { out(result) }?;
+            let lib = g.lib()?;
+            lib.comm(comm1)?;
+            lib.comm(comm2)?;
+            *slot = if comm1 == comm2 {
+                MPI_IDENT
+            } else {
+                match compare_groups(&group_of(lib, comm1)?, &group_of(lib, comm2)?) {
+                    MPI_IDENT => MPI_CONGRUENT,
+                    other => other,
+                }
+            };
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_group` (intra-communicators).
+    fn MPI_Comm_group / PMPI_Comm_group(comm: Handle, group: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `group` is valid for a write.
+            let slot = unsafe { out(group) }?;
+            let lib = g.lib()?;
+            let members = group_of(lib, comm)?;
+            *slot = crate::group::new_group(lib, members);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_test_inter`.
+    fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: Handle, flag: *mut c_int) {
+        call(comm, |g| {
+            let inter = matches!(g.lib()?.comm(comm)?.kind, CommKind::Inter(_));
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            *unsafe { out(flag) }? = c_int::from(inter);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_remote_size`.
+    fn MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: Handle, size: *mut c_int) {
+        call(comm, |g| {
+            let n = match &g.lib()?.comm(comm)?.kind {
+                CommKind::Inter(ic) => ic.remote_size(),
+                CommKind::Intra { .. } => {
+                    return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"))
+                }
+            };
+            // SAFETY: MPI's contract: `size` is valid for a write.
+            *unsafe { out(size) }? = n as c_int;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Intercomm_create`, uniform (ULFM): every surviving process of both groups
+    /// gets the same outcome, also when a process fails during the creation.
+    fn MPI_Intercomm_create / PMPI_Intercomm_create(
+        local_comm: Handle,
+        local_leader: c_int,
+        peer_comm: Handle,
+        remote_leader: c_int,
+        tag: c_int,
+        newintercomm: *mut Handle
+    ) {
+        call(local_comm, |g| {
+            // SAFETY: MPI's contract: `newintercomm` is valid for a write.
+            let slot = unsafe { out(newintercomm) }?;
+            let lib = g.lib()?;
+            let (local, _) = lib.intra(local_comm)?;
+            let errh = lib.comm(local_comm)?.errhandler;
+            let ll = crate::util::rank_arg(local_leader, local.size())?;
+            let tag = crate::util::tag_arg(tag)?;
+            // Only the leaders use the bridge; elsewhere `peer_comm` may be anything.
+            let bridge = if local.rank() == ll {
+                lib.intra(peer_comm)?.0
+            } else {
+                local.clone()
+            };
+            let rl = if local.rank() == ll {
+                crate::util::rank_arg(remote_leader, bridge.size())?
+            } else {
+                0
+            };
+            let ic = local.intercomm_create_uniform(ll, &bridge, rl, tag)?;
+            let h = lib.new_handle();
+            lib.comms.insert(h, CommEntry::new(CommKind::Inter(ic), errh, ""));
+            *slot = h;
+            Ok(())
+        })
+    }
+}
+
+static TAG_UB_VALUE: AtomicI32 = AtomicI32::new(TAG_UB);
+static APPNUM_VALUE: AtomicI32 = AtomicI32::new(0);
+static HOST_VALUE: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
+static IO_VALUE: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
+static WTIME_IS_GLOBAL_VALUE: AtomicI32 = AtomicI32::new(0);
+
+crate::mpi_fn! {
+    /// `MPI_Comm_get_attr` for the predefined keys (`MPI_TAG_UB`, `MPI_UNIVERSE_SIZE`,
+    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`): `*attribute_val`
+    /// becomes a pointer to the `int` value.
+    fn MPI_Comm_get_attr / PMPI_Comm_get_attr(
+        comm: Handle,
+        keyval: c_int,
+        attribute_val: *mut c_void,
+        flag: *mut c_int
+    ) {
+        call(comm, |g| {
+            g.lib()?.comm(comm)?;
+            let cell: &AtomicI32 = match keyval {
+                MPI_TAG_UB => &TAG_UB_VALUE,
+                MPI_UNIVERSE_SIZE => &crate::init::UNIVERSE_SIZE,
+                MPI_APPNUM => &APPNUM_VALUE,
+                MPI_HOST => &HOST_VALUE,
+                MPI_IO => &IO_VALUE,
+                MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
+                k => return Err(Fail::new(MPI_ERR_KEYVAL, format!("attribute key {k} is not known"))),
+            };
+            // SAFETY: MPI's contract: `attribute_val` points to a `void *` and `flag`
+            // to an int, both valid for writes.
+            unsafe {
+                *out(attribute_val.cast::<*mut c_int>())? = cell.as_ptr();
+                *out(flag)? = 1;
+            }
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_set_name`.
+    fn MPI_Comm_set_name / PMPI_Comm_set_name(comm: Handle, name: *const c_char) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `name` is a C string.
+            let mut n = unsafe { read_cstr(name) }?;
+            n.truncate(MAX_OBJECT_NAME - 1);
+            g.lib()?.comm_mut(comm)?.name = n;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_get_name`.
+    fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: Handle, name: *mut c_char, resultlen: *mut c_int) {
+        call(comm, |g| {
+            let n = g.lib()?.comm(comm)?.name.clone();
+            // SAFETY: MPI's contract: `name` holds MPI_MAX_OBJECT_NAME bytes.
+            unsafe { write_str(&n, name, MAX_OBJECT_NAME, resultlen) }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_get_parent`: always `MPI_COMM_NULL` (processes are not spawned).
+    fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) {
+        call(MPI_COMM_WORLD, |g| {
+            g.lib()?;
+            // SAFETY: MPI's contract: `parent` is valid for a write.
+            *unsafe { out(parent) }? = MPI_COMM_NULL;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_create_errhandler`.
+    fn MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(
+        function: Option<ErrFn>,
+        errhandler: *mut Handle
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `errhandler` is valid for a write.
+            let slot = unsafe { out(errhandler) }?;
+            let f = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
+            let lib = g.lib()?;
+            let h = lib.new_handle();
+            lib.errhandlers.insert(h, f);
+            *slot = h;
+            Ok(())
+        })
+    }
+}
+
+fn check_errhandler(lib: &Lib, h: Handle) -> R<()> {
+    if matches!(
+        h,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT
+    ) || lib.errhandlers.contains_key(&h)
+    {
+        Ok(())
+    } else {
+        Err(Fail::new(
+            MPI_ERR_ARG,
+            format!("{h:#x} is not an error handler"),
+        ))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_set_errhandler`.
+    fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) {
+        call(comm, |g| {
+            let lib = g.lib()?;
+            check_errhandler(lib, errhandler)?;
+            lib.comm_mut(comm)?.errhandler = errhandler;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_get_errhandler`.
+    fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) {
+        call(comm, |g| {
+            let h = g.lib()?.comm(comm)?.errhandler;
+            // SAFETY: MPI's contract: `errhandler` is valid for a write.
+            *unsafe { out(errhandler) }? = h;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Errhandler_free` (`*errhandler` becomes `MPI_ERRHANDLER_NULL`; a handler
+    /// still set on a communicator stays in use there).
+    fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut Handle) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `errhandler` is valid for reads and writes.
+            let slot = unsafe { out(errhandler) }?;
+            check_errhandler(g.lib()?, *slot)?;
+            *slot = MPI_ERRHANDLER_NULL;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_call_errhandler`: calls `comm`'s handler with `errorcode`; returns
+    /// `MPI_SUCCESS` once a handler that returns has run (`MPI_ERRORS_RETURN`: the
+    /// code).
+    fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) {
+        let mut g = Guard::lock();
+        let found = g.lib().and_then(|lib| {
+            let h = lib.comm(comm)?.errhandler;
+            Ok((Handler::of(h, lib.errhandlers.get(&h).copied()), lib.ft))
+        });
+        drop(g);
+        match found {
+            Err(f) => f.class,
+            Ok((handler, ft)) => {
+                let rc = error::raise(comm, Fail::new(errorcode, "MPI_Comm_call_errhandler"), handler, ft);
+                if matches!(handler, Handler::User(_)) { MPI_SUCCESS } else { rc }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Error classes, their strings, the conversion of runtime errors, error handlers
+//! (`MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN`, `MPI_ERRORS_ABORT`, user handlers) and
+//! aborting the job.
+
+use std::ffi::{c_char, c_int};
+
+use sf::CommError;
+
+use crate::consts::*;
+use crate::state::{call, FtMode, Handler};
+use crate::util::{out, write_str};
+
+/// An error on its way to the program: its class and what happened.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    pub class: c_int,
+    pub message: String,
+    /// The communicator whose error handler gets it, when not the call's argument (a
+    /// request's communicator).
+    pub comm: Option<Handle>,
+}
+
+pub(crate) type R<T> = Result<T, Fail>;
+
+impl Fail {
+    pub fn new(class: c_int, message: impl Into<String>) -> Self {
+        Fail {
+            class,
+            message: message.into(),
+            comm: None,
+        }
+    }
+
+    /// Raised on `comm`'s error handler.
+    pub fn on(mut self, comm: Handle) -> Self {
+        self.comm = Some(comm);
+        self
+    }
+}
+
+/// The class of a runtime error.
+pub(crate) fn class_of(e: &CommError) -> c_int {
+    match e {
+        CommError::ProcFailed { .. } => MPI_ERR_PROC_FAILED,
+        CommError::ProcFailedPending { .. } => MPI_ERR_PROC_FAILED_PENDING,
+        CommError::Revoked => MPI_ERR_REVOKED,
+        CommError::Truncated { .. } => MPI_ERR_TRUNCATE,
+        CommError::InvalidArgument(_) => MPI_ERR_ARG,
+        // Excluded (the others declared this process dead), transport, protocol.
+        _ => MPI_ERR_OTHER,
+    }
+}
+
+impl From<CommError> for Fail {
+    fn from(e: CommError) -> Self {
+        Fail::new(class_of(&e), e.to_string())
+    }
+}
+
+/// The classes of failures (ULFM).
+pub(crate) fn is_failure(class: c_int) -> bool {
+    matches!(
+        class,
+        MPI_ERR_PROC_FAILED | MPI_ERR_PROC_FAILED_PENDING | MPI_ERR_REVOKED
+    )
+}
+
+/// Hands `fail` (raised on `comm`) to its handler; the code the call returns.
+pub(crate) fn raise(comm: Handle, fail: Fail, handler: Handler, ft: FtMode) -> c_int {
+    log::debug!("MPI error {} on {comm:#x}: {}", fail.class, fail.message);
+    if ft == FtMode::Off && is_failure(fail.class) {
+        abort_job(
+            fail.class,
+            &format!(
+                "{} (the job runs without fault tolerance: --with-ft no)",
+                fail.message
+            ),
+        );
+    }
+    match handler {
+        Handler::Return => fail.class,
+        Handler::Fatal => abort_job(fail.class, &fail.message),
+        Handler::User(f) => {
+            let mut c = comm;
+            let mut code = fail.class;
+            // SAFETY: `f` was registered by the program as an MPI_Comm_errhandler_function,
+            // which takes a communicator pointer and an error code pointer (then any
+            // arguments, here none); both point to live locals.
+            unsafe { f(&mut c, &mut code) };
+            fail.class
+        }
+    }
+}
+
+/// Ends the job: `MPI_Abort`, and what `MPI_ERRORS_ARE_FATAL` does. Under
+/// `steadfast-run` the launcher is asked (SIGTERM) to end every rank; this process
+/// exits with `code` at once, without running exit handlers (the job is going down,
+/// and another rank's state must not keep it alive).
+pub(crate) fn abort_job(code: c_int, why: &str) -> ! {
+    log::error!("MPI job aborted by this process (code {code}): {why}");
+    if launched_by_steadfast_run() {
+        // SAFETY: getppid has no preconditions; kill sends a signal to our parent,
+        // which is the launcher (checked just above).
+        unsafe { libc::kill(libc::getppid(), libc::SIGTERM) };
+    }
+    // SAFETY: _exit ends the process at once; nothing after it runs.
+    unsafe { libc::_exit(code & 0xff) }
+}
+
+fn launched_by_steadfast_run() -> bool {
+    if std::env::var_os("STEADFAST_RUN_ADDR").is_none() {
+        return false;
+    }
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() };
+    std::fs::read_to_string(format!("/proc/{ppid}/comm"))
+        .map(|s| s.trim() == "steadfast-run")
+        .unwrap_or(false)
+}
+
+/// The description of each class.
+pub(crate) fn class_string(class: c_int) -> Option<&'static str> {
+    Some(match class {
+        MPI_SUCCESS => "MPI_SUCCESS: no error",
+        MPI_ERR_BUFFER => "MPI_ERR_BUFFER: invalid buffer pointer",
+        MPI_ERR_COUNT => "MPI_ERR_COUNT: invalid count argument",
+        MPI_ERR_TYPE => "MPI_ERR_TYPE: invalid datatype",
+        MPI_ERR_TAG => "MPI_ERR_TAG: invalid tag",
+        MPI_ERR_COMM => "MPI_ERR_COMM: invalid communicator",
+        MPI_ERR_RANK => "MPI_ERR_RANK: invalid rank",
+        MPI_ERR_REQUEST => "MPI_ERR_REQUEST: invalid request",
+        MPI_ERR_ROOT => "MPI_ERR_ROOT: invalid root",
+        MPI_ERR_GROUP => "MPI_ERR_GROUP: invalid group",
+        MPI_ERR_OP => "MPI_ERR_OP: invalid reduce operation (or not defined on this datatype)",
+        MPI_ERR_ARG => "MPI_ERR_ARG: invalid argument of some other kind",
+        MPI_ERR_UNKNOWN => "MPI_ERR_UNKNOWN: unknown error",
+        MPI_ERR_TRUNCATE => "MPI_ERR_TRUNCATE: message truncated",
+        MPI_ERR_OTHER => "MPI_ERR_OTHER: known error not in this list",
+        MPI_ERR_INTERN => "MPI_ERR_INTERN: internal error",
+        MPI_ERR_PENDING => "MPI_ERR_PENDING: pending request",
+        MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS: error code is in status",
+        MPI_ERR_INFO_KEY => "MPI_ERR_INFO_KEY: key longer than MPI_MAX_INFO_KEY",
+        MPI_ERR_INFO_NOKEY => "MPI_ERR_INFO_NOKEY: invalid key passed to MPI_INFO_DELETE",
+        MPI_ERR_INFO_VALUE => "MPI_ERR_INFO_VALUE: value longer than MPI_MAX_INFO_VAL",
+        MPI_ERR_INFO => "MPI_ERR_INFO: invalid info object",
+        MPI_ERR_KEYVAL => "MPI_ERR_KEYVAL: invalid attribute key",
+        MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM: out of memory",
+        MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED: a process aborted",
+        MPI_ERR_SPAWN => "MPI_ERR_SPAWN: could not spawn processes",
+        MPI_ERR_UNSUPPORTED_OPERATION => {
+            "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported by libsteadfast-mpi"
+        }
+        MPI_ERR_VALUE_TOO_LARGE => "MPI_ERR_VALUE_TOO_LARGE: value too large to store",
+        MPI_ERR_ERRHANDLER => "MPI_ERR_ERRHANDLER: invalid error handler",
+        MPI_ERR_PROC_FAILED => "MPI_ERR_PROC_FAILED: a process involved has failed",
+        MPI_ERR_PROC_FAILED_PENDING => {
+            "MPI_ERR_PROC_FAILED_PENDING: a wildcard operation cannot proceed while a \
+             process failure is not acknowledged"
+        }
+        MPI_ERR_REVOKED => "MPI_ERR_REVOKED: the communicator was revoked",
+        _ => return None,
+    })
+}
+
+crate::mpi_fn! {
+    /// `MPI_Error_class`: every code of this library is its own class.
+    fn MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) {
+        call(MPI_COMM_WORLD, |_| {
+            if class_string(errorcode).is_none() {
+                return Err(Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an error code")));
+            }
+            // SAFETY: MPI's contract: `errorclass` is valid for a write.
+            *unsafe { out(errorclass) }? = errorcode;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Error_string`: at most `MPI_MAX_ERROR_STRING` bytes with the NUL.
+    fn MPI_Error_string / PMPI_Error_string(
+        errorcode: c_int,
+        string: *mut c_char,
+        resultlen: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |_| {
+            let text = class_string(errorcode)
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an error code")))?;
+            // SAFETY: MPI's contract: `string` holds MPI_MAX_ERROR_STRING bytes and
+            // `resultlen` is valid for a write.
+            unsafe { write_str(text, string, MAX_ERROR_STRING, resultlen) }
+        })
+    }
+}

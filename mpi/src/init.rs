@@ -1,0 +1,335 @@
+//! The environment: init (all four thread levels), finalize, abort, time, names.
+
+use std::ffi::{c_char, c_double, c_int};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use sf::World;
+
+use crate::consts::*;
+use crate::error::{abort_job, Fail, R};
+use crate::state::{call, CommEntry, CommKind, FtMode, Guard, Lib, Phase};
+use crate::util::{out, write_str};
+
+/// `MPI_UNIVERSE_SIZE`'s value, pointed to by `MPI_Comm_get_attr` (an atomic, so that
+/// the program may even write through the pointer without a data race in Rust terms).
+pub(crate) static UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(0);
+
+/// The error handler named by `mpiexec -initial-errhandler` (`steadfast-run` hands it
+/// over as `STEADFAST_INITIAL_ERRHANDLER`): the handle and its MPI-4 name.
+fn initial_errhandler() -> (Handle, &'static str) {
+    let Ok(name) = std::env::var("STEADFAST_INITIAL_ERRHANDLER") else {
+        return (MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal");
+    };
+    match name.to_ascii_lowercase().as_str() {
+        "mpi_errors_return" | "errors_return" => (MPI_ERRORS_RETURN, "mpi_errors_return"),
+        "mpi_errors_abort" | "errors_abort" => (MPI_ERRORS_ABORT, "mpi_errors_abort"),
+        "mpi_errors_are_fatal" | "errors_are_fatal" => {
+            (MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal")
+        }
+        other => {
+            log::warn!(
+                "initial error handler {other:?} is not mpi_errors_are_fatal, mpi_errors_abort \
+                 or mpi_errors_return; using mpi_errors_are_fatal"
+            );
+            (MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal")
+        }
+    }
+}
+
+/// `--with-ft` of the launcher (`STEADFAST_WITH_FT`): `no` makes failures fatal.
+fn ft_mode() -> FtMode {
+    match std::env::var("STEADFAST_WITH_FT").as_deref() {
+        Ok("no") => FtMode::Off,
+        _ => FtMode::Ulfm,
+    }
+}
+
+fn init(g: &mut Guard, required: c_int) -> R<c_int> {
+    let level = match required {
+        MPI_THREAD_SINGLE | MPI_THREAD_FUNNELED | MPI_THREAD_SERIALIZED | MPI_THREAD_MULTIPLE => {
+            required
+        }
+        // An unknown level above SERIALIZED is asked for more than we know: give the
+        // highest (MPI lets the library provide more than required).
+        r if r > MPI_THREAD_SERIALIZED => MPI_THREAD_MULTIPLE,
+        r => {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                format!("thread level {r} is not one of MPI's"),
+            ))
+        }
+    };
+    match g.phase() {
+        Phase::Before => {}
+        Phase::Live(_) => return Err(Fail::new(MPI_ERR_OTHER, "MPI is already initialized")),
+        Phase::After => {
+            return Err(Fail::new(
+                MPI_ERR_OTHER,
+                "MPI cannot be initialized after MPI_Finalize",
+            ))
+        }
+    }
+    let world = World::init().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
+    let (errh, errh_name) = initial_errhandler();
+    let mut lib = Lib::new(world, level, ft_mode());
+    let wc = lib.world.comm();
+    let wcoll = wc.dup()?;
+    let me = wc.rank();
+    let selfc = wcoll.split(me, 0)?;
+    let selfcoll = selfc.dup()?;
+    let size = wc.size();
+    // ORDERING: Relaxed; read by the program after MPI_Init returns, which the mutex
+    // (and the program's own synchronisation) orders after this store.
+    UNIVERSE_SIZE.store(size as i32, Ordering::Relaxed);
+    lib.comms.insert(
+        MPI_COMM_WORLD,
+        CommEntry::new(
+            CommKind::Intra {
+                p2p: wc,
+                coll: wcoll,
+            },
+            errh,
+            "MPI_COMM_WORLD",
+        ),
+    );
+    lib.comms.insert(
+        MPI_COMM_SELF,
+        CommEntry::new(
+            CommKind::Intra {
+                p2p: selfc,
+                coll: selfcoll,
+            },
+            errh,
+            "MPI_COMM_SELF",
+        ),
+    );
+    let level_name = match level {
+        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
+    };
+    let command = std::env::args().next().unwrap_or_default();
+    lib.env_info = vec![
+        ("command".into(), command),
+        ("maxprocs".into(), size.to_string()),
+        ("mpi_initial_errhandler".into(), errh_name.into()),
+        ("thread_level".into(), level_name.into()),
+    ];
+    *g.phase() = Phase::Live(Box::new(lib));
+    Ok(level)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Init`: `MPI_Init_thread` with `MPI_THREAD_SINGLE`.
+    fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
+        call(MPI_COMM_WORLD, |g| init(g, MPI_THREAD_SINGLE).map(drop))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Init_thread`: every level is provided as asked (see the thread contract in
+    /// `docs/mpi.md`).
+    fn MPI_Init_thread / PMPI_Init_thread(
+        _argc: *mut c_int,
+        _argv: *mut *mut *mut c_char,
+        required: c_int,
+        provided: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `provided` is valid for a write.
+            let slot = unsafe { out(provided) }?;
+            *slot = init(g, required)?;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Finalize`: collective (an agreement on the world, which never waits on a
+    /// dead process); requests freed while active get a bounded chance to finish.
+    fn MPI_Finalize / PMPI_Finalize() {
+        call(MPI_COMM_WORLD, |g| {
+            g.lib()?;
+            let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
+                unreachable!("checked live just above");
+            };
+            finalize(*lib);
+            Ok(())
+        })
+    }
+}
+
+fn finalize(mut lib: Lib) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !lib.detached.is_empty() && std::time::Instant::now() < deadline {
+        lib.detached.retain_mut(|r| r.test().is_none());
+        std::thread::yield_now();
+    }
+    if !lib.detached.is_empty() {
+        log::warn!(
+            "MPI_Finalize: {} request(s) freed with MPI_Request_free did not complete in 10 s",
+            lib.detached.len()
+        );
+    }
+    let Lib {
+        world,
+        comms,
+        requests,
+        detached,
+        ..
+    } = lib;
+    drop(requests);
+    drop(detached);
+    drop(comms);
+    world.finalize();
+}
+
+crate::mpi_fn! {
+    /// `MPI_Initialized`.
+    fn MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {
+        let mut g = Guard::lock();
+        let v = !matches!(g.phase(), Phase::Before);
+        drop(g);
+        // SAFETY: MPI's contract: `flag` is valid for a write.
+        match unsafe { out(flag) } {
+            Ok(f) => { *f = c_int::from(v); MPI_SUCCESS }
+            Err(e) => e.class,
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Finalized`.
+    fn MPI_Finalized / PMPI_Finalized(flag: *mut c_int) {
+        let mut g = Guard::lock();
+        let v = matches!(g.phase(), Phase::After);
+        drop(g);
+        // SAFETY: MPI's contract: `flag` is valid for a write.
+        match unsafe { out(flag) } {
+            Ok(f) => { *f = c_int::from(v); MPI_SUCCESS }
+            Err(e) => e.class,
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Query_thread`.
+    fn MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) {
+        call(MPI_COMM_WORLD, |g| {
+            let level = g.lib()?.level;
+            // SAFETY: MPI's contract: `provided` is valid for a write.
+            *unsafe { out(provided) }? = level;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Is_thread_main`: whether this thread called `MPI_Init(_thread)`.
+    fn MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) {
+        call(MPI_COMM_WORLD, |g| {
+            let main = g.lib()?.main_thread == std::thread::current().id();
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            *unsafe { out(flag) }? = c_int::from(main);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Abort`: ends every process of the job (under `steadfast-run`; elsewhere
+    /// this process, whose death the others then see), with `errorcode` as this
+    /// process's exit status.
+    fn MPI_Abort / PMPI_Abort(comm: Handle, errorcode: c_int) {
+        abort_job(errorcode, &format!("MPI_Abort on communicator {comm:#x}"))
+    }
+}
+
+fn now_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// `MPI_Wtime` (the monotonic clock; not synchronised between processes).
+#[no_mangle]
+pub extern "C" fn PMPI_Wtime() -> c_double {
+    now_seconds()
+}
+
+/// `MPI_Wtime`.
+#[no_mangle]
+pub extern "C" fn MPI_Wtime() -> c_double {
+    PMPI_Wtime()
+}
+
+/// `MPI_Wtick`: the monotonic clock's resolution.
+#[no_mangle]
+pub extern "C" fn PMPI_Wtick() -> c_double {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes one timespec into `ts`.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// `MPI_Wtick`.
+#[no_mangle]
+pub extern "C" fn MPI_Wtick() -> c_double {
+    PMPI_Wtick()
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_processor_name`: the host name.
+    fn MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) {
+        call(MPI_COMM_WORLD, |_| {
+            let mut buf = [0u8; 256];
+            // SAFETY: gethostname writes at most buf.len() bytes into buf.
+            let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+            if rc != 0 {
+                return Err(Fail::new(MPI_ERR_OTHER, std::io::Error::last_os_error().to_string()));
+            }
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            let host = String::from_utf8_lossy(&buf[..end]).into_owned();
+            // SAFETY: MPI's contract: `name` holds MPI_MAX_PROCESSOR_NAME bytes.
+            unsafe { write_str(&host, name, MAX_PROCESSOR_NAME, resultlen) }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_version`.
+    fn MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) {
+        // SAFETY: MPI's contract: both are valid for writes.
+        match unsafe { (out(version), out(subversion)) } {
+            (Ok(v), Ok(s)) => { *v = 4; *s = 1; MPI_SUCCESS }
+            _ => MPI_ERR_ARG,
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_library_version`.
+    fn MPI_Get_library_version / PMPI_Get_library_version(
+        version: *mut c_char,
+        resultlen: *mut c_int
+    ) {
+        let text = concat!(
+            "libsteadfast-mpi ",
+            env!("CARGO_PKG_VERSION"),
+            " (MPI 4.1 subset with ULFM, over steadfast)"
+        );
+        // SAFETY: MPI's contract: `version` holds MPI_MAX_LIBRARY_VERSION_STRING bytes.
+        match unsafe { write_str(text, version, MAX_LIBRARY_VERSION_STRING, resultlen) } {
+            Ok(()) => MPI_SUCCESS,
+            Err(e) => e.class,
+        }
+    }
+}

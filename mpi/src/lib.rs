@@ -1,0 +1,54 @@
+//! `libsteadfast-mpi`: a subset of MPI 4.1 with the ULFM fault-tolerance extension, as
+//! a C library (`include/mpi.h`, `include/mpi-ext.h`, the `steadfast-cc` wrapper) over
+//! steadfast's Rust API (`World`, `Comm`, `InterComm`). `docs/mpi.md` lists what is
+//! implemented, the thread contract and what is not.
+//!
+//! - Handles are pointer-sized values, never dereferenced: predefined ones carry the MPI
+//!   5.0 ABI's values, created ones come from a counter (`consts`); a bad handle is an
+//!   error class, never a crash.
+//! - Every function exists as `PMPI_x` (the implementation) and `MPI_x` (which calls
+//!   it), so profiling tools can interpose `MPI_x`.
+//! - State is process-wide behind one mutex (`state`); under `MPI_THREAD_MULTIPLE`
+//!   blocking calls release it between attempts.
+//! - Errors go to the communicator's error handler after the lock is released, so a
+//!   handler may call MPI (revoke, say). No panic crosses into C (`MPI_ERR_INTERN`).
+
+// The C names are the interface.
+#![allow(non_snake_case, non_camel_case_types)]
+
+/// Defines `PMPI_$name` with the body and `MPI_$name` calling it, both exported.
+macro_rules! mpi_fn {
+    ($(#[$doc:meta])* fn $name:ident / $pname:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Pointer arguments follow the MPI standard's rules for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int $body
+
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the `PMPI_` form, which this calls.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> std::ffi::c_int {
+            // SAFETY: the same contract as this function's.
+            unsafe { $pname($($arg),*) }
+        }
+    };
+}
+pub(crate) use mpi_fn;
+
+mod coll;
+mod comm;
+mod consts;
+mod datatype;
+mod error;
+mod group;
+mod info;
+mod init;
+mod p2p;
+mod request;
+mod state;
+mod ulfm;
+mod util;

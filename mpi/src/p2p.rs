@@ -1,0 +1,458 @@
+//! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`,
+//! `Sendrecv`; `MPI_PROC_NULL`; the calls the runtime cannot do correctly yet
+//! (`Ssend`, `Issend`, `Probe`, `Iprobe`) return `MPI_ERR_UNSUPPORTED_OPERATION`.
+
+use std::ffi::{c_int, c_void};
+
+use sf::Comm;
+
+use crate::consts::*;
+use crate::error::{Fail, R};
+use crate::request::{wait_local, write_status, MPI_Status, Op, Outcome, Req};
+use crate::state::{call, CommKind, Guard};
+use crate::util::{bytes, bytes_mut, out, rank_arg, recv_tag_arg, tag_arg};
+
+/// The runtime communicator of `comm` for point to point, with its size.
+enum Target {
+    Intra(Comm),
+    Inter(sf::comm::InterComm),
+}
+
+fn target(g: &mut Guard, comm: Handle) -> R<(Target, u32)> {
+    let e = g.lib()?.comm(comm)?;
+    Ok(match &e.kind {
+        CommKind::Intra { p2p, .. } => (Target::Intra(p2p.clone()), p2p.size()),
+        CommKind::Inter(ic) => (Target::Inter(ic.clone()), ic.remote_size()),
+    })
+}
+
+fn send(
+    g: &mut Guard,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<()> {
+    let (len, _) = g.lib()?.byte_len(count, dt)?;
+    let (t, size) = target(g, comm)?;
+    let tag = tag_arg(tag)?;
+    if dest == MPI_PROC_NULL {
+        return Ok(());
+    }
+    let dest = rank_arg(dest, size)?;
+    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, unchanged during the
+    // call.
+    let data = unsafe { bytes(buf, len) }?;
+    let multiple = g.lib()?.multiple();
+    match t {
+        Target::Intra(c) if !multiple => c.send(dest, tag, data)?,
+        Target::Intra(c) => {
+            // SAFETY: the request is waited for (or dropped) before this call returns,
+            // within `data`'s borrow.
+            let r = unsafe { c.isend(dest, tag, data) }?;
+            let mut req = Req::new(comm, Op::Send(extend_send(r)));
+            let o = wait_local(g, &mut req)?;
+            if o.error != MPI_SUCCESS {
+                return Err(Fail::new(o.error, "send failed"));
+            }
+        }
+        Target::Inter(ic) => ic.send(dest, tag, data)?,
+    }
+    Ok(())
+}
+
+/// Extends a borrowed send request to `'static` to keep it in a [`Req`].
+fn extend_send(r: sf::comm::SendRequest<'_>) -> sf::comm::SendRequest<'static> {
+    // SAFETY: the request only refers to the program's buffer, which MPI's rules keep
+    // valid and unchanged until the request completes or is freed; the `Req` holding
+    // it is completed or dropped (which cancels or finishes it) within those rules.
+    unsafe { std::mem::transmute::<sf::comm::SendRequest<'_>, sf::comm::SendRequest<'static>>(r) }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Send`: returns once `buf` may be reused.
+    fn MPI_Send / PMPI_Send(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle
+    ) {
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Rsend`: a ready send is a standard send here (which MPI allows).
+    fn MPI_Rsend / PMPI_Rsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle
+    ) {
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm))
+    }
+}
+
+fn no_ssend() -> Fail {
+    Fail::new(
+        MPI_ERR_UNSUPPORTED_OPERATION,
+        "synchronous sends need the receiver to report the match, which the runtime \
+         does not do yet",
+    )
+}
+
+crate::mpi_fn! {
+    /// `MPI_Ssend`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the runtime does
+    /// not tell a sender when its message is matched.
+    fn MPI_Ssend / PMPI_Ssend(
+        _buf: *const c_void,
+        _count: c_int,
+        _datatype: Handle,
+        _dest: c_int,
+        _tag: c_int,
+        comm: Handle
+    ) {
+        call(comm, |_| Err(no_ssend()))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Issend`: not supported, as `MPI_Ssend`.
+    fn MPI_Issend / PMPI_Issend(
+        _buf: *const c_void,
+        _count: c_int,
+        _datatype: Handle,
+        _dest: c_int,
+        _tag: c_int,
+        comm: Handle,
+        _request: *mut Handle
+    ) {
+        call(comm, |_| Err(no_ssend()))
+    }
+}
+
+fn no_probe() -> Fail {
+    Fail::new(
+        MPI_ERR_UNSUPPORTED_OPERATION,
+        "probing needs the runtime to look at a message without receiving it, which its \
+         API does not offer yet",
+    )
+}
+
+crate::mpi_fn! {
+    /// `MPI_Probe`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`).
+    fn MPI_Probe / PMPI_Probe(_source: c_int, _tag: c_int, comm: Handle, _status: *mut MPI_Status) {
+        call(comm, |_| Err(no_probe()))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Iprobe`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`).
+    fn MPI_Iprobe / PMPI_Iprobe(
+        _source: c_int,
+        _tag: c_int,
+        comm: Handle,
+        _flag: *mut c_int,
+        _status: *mut MPI_Status
+    ) {
+        call(comm, |_| Err(no_probe()))
+    }
+}
+
+fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
+    if source == MPI_ANY_SOURCE {
+        Ok(None)
+    } else {
+        rank_arg(source, size).map(Some)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn recv(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> R<()> {
+    let (len, _) = g.lib()?.byte_len(count, dt)?;
+    let (t, size) = target(g, comm)?;
+    let tag = recv_tag_arg(tag)?;
+    if source == MPI_PROC_NULL {
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &Outcome::empty(), false) };
+        return Ok(());
+    }
+    let source = recv_source(source, size)?;
+    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
+    // program during the call.
+    let data = unsafe { bytes_mut(buf, len) }?;
+    let multiple = g.lib()?.multiple();
+    let outcome = match t {
+        Target::Intra(c) if !multiple => match c.recv(source, tag, data) {
+            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+            Err(e) => Outcome {
+                bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+                    len
+                } else {
+                    0
+                },
+                ..Outcome::failed(crate::error::class_of(&e))
+            },
+        },
+        Target::Intra(c) => {
+            let mut req = irecv_req(&c, comm, source, tag, buf.cast(), len)?;
+            wait_local(g, &mut req)?
+        }
+        Target::Inter(ic) => match ic.recv(source, tag, data) {
+            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+            Err(e) => Outcome::failed(crate::error::class_of(&e)),
+        },
+    };
+    // SAFETY: MPI's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &outcome, false) };
+    if outcome.error != MPI_SUCCESS {
+        return Err(Fail::new(outcome.error, "receive failed"));
+    }
+    Ok(())
+}
+
+/// A receive request into the program's `buf` of `len` bytes.
+fn irecv_req(
+    c: &Comm,
+    comm: Handle,
+    source: Option<u32>,
+    tag: Option<u32>,
+    buf: *mut u8,
+    len: usize,
+) -> R<Req> {
+    let slice: &'static mut [u8] = if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: MPI's contract: the buffer stays valid and untouched by the program
+        // until the request completes or is freed; the request never outlives that
+        // (completion or drop cancels it).
+        unsafe { std::slice::from_raw_parts_mut(buf, len) }
+    };
+    // SAFETY: as above: the request is kept in a `Req`, completed or dropped within
+    // MPI's rules for the buffer.
+    let req = unsafe { c.irecv(source, tag, slice) }?;
+    Ok(Req::new(
+        comm,
+        Op::Recv {
+            req,
+            source,
+            tag,
+            buf,
+            len,
+            comm: c.clone(),
+        },
+    ))
+}
+
+crate::mpi_fn! {
+    /// `MPI_Recv`.
+    fn MPI_Recv / PMPI_Recv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        status: *mut MPI_Status
+    ) {
+        call(comm, |g| recv(g, buf, count, datatype, source, tag, comm, status))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn isend(
+    g: &mut Guard,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> R<()> {
+    // SAFETY: MPI's contract: `request` is valid for a write.
+    let slot = unsafe { out(request) }?;
+    let (len, _) = g.lib()?.byte_len(count, dt)?;
+    let (t, size) = target(g, comm)?;
+    let tag = tag_arg(tag)?;
+    let req = if dest == MPI_PROC_NULL {
+        Req::finished(comm, Outcome::empty())
+    } else {
+        let dest = rank_arg(dest, size)?;
+        let Target::Intra(c) = t else {
+            return Err(Fail::new(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "non-blocking operations on inter-communicators are not supported",
+            ));
+        };
+        // SAFETY: MPI's contract: `buf` stays valid and unchanged until the request
+        // completes or is freed.
+        let data: &'static [u8] = unsafe { bytes(buf, len) }?;
+        // SAFETY: as above; the request lives in a `Req` within those rules.
+        let r = unsafe { c.isend(dest, tag, data) }?;
+        Req::new(comm, Op::Send(r))
+    };
+    let lib = g.lib()?;
+    let h = lib.new_handle();
+    lib.requests.insert(h, req);
+    *slot = h;
+    Ok(())
+}
+
+crate::mpi_fn! {
+    /// `MPI_Isend`.
+    fn MPI_Isend / PMPI_Isend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Irsend`: as `MPI_Isend`.
+    fn MPI_Irsend / PMPI_Irsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Irecv`. The runtime matches a receive when it is tested, so two pending
+    /// receives that match the same message take it in the order they are tested.
+    fn MPI_Irecv / PMPI_Irecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `request` is valid for a write.
+            let slot = unsafe { out(request) }?;
+            let (len, _) = g.lib()?.byte_len(count, datatype)?;
+            let (t, size) = target(g, comm)?;
+            let tag = recv_tag_arg(tag)?;
+            let req = if source == MPI_PROC_NULL {
+                Req::finished(comm, Outcome::empty())
+            } else {
+                let source = recv_source(source, size)?;
+                let Target::Intra(c) = t else {
+                    return Err(Fail::new(
+                        MPI_ERR_UNSUPPORTED_OPERATION,
+                        "non-blocking operations on inter-communicators are not supported",
+                    ));
+                };
+                if len > 0 && buf.is_null() {
+                    return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+                }
+                irecv_req(&c, comm, source, tag, buf.cast(), len)?
+            };
+            let lib = g.lib()?;
+            let h = lib.new_handle();
+            lib.requests.insert(h, req);
+            *slot = h;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Sendrecv`: the receive is posted first, then the send; both complete
+    /// before it returns.
+    fn MPI_Sendrecv / PMPI_Sendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        status: *mut MPI_Status
+    ) {
+        call(comm, |g| {
+            let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
+            let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
+            let (t, size) = target(g, comm)?;
+            let Target::Intra(c) = t else {
+                return Err(Fail::new(
+                    MPI_ERR_UNSUPPORTED_OPERATION,
+                    "MPI_Sendrecv on inter-communicators is not supported",
+                ));
+            };
+            let stag = tag_arg(sendtag)?;
+            let rtag = recv_tag_arg(recvtag)?;
+            let mut rreq = if source == MPI_PROC_NULL {
+                Req::finished(comm, Outcome::empty())
+            } else {
+                let src = recv_source(source, size)?;
+                if rlen > 0 && recvbuf.is_null() {
+                    return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+                }
+                irecv_req(&c, comm, src, rtag, recvbuf.cast(), rlen)?
+            };
+            let mut sreq = if dest == MPI_PROC_NULL {
+                Req::finished(comm, Outcome::empty())
+            } else {
+                let d = rank_arg(dest, size)?;
+                // SAFETY: MPI's contract: `sendbuf` is valid and unchanged during the
+                // call; the request completes or is dropped before it returns.
+                let data = unsafe { bytes(sendbuf, slen) }?;
+                // SAFETY: as above.
+                let r = unsafe { c.isend(d, stag, data) }?;
+                Req::new(comm, Op::Send(extend_send(r)))
+            };
+            let mut spin = steadfast_os::SpinWait::default();
+            let (so, ro) = loop {
+                g.lib()?;
+                let s = sreq.test();
+                let r = rreq.test();
+                if let (Some(s), Some(r)) = (s, r) {
+                    break (s, r);
+                }
+                g.relax(&mut spin);
+            };
+            // SAFETY: MPI's contract: `status` is null or valid for a write.
+            unsafe { write_status(status, &ro, false) };
+            for o in [so, ro] {
+                if o.error != MPI_SUCCESS {
+                    return Err(Fail::new(o.error, "MPI_Sendrecv failed"));
+                }
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,700 @@
+//! Requests and their completion: `MPI_Wait*`, `MPI_Test*`, `MPI_Cancel`,
+//! `MPI_Request_free`, statuses (`MPI_STATUS_IGNORE`, `MPI_ERR_IN_STATUS` per request).
+
+use std::ffi::c_int;
+
+use sf::comm::{AgreeRequest, RecvRequest, SendRequest};
+use sf::{Comm, CommError};
+use steadfast_os::SpinWait;
+
+use crate::coll::Ibarrier;
+use crate::consts::*;
+use crate::datatype::TypeEntry;
+use crate::error::{class_of, Fail, R};
+use crate::state::{call, Guard, Lib};
+use crate::util::{count_arg, out};
+
+/// `MPI_Status`: three public fields, five internal ones (the byte count in two, the
+/// cancelled flag in one).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MPI_Status {
+    pub MPI_SOURCE: c_int,
+    pub MPI_TAG: c_int,
+    pub MPI_ERROR: c_int,
+    pub internal: [c_int; 5],
+}
+
+const _: () = assert!(std::mem::size_of::<MPI_Status>() == 32);
+
+/// How a request ended (or, with `keep`, an error that leaves it pending).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Outcome {
+    pub source: c_int,
+    pub tag: c_int,
+    pub error: c_int,
+    pub bytes: usize,
+    pub cancelled: bool,
+    /// The request stays active (a wildcard receive that met an unacknowledged
+    /// failure: ULFM's `MPI_ERR_PROC_FAILED_PENDING`).
+    pub keep: bool,
+}
+
+impl Outcome {
+    /// The status of an empty or null request (and of `MPI_PROC_NULL` operations).
+    pub fn empty() -> Self {
+        Outcome {
+            source: MPI_PROC_NULL,
+            tag: MPI_ANY_TAG,
+            error: MPI_SUCCESS,
+            bytes: 0,
+            cancelled: false,
+            keep: false,
+        }
+    }
+
+    pub fn ok(source: c_int, tag: c_int, bytes: usize) -> Self {
+        Outcome {
+            source,
+            tag,
+            bytes,
+            ..Outcome::empty()
+        }
+    }
+
+    pub fn failed(error: c_int) -> Self {
+        Outcome {
+            error,
+            ..Outcome::empty()
+        }
+    }
+}
+
+/// What a request does.
+pub(crate) enum Op {
+    Send(SendRequest<'static>),
+    Recv {
+        req: RecvRequest<'static>,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: *mut u8,
+        len: usize,
+        comm: Comm,
+    },
+    /// Finished when started (`MPI_PROC_NULL`, a shrink, a cancelled receive).
+    Done,
+    Agree {
+        req: AgreeRequest,
+        flag: *mut c_int,
+    },
+    Barrier(Box<Ibarrier>),
+}
+
+/// A request: its operation, its communicator (whose error handler its errors go to)
+/// and its outcome once known.
+pub(crate) struct Req {
+    pub comm: Handle,
+    pub op: Op,
+    pub done: Option<Outcome>,
+}
+
+impl Req {
+    pub fn new(comm: Handle, op: Op) -> Self {
+        Req {
+            comm,
+            op,
+            done: None,
+        }
+    }
+
+    pub fn finished(comm: Handle, outcome: Outcome) -> Self {
+        Req {
+            comm,
+            op: Op::Done,
+            done: Some(outcome),
+        }
+    }
+
+    /// Progresses once; the outcome once known (kept until consumed).
+    pub fn test(&mut self) -> Option<Outcome> {
+        if let Some(o) = self.done {
+            return Some(o);
+        }
+        let o = match &mut self.op {
+            Op::Done => Outcome::empty(),
+            Op::Send(r) => match r.test() {
+                Ok(false) => return None,
+                Ok(true) => Outcome::empty(),
+                Err(e) => Outcome::failed(class_of(&e)),
+            },
+            Op::Recv {
+                req,
+                source,
+                tag,
+                buf,
+                len,
+                comm,
+            } => match req.test() {
+                Ok(None) => return None,
+                Ok(Some(st)) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+                Err(CommError::ProcFailedPending { .. }) => {
+                    // ULFM: the receive stays pending; post it again for later tests.
+                    // SAFETY: the program's buffer stays valid until the request
+                    // completes or is freed (MPI's contract); the old request is gone.
+                    let slice = unsafe { std::slice::from_raw_parts_mut(*buf, *len) };
+                    // SAFETY: as above: the new request replaces the old one in place,
+                    // and is dropped (cancelled) before the request is freed.
+                    match unsafe { comm.irecv(*source, *tag, slice) } {
+                        Ok(r) => *req = r,
+                        Err(e) => return Some(self.finish(Outcome::failed(class_of(&e)))),
+                    }
+                    return Some(Outcome {
+                        keep: true,
+                        ..Outcome::failed(MPI_ERR_PROC_FAILED_PENDING)
+                    });
+                }
+                Err(e @ CommError::Truncated { .. }) => Outcome {
+                    bytes: *len,
+                    ..Outcome::failed(class_of(&e))
+                },
+                Err(e) => Outcome::failed(class_of(&e)),
+            },
+            Op::Agree { req, flag } => match req.test() {
+                Ok(None) => return None,
+                Ok(Some(a)) => {
+                    // SAFETY: the flag stays valid until the request completes (the
+                    // MPIX_Comm_iagree contract), which is now.
+                    unsafe { **flag = a.value as u32 as c_int };
+                    if a.all_acked {
+                        Outcome::empty()
+                    } else {
+                        Outcome::failed(MPI_ERR_PROC_FAILED)
+                    }
+                }
+                Err(e) => Outcome::failed(class_of(&e)),
+            },
+            Op::Barrier(b) => match b.test() {
+                Ok(false) => return None,
+                Ok(true) => Outcome::empty(),
+                Err(f) => Outcome::failed(f.class),
+            },
+        };
+        Some(self.finish(o))
+    }
+
+    fn finish(&mut self, o: Outcome) -> Outcome {
+        self.done = Some(o);
+        // The runtime's request is over: drop it now (a receive lets go of the buffer).
+        self.op = Op::Done;
+        o
+    }
+
+    /// `MPI_Cancel`: a receive not yet matched is withdrawn (it completes cancelled);
+    /// anything else completes normally (MPI allows a cancel to fail).
+    pub fn cancel(&mut self) {
+        if self.done.is_some() || !matches!(self.op, Op::Recv { .. }) {
+            return;
+        }
+        if self.test().is_none() {
+            // Dropping the receive withdraws it (the transport lets go of the buffer).
+            self.finish(Outcome {
+                cancelled: true,
+                ..Outcome::empty()
+            });
+        }
+    }
+}
+
+/// Writes `o` into `st` (when not `MPI_STATUS_IGNORE`); `MPI_ERROR` only when `error`.
+///
+/// # Safety
+/// `st` is null or valid for a write.
+pub(crate) unsafe fn write_status(st: *mut MPI_Status, o: &Outcome, error: bool) {
+    // SAFETY: the caller's contract.
+    let Some(st) = (unsafe { st.as_mut() }) else {
+        return;
+    };
+    st.MPI_SOURCE = o.source;
+    st.MPI_TAG = o.tag;
+    if error {
+        st.MPI_ERROR = o.error;
+    }
+    st.internal[0] = o.bytes as u32 as c_int;
+    st.internal[1] = (o.bytes as u64 >> 32) as u32 as c_int;
+    st.internal[2] = c_int::from(o.cancelled);
+}
+
+/// Progresses the requests freed while active.
+pub(crate) fn progress_detached(lib: &mut Lib) {
+    if !lib.detached.is_empty() {
+        lib.detached.retain_mut(|r| r.test().is_none());
+    }
+}
+
+/// One attempt at request `*slot`: `None` while pending; else its outcome, and the
+/// request is freed (`*slot` becomes `MPI_REQUEST_NULL`) unless it stays active.
+fn attempt(lib: &mut Lib, slot: &mut Handle) -> R<Option<(Outcome, Handle)>> {
+    if *slot == MPI_REQUEST_NULL {
+        return Ok(Some((Outcome::empty(), MPI_COMM_WORLD)));
+    }
+    let r = lib
+        .requests
+        .get_mut(slot)
+        .ok_or_else(|| Fail::new(MPI_ERR_REQUEST, format!("{:#x} is not a request", *slot)))?;
+    let comm = r.comm;
+    let Some(o) = r.test() else {
+        return Ok(None);
+    };
+    if !o.keep {
+        lib.requests.remove(slot);
+        *slot = MPI_REQUEST_NULL;
+    } else if let Some(r) = lib.requests.get_mut(slot) {
+        // Reported once; the request goes on.
+        r.done = None;
+    }
+    Ok(Some((o, comm)))
+}
+
+fn outcome_result(o: &Outcome, comm: Handle) -> R<()> {
+    if o.error == MPI_SUCCESS {
+        Ok(())
+    } else {
+        Err(Fail::new(o.error, "the request failed").on(comm))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Wait`.
+    fn MPI_Wait / PMPI_Wait(request: *mut Handle, status: *mut MPI_Status) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `request` is valid for reads and writes.
+            let slot = unsafe { out(request) }?;
+            let mut spin = SpinWait::default();
+            loop {
+                let lib = g.lib()?;
+                progress_detached(lib);
+                if let Some((o, comm)) = attempt(lib, slot)? {
+                    // SAFETY: MPI's contract: `status` is null or valid for a write.
+                    unsafe { write_status(status, &o, false) };
+                    return outcome_result(&o, comm);
+                }
+                g.relax(&mut spin);
+            }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Test`.
+    fn MPI_Test / PMPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MPI_Status) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `request` and `flag` are valid for writes.
+            let (slot, flag) = unsafe { (out(request)?, out(flag)?) };
+            let lib = g.lib()?;
+            progress_detached(lib);
+            match attempt(lib, slot)? {
+                Some((o, comm)) => {
+                    *flag = 1;
+                    // SAFETY: MPI's contract: `status` is null or valid for a write.
+                    unsafe { write_status(status, &o, false) };
+                    outcome_result(&o, comm)
+                }
+                None => {
+                    *flag = 0;
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+/// The requests of an array argument.
+///
+/// # Safety
+/// `p` is valid for reads and writes of `n` handles when `n > 0`.
+unsafe fn request_array<'a>(p: *mut Handle, n: c_int) -> R<&'a mut [Handle]> {
+    let n = count_arg(n)?;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// The `i`-th status of an array (null: `MPI_STATUSES_IGNORE`).
+fn nth(st: *mut MPI_Status, i: usize) -> *mut MPI_Status {
+    if st.is_null() {
+        st
+    } else {
+        st.wrapping_add(i)
+    }
+}
+
+/// Runs one pass over `reqs` for the `*all` and `*some` calls: collects the outcome of
+/// every request that finished (freed unless it stays active).
+fn pass(lib: &mut Lib, reqs: &mut [Handle], got: &mut [Option<(Outcome, Handle)>]) -> R<()> {
+    progress_detached(lib);
+    for (slot, got) in reqs.iter_mut().zip(got.iter_mut()) {
+        if got.is_none() {
+            *got = attempt(lib, slot)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the statuses of the `*all` calls; `MPI_ERR_IN_STATUS` when one failed.
+///
+/// # Safety
+/// `statuses` is null or valid for writes of `got.len()` statuses.
+unsafe fn report_all(got: &[Option<(Outcome, Handle)>], statuses: *mut MPI_Status) -> R<()> {
+    let failed = got.iter().flatten().find(|(o, _)| o.error != MPI_SUCCESS);
+    for (i, o) in got.iter().enumerate() {
+        let o = o.map_or(
+            Outcome {
+                error: MPI_ERR_PENDING,
+                ..Outcome::empty()
+            },
+            |(o, _)| o,
+        );
+        // SAFETY: the caller's contract.
+        unsafe { write_status(nth(statuses, i), &o, failed.is_some()) };
+    }
+    match failed {
+        Some((_, comm)) => Err(Fail::new(MPI_ERR_IN_STATUS, "a request failed").on(*comm)),
+        None => Ok(()),
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Waitall`: waits until every request has completed or failed; a failure
+    /// (a dead peer) does not stop the others from completing, and is reported in its
+    /// status with `MPI_ERR_IN_STATUS`.
+    fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut Handle, statuses: *mut MPI_Status) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `count` requests.
+            let reqs = unsafe { request_array(requests, count) }?;
+            let mut got = vec![None; reqs.len()];
+            let mut spin = SpinWait::default();
+            loop {
+                pass(g.lib()?, reqs, &mut got)?;
+                if got.iter().all(Option::is_some) {
+                    break;
+                }
+                g.relax(&mut spin);
+            }
+            // SAFETY: MPI's contract: `statuses` is null or holds `count` statuses.
+            unsafe { report_all(&got, statuses) }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Testall`: completes all or none (a request that finished stays with its
+    /// outcome until all have).
+    fn MPI_Testall / PMPI_Testall(
+        count: c_int,
+        requests: *mut Handle,
+        flag: *mut c_int,
+        statuses: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `count` requests, `flag` valid for a write.
+            let (reqs, flag) = unsafe { (request_array(requests, count)?, out(flag)?) };
+            let lib = g.lib()?;
+            progress_detached(lib);
+            let mut all = true;
+            for slot in reqs.iter() {
+                if *slot == MPI_REQUEST_NULL {
+                    continue;
+                }
+                let r = lib.requests.get_mut(slot).ok_or_else(|| {
+                    Fail::new(MPI_ERR_REQUEST, format!("{:#x} is not a request", *slot))
+                })?;
+                all &= r.test().is_some();
+            }
+            *flag = c_int::from(all);
+            if !all {
+                return Ok(());
+            }
+            let mut got = vec![None; reqs.len()];
+            pass(lib, reqs, &mut got)?;
+            // SAFETY: MPI's contract: `statuses` is null or holds `count` statuses.
+            unsafe { report_all(&got, statuses) }
+        })
+    }
+}
+
+/// One pass of `*any`: the first request that finished, by index.
+fn any_pass(lib: &mut Lib, reqs: &mut [Handle]) -> R<Option<(usize, Outcome, Handle)>> {
+    progress_detached(lib);
+    for (i, slot) in reqs.iter_mut().enumerate() {
+        if *slot == MPI_REQUEST_NULL {
+            continue;
+        }
+        if let Some((o, comm)) = attempt(lib, slot)? {
+            return Ok(Some((i, o, comm)));
+        }
+    }
+    Ok(None)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Waitany`.
+    fn MPI_Waitany / PMPI_Waitany(
+        count: c_int,
+        requests: *mut Handle,
+        index: *mut c_int,
+        status: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `count` requests, `index` valid for a write.
+            let (reqs, index) = unsafe { (request_array(requests, count)?, out(index)?) };
+            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+                *index = MPI_UNDEFINED;
+                // SAFETY: MPI's contract: `status` is null or valid for a write.
+                unsafe { write_status(status, &Outcome::empty(), false) };
+                return Ok(());
+            }
+            let mut spin = SpinWait::default();
+            loop {
+                if let Some((i, o, comm)) = any_pass(g.lib()?, reqs)? {
+                    *index = i as c_int;
+                    // SAFETY: as above.
+                    unsafe { write_status(status, &o, false) };
+                    return outcome_result(&o, comm);
+                }
+                g.relax(&mut spin);
+            }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Testany`.
+    fn MPI_Testany / PMPI_Testany(
+        count: c_int,
+        requests: *mut Handle,
+        index: *mut c_int,
+        flag: *mut c_int,
+        status: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `count` requests; `index`, `flag` valid for writes.
+            let (reqs, index, flag) =
+                unsafe { (request_array(requests, count)?, out(index)?, out(flag)?) };
+            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+                *index = MPI_UNDEFINED;
+                *flag = 1;
+                // SAFETY: MPI's contract: `status` is null or valid for a write.
+                unsafe { write_status(status, &Outcome::empty(), false) };
+                return Ok(());
+            }
+            match any_pass(g.lib()?, reqs)? {
+                Some((i, o, comm)) => {
+                    *index = i as c_int;
+                    *flag = 1;
+                    // SAFETY: as above.
+                    unsafe { write_status(status, &o, false) };
+                    outcome_result(&o, comm)
+                }
+                None => {
+                    *index = MPI_UNDEFINED;
+                    *flag = 0;
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+/// The common part of `Waitsome` / `Testsome` after a pass: indices and statuses of
+/// what finished; `MPI_ERR_IN_STATUS` when one of them failed.
+///
+/// # Safety
+/// `indices` and `statuses` (null allowed) hold `got.len()` entries.
+unsafe fn report_some(
+    got: &[Option<(Outcome, Handle)>],
+    outcount: &mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> R<()> {
+    let done: Vec<(usize, Outcome, Handle)> = got
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.map(|(o, c)| (i, o, c)))
+        .collect();
+    let failed = done
+        .iter()
+        .find(|(_, o, _)| o.error != MPI_SUCCESS)
+        .map(|d| d.2);
+    *outcount = done.len() as c_int;
+    for (k, (i, o, _)) in done.iter().enumerate() {
+        if !indices.is_null() {
+            // SAFETY: the caller's contract (k < got.len()).
+            unsafe { *indices.add(k) = *i as c_int };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { write_status(nth(statuses, k), o, failed.is_some()) };
+    }
+    match failed {
+        Some(comm) => Err(Fail::new(MPI_ERR_IN_STATUS, "a request failed").on(comm)),
+        None => Ok(()),
+    }
+}
+
+/// A pass of `*some` over the active requests only.
+fn some_pass(lib: &mut Lib, reqs: &mut [Handle]) -> R<Vec<Option<(Outcome, Handle)>>> {
+    progress_detached(lib);
+    let mut got = vec![None; reqs.len()];
+    for (slot, got) in reqs.iter_mut().zip(got.iter_mut()) {
+        if *slot != MPI_REQUEST_NULL {
+            *got = attempt(lib, slot)?;
+        }
+    }
+    Ok(got)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Waitsome`.
+    fn MPI_Waitsome / PMPI_Waitsome(
+        incount: c_int,
+        requests: *mut Handle,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `incount` requests, `outcount` valid for a write.
+            let (reqs, outcount) = unsafe { (request_array(requests, incount)?, out(outcount)?) };
+            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+                *outcount = MPI_UNDEFINED;
+                return Ok(());
+            }
+            let mut spin = SpinWait::default();
+            loop {
+                let got = some_pass(g.lib()?, reqs)?;
+                if got.iter().any(Option::is_some) {
+                    // SAFETY: MPI's contract: `indices`/`statuses` hold `incount` entries.
+                    return unsafe { report_some(&got, outcount, indices, statuses) };
+                }
+                g.relax(&mut spin);
+            }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Testsome`.
+    fn MPI_Testsome / PMPI_Testsome(
+        incount: c_int,
+        requests: *mut Handle,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `incount` requests, `outcount` valid for a write.
+            let (reqs, outcount) = unsafe { (request_array(requests, incount)?, out(outcount)?) };
+            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+                *outcount = MPI_UNDEFINED;
+                return Ok(());
+            }
+            let got = some_pass(g.lib()?, reqs)?;
+            // SAFETY: MPI's contract: `indices`/`statuses` hold `incount` entries.
+            unsafe { report_some(&got, outcount, indices, statuses) }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Cancel`: withdraws a receive not matched yet; a send cannot be withdrawn
+    /// here and completes normally (`MPI_Test_cancelled` then says false).
+    fn MPI_Cancel / PMPI_Cancel(request: *mut Handle) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `request` is valid for reads.
+            let h = unsafe { crate::util::read_handle(request) }?;
+            let r = g.lib()?.requests.get_mut(&h).ok_or_else(|| {
+                Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a request"))
+            })?;
+            r.cancel();
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Test_cancelled`.
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) {
+        call(MPI_COMM_WORLD, |_| {
+            // SAFETY: MPI's contract: `status` valid for reads, `flag` for a write.
+            let st = unsafe { status.as_ref() }
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
+            // SAFETY: as above.
+            *unsafe { out(flag) }? = c_int::from(st.internal[2] != 0);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Request_free`: an active request goes on (a send is delivered, a receive
+    /// fills its buffer) and is progressed by later calls and by `MPI_Finalize`.
+    fn MPI_Request_free / PMPI_Request_free(request: *mut Handle) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `request` is valid for reads and writes.
+            let slot = unsafe { out(request) }?;
+            let lib = g.lib()?;
+            let mut r = lib.requests.remove(slot).ok_or_else(|| {
+                Fail::new(MPI_ERR_REQUEST, format!("{:#x} is not a request", *slot))
+            })?;
+            *slot = MPI_REQUEST_NULL;
+            if r.test().is_none() {
+                lib.detached.push(r);
+            }
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_count`: `MPI_UNDEFINED` when the bytes are not a whole number of items.
+    fn MPI_Get_count / PMPI_Get_count(
+        status: *const MPI_Status,
+        datatype: Handle,
+        count: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let t: TypeEntry = g.lib()?.datatype(datatype)?;
+            // SAFETY: MPI's contract: `status` valid for reads, `count` for a write.
+            let st = unsafe { status.as_ref() }
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
+            let bytes = (st.internal[0] as u32 as u64) | ((st.internal[1] as u32 as u64) << 32);
+            let n = if t.size == 0 {
+                if bytes == 0 { 0 } else { MPI_UNDEFINED }
+            } else if bytes % t.size as u64 == 0 {
+                c_int::try_from(bytes / t.size as u64).unwrap_or(MPI_UNDEFINED)
+            } else {
+                MPI_UNDEFINED
+            };
+            // SAFETY: as above.
+            *unsafe { out(count) }? = n;
+            Ok(())
+        })
+    }
+}
+
+/// Waits for a local request (a blocking call's own) under `g`, releasing the lock
+/// between attempts under `MPI_THREAD_MULTIPLE`.
+pub(crate) fn wait_local(g: &mut Guard, r: &mut Req) -> R<Outcome> {
+    let mut spin = SpinWait::default();
+    loop {
+        g.lib()?;
+        if let Some(o) = r.test() {
+            return Ok(o);
+        }
+        g.relax(&mut spin);
+    }
+}

@@ -1,0 +1,233 @@
+//! The ULFM extension as Open MPI names it: revoke, is_revoked, shrink, ishrink, agree,
+//! iagree, failure_ack, failure_get_acked, get_failed, ack_failed. No other `MPIX_`
+//! symbol is exported (programs define helpers of their own in that namespace).
+
+use std::ffi::c_int;
+
+use sf::{Comm, CommError};
+
+use crate::consts::*;
+use crate::error::{Fail, R};
+use crate::request::{Op, Outcome, Req};
+use crate::state::{call, CommKind, Lib};
+use crate::util::out;
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_revoke`: every pending and future operation on `comm`, at every
+    /// member, fails with `MPIX_ERR_REVOKED` (agree and shrink still work).
+    fn MPIX_Comm_revoke / PMPIX_Comm_revoke(comm: Handle) {
+        call(comm, |g| {
+            match &g.lib()?.comm(comm)?.kind {
+                CommKind::Intra { p2p, coll } => {
+                    p2p.revoke();
+                    coll.revoke();
+                }
+                CommKind::Inter(ic) => ic.revoke(),
+            }
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_is_revoked`.
+    fn MPIX_Comm_is_revoked / PMPIX_Comm_is_revoked(comm: Handle, flag: *mut c_int) {
+        call(comm, |g| {
+            let revoked = match &g.lib()?.comm(comm)?.kind {
+                CommKind::Intra { p2p, .. } => p2p.is_revoked(),
+                CommKind::Inter(ic) => ic.is_revoked(),
+            };
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            *unsafe { out(flag) }? = c_int::from(revoked);
+            Ok(())
+        })
+    }
+}
+
+/// The survivors' communicator of `comm` and its collective twin: shrinks again if a
+/// member fails before the twin exists (each round excludes at least one more rank).
+fn shrink(lib: &mut Lib, comm: Handle) -> R<Handle> {
+    let (p2p, _) = lib.intra(comm)?;
+    let errh = lib.comm(comm)?.errhandler;
+    let mut base = p2p;
+    for _ in 0..=base.size() {
+        let s = base.shrink()?;
+        match s.dup() {
+            Ok(coll) => {
+                let h = lib.new_handle();
+                lib.comms.insert(
+                    h,
+                    crate::state::CommEntry::new(CommKind::Intra { p2p: s, coll }, errh, ""),
+                );
+                return Ok(h);
+            }
+            Err(CommError::ProcFailed { .. } | CommError::Revoked) => {
+                s.revoke();
+                base = s;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Fail::new(
+        MPI_ERR_PROC_FAILED,
+        "MPIX_Comm_shrink: members kept failing",
+    ))
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_shrink`: a communicator of the survivors, in the same order (works on
+    /// a revoked communicator).
+    fn MPIX_Comm_shrink / PMPIX_Comm_shrink(comm: Handle, newcomm: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            *slot = shrink(g.lib()?, comm)?;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_ishrink`: the shrink runs within this call (the runtime has no
+    /// non-blocking shrink) and the request is complete when it returns; a program that
+    /// needs other communication to overlap the shrink waits here instead.
+    fn MPIX_Comm_ishrink / PMPIX_Comm_ishrink(comm: Handle, newcomm: *mut Handle, request: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` and `request` are valid for writes.
+            let (slot, req) = unsafe { (out(newcomm)?, out(request)?) };
+            let lib = g.lib()?;
+            *slot = shrink(lib, comm)?;
+            let h = lib.new_handle();
+            lib.requests.insert(h, Req::finished(comm, Outcome::empty()));
+            *req = h;
+            Ok(())
+        })
+    }
+}
+
+fn p2p_of(lib: &Lib, comm: Handle) -> R<Comm> {
+    Ok(lib.intra(comm)?.0)
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_agree`: `*flag` becomes the AND of every survivor's flag; the same
+    /// at every survivor. `MPIX_ERR_PROC_FAILED` when a failed member had not been
+    /// acknowledged (by `MPIX_Comm_failure_ack` / `ack_failed`) by every participant;
+    /// `*flag` is set then too.
+    fn MPIX_Comm_agree / PMPIX_Comm_agree(comm: Handle, flag: *mut c_int) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `flag` is valid for reads and writes.
+            let flag = unsafe { out(flag) }?;
+            let a = p2p_of(g.lib()?, comm)?.agree_full(u64::from(*flag as u32))?;
+            *flag = a.value as u32 as c_int;
+            if a.all_acked {
+                Ok(())
+            } else {
+                Err(CommError::ProcFailed { ranks: a.failed }.into())
+            }
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_iagree`: `*flag` is read now and written when the request completes.
+    fn MPIX_Comm_iagree / PMPIX_Comm_iagree(comm: Handle, flag: *mut c_int, request: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `request` is valid for a write.
+            let slot = unsafe { out(request) }?;
+            if flag.is_null() {
+                return Err(Fail::new(MPI_ERR_ARG, "a null flag"));
+            }
+            // SAFETY: MPI's contract: `flag` stays valid until the request completes.
+            let value = unsafe { *flag } as u32;
+            let lib = g.lib()?;
+            let req = p2p_of(lib, comm)?.iagree(u64::from(value));
+            let h = lib.new_handle();
+            lib.requests.insert(h, Req::new(comm, Op::Agree { req, flag }));
+            *slot = h;
+            Ok(())
+        })
+    }
+}
+
+/// Acknowledges every failure known now on both runtime communicators of `comm`;
+/// the number acknowledged.
+fn ack(lib: &Lib, comm: Handle) -> R<usize> {
+    Ok(match &lib.comm(comm)?.kind {
+        CommKind::Intra { p2p, coll } => {
+            coll.ack_failed();
+            p2p.ack_failed()
+        }
+        CommKind::Inter(ic) => ic.ack_failed(),
+    })
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_failure_ack`: acknowledges the failures known now (wildcard receives
+    /// proceed again; agreements count them as acknowledged).
+    fn MPIX_Comm_failure_ack / PMPIX_Comm_failure_ack(comm: Handle) {
+        call(comm, |g| ack(g.lib()?, comm).map(drop))
+    }
+}
+
+/// A group of the comm ranks `ranks` of intra-communicator `comm`.
+fn failed_group(lib: &mut Lib, comm: Handle, ranks: Vec<u32>) -> R<Handle> {
+    let p2p = p2p_of(lib, comm)?;
+    let members = ranks
+        .into_iter()
+        .map(|r| p2p.world_rank(r).unwrap_or(u32::MAX))
+        .collect();
+    Ok(crate::group::new_group(lib, members))
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_failure_get_acked`: the group of the acknowledged failed processes.
+    fn MPIX_Comm_failure_get_acked / PMPIX_Comm_failure_get_acked(comm: Handle, failedgrp: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `failedgrp` is valid for a write.
+            let slot = unsafe { out(failedgrp) }?;
+            let lib = g.lib()?;
+            let acked = p2p_of(lib, comm)?.get_failed();
+            *slot = failed_group(lib, comm, acked)?;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_get_failed`: the group of the processes of `comm` known failed here
+    /// (acknowledged or not).
+    fn MPIX_Comm_get_failed / PMPIX_Comm_get_failed(comm: Handle, failedgrp: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `failedgrp` is valid for a write.
+            let slot = unsafe { out(failedgrp) }?;
+            let lib = g.lib()?;
+            let failed = p2p_of(lib, comm)?.failed_ranks();
+            *slot = failed_group(lib, comm, failed)?;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPIX_Comm_ack_failed`: with `num_to_ack` > 0, acknowledges the failures known
+    /// now (all of them: the runtime acknowledges as a whole, so possibly more than
+    /// `num_to_ack`); `*num_acked` is how many are acknowledged. With 0 it only reports.
+    fn MPIX_Comm_ack_failed / PMPIX_Comm_ack_failed(comm: Handle, num_to_ack: c_int, num_acked: *mut c_int) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `num_acked` is valid for a write.
+            let slot = unsafe { out(num_acked) }?;
+            if num_to_ack < 0 {
+                return Err(Fail::new(MPI_ERR_ARG, format!("num_to_ack {num_to_ack} is negative")));
+            }
+            let lib = g.lib()?;
+            let n = if num_to_ack > 0 {
+                ack(lib, comm)?
+            } else {
+                p2p_of(lib, comm)?.get_failed().len()
+            };
+            *slot = n as c_int;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,132 @@
+//! Argument checks and conversions shared by the entry points: out pointers, strings,
+//! user buffers, ranks, tags and counts.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use crate::consts::*;
+use crate::error::{Fail, R};
+
+/// An out pointer, checked for null.
+///
+/// # Safety
+/// `p` is null or valid for writes of a `T` and not aliased during the call.
+pub(crate) unsafe fn out<'a, T>(p: *mut T) -> R<&'a mut T> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_mut() }.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null output pointer"))
+}
+
+/// Writes `s` (cut to `cap - 1` bytes) and a NUL into `buf`, its length into `*len`.
+///
+/// # Safety
+/// `buf` is valid for writes of `cap` bytes; `len` is valid for a write.
+pub(crate) unsafe fn write_str(s: &str, buf: *mut c_char, cap: usize, len: *mut c_int) -> R<()> {
+    if buf.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null string buffer"));
+    }
+    let n = s.len().min(cap.saturating_sub(1));
+    // SAFETY: `buf` holds `cap > n` bytes (the caller's contract) and cannot overlap `s`,
+    // which this library owns.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), buf, n);
+        *buf.add(n) = 0;
+    }
+    if !len.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { *len = n as c_int };
+    }
+    Ok(())
+}
+
+/// A C string argument.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string valid for the call.
+pub(crate) unsafe fn read_cstr(p: *const c_char) -> R<String> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null string"));
+    }
+    // SAFETY: the caller's contract.
+    let s = unsafe { CStr::from_ptr(p) };
+    Ok(s.to_string_lossy().into_owned())
+}
+
+/// A user buffer of `n` bytes to read (null allowed when `n` is 0).
+///
+/// # Safety
+/// `buf` is valid for reads of `n` bytes for `'a`, and not written meanwhile.
+pub(crate) unsafe fn bytes<'a>(buf: *const c_void, n: usize) -> R<&'a [u8]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if buf.is_null() {
+        return Err(Fail::new(
+            MPI_ERR_BUFFER,
+            format!("a null buffer for {n} bytes"),
+        ));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) })
+}
+
+/// A user buffer of `n` bytes to write (null allowed when `n` is 0).
+///
+/// # Safety
+/// `buf` is valid for writes of `n` bytes for `'a`, and not otherwise used meanwhile.
+pub(crate) unsafe fn bytes_mut<'a>(buf: *mut c_void, n: usize) -> R<&'a mut [u8]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if buf.is_null() {
+        return Err(Fail::new(
+            MPI_ERR_BUFFER,
+            format!("a null buffer for {n} bytes"),
+        ));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) })
+}
+
+/// A rank of a group of `size`.
+pub(crate) fn rank_arg(r: c_int, size: u32) -> R<u32> {
+    u32::try_from(r)
+        .ok()
+        .filter(|&r| r < size)
+        .ok_or_else(|| Fail::new(MPI_ERR_RANK, format!("rank {r} outside a group of {size}")))
+}
+
+/// A tag to send with.
+pub(crate) fn tag_arg(t: c_int) -> R<u32> {
+    if (0..=TAG_UB).contains(&t) {
+        Ok(t as u32)
+    } else {
+        Err(Fail::new(
+            MPI_ERR_TAG,
+            format!("tag {t} outside 0..={TAG_UB}"),
+        ))
+    }
+}
+
+/// A tag to receive with (`MPI_ANY_TAG`: `None`).
+pub(crate) fn recv_tag_arg(t: c_int) -> R<Option<u32>> {
+    if t == MPI_ANY_TAG {
+        Ok(None)
+    } else {
+        tag_arg(t).map(Some)
+    }
+}
+
+/// A count.
+pub(crate) fn count_arg(c: c_int) -> R<usize> {
+    usize::try_from(c).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("negative count {c}")))
+}
+
+/// A handle argument given as a pointer (an `MPI_Comm *`...), read.
+///
+/// # Safety
+/// `p` is null or valid for reads.
+pub(crate) unsafe fn read_handle(p: *const Handle) -> R<Handle> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_ref() }
+        .copied()
+        .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null handle pointer"))
+}
