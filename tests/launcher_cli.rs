@@ -61,13 +61,13 @@ fn mpiexec_options_are_accepted_and_reach_the_ranks() {
         "--tag-output",
         "/bin/sh",
         "-c",
-        "echo EH=$STEADFAST_INITIAL_ERRHANDLER IPATH=$IPATH_NO_BACKTRACE HFI=$HFI_NO_BACKTRACE",
+        "echo EH=$STEADFAST_INITIAL_ERRHANDLER FT=$STEADFAST_WITH_FT IPATH=$IPATH_NO_BACKTRACE HFI=$HFI_NO_BACKTRACE",
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     for r in 0..2 {
         assert!(
-            stdout.contains(&format!("[{r}] EH=mpi_errors_return IPATH=1 HFI=1")),
+            stdout.contains(&format!("[{r}] EH=mpi_errors_return FT=ulfm IPATH=1 HFI=1")),
             "{stdout}"
         );
     }

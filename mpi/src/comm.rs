@@ -156,6 +156,14 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
     *slot = MPI_COMM_NULL;
     match e.kind {
         CommKind::Intra { p2p, coll } => {
+            // The runtime's free runs a closing barrier, which a failed member could
+            // leave some ranks waiting in (a peer gave up on it): with a failure known,
+            // or revoked elsewhere, revoke both and free without it (the context is
+            // retired, never reused).
+            if p2p.is_revoked() || coll.is_revoked() || !p2p.failed_ranks().is_empty() {
+                p2p.revoke();
+                coll.revoke();
+            }
             // A runtime communicator still used by a pending request stays until the
             // request goes (MPI: freeing marks for deallocation).
             for c in [coll, p2p] {

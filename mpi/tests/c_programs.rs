@@ -187,3 +187,176 @@ fn every_function_over_the_fabric() {
         &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
     );
 }
+
+fn program(name: &'static str) -> &'static Path {
+    static PROGRAMS: std::sync::Mutex<Vec<(&'static str, &'static Path)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut done = PROGRAMS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = done.iter().find(|(n, _)| *n == name) {
+        return p;
+    }
+    let p: &'static Path = Box::leak(compile(name).into_boxed_path());
+    done.push((name, p));
+    p
+}
+
+/// `ft.c` at `n` ranks: the last one is SIGKILLed, every survivor ends with FT OK and
+/// the job's status is that of the survivors.
+fn survivors_recover(n: usize, env: &[(&str, &str)]) {
+    let np = n.to_string();
+    let (status, out, err) = run(
+        &[
+            "-np",
+            &np,
+            "--with-ft",
+            "ulfm",
+            "--exit-status",
+            "survivors",
+        ],
+        program("ft"),
+        &[],
+        env,
+    );
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for rank in 0..n - 1 {
+        assert!(
+            out.contains(&format!("rank {rank}: FT OK")),
+            "stdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+    assert!(
+        err.contains(&format!("rank {}: killed by signal 9", n - 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn ulfm_after_a_sigkill_at_4_ranks() {
+    survivors_recover(4, &[]);
+}
+
+#[test]
+fn ulfm_after_a_sigkill_at_6_ranks() {
+    survivors_recover(6, &[]);
+}
+
+#[test]
+fn ulfm_after_a_sigkill_over_the_fabric() {
+    survivors_recover(
+        4,
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+    );
+}
+
+/// The Open MPI-shaped ULFM loop, compiled unchanged, with `victim` killed.
+fn ulfm_loop(victim: &str) {
+    let (status, out, err) = run(
+        &[
+            "-np",
+            "4",
+            "--with-ft",
+            "ulfm",
+            "--exit-status",
+            "survivors",
+        ],
+        program("ulfm_loop"),
+        &[victim],
+        &[],
+    );
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("ULFM OK, 3 of 4 survived, 1 recovery").count(),
+        3,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+#[test]
+fn an_open_mpi_ulfm_program_runs_unchanged_with_the_last_rank_killed() {
+    ulfm_loop("3");
+}
+
+#[test]
+fn an_open_mpi_ulfm_program_runs_unchanged_with_the_reduction_root_killed() {
+    ulfm_loop("0");
+}
+
+#[test]
+fn errors_are_fatal_by_default_and_with_ft_no_overrides_errors_return() {
+    // Default handler: the first survivor to see the failure aborts the job with the
+    // error class as its status; nobody gets a code back.
+    let (status, out, err) = run(&["-np", "3"], program("fatal"), &[], &[]);
+    assert_ne!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(!out.contains("SURVIVED"), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("exited with status 75"), "{err}");
+    // --with-ft no: MPI_ERRORS_RETURN does not save the job.
+    let (status, out, err) = run(
+        &["-np", "3", "--with-ft", "no"],
+        program("fatal"),
+        &["return"],
+        &[],
+    );
+    assert_ne!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(!out.contains("SURVIVED"), "stdout:\n{out}\nstderr:\n{err}");
+}
+
+/// Every function `mpi.h` declares is exported, as `MPI_x` and `PMPI_x`, and nothing
+/// else in the `MPIX_` namespace is.
+#[test]
+fn the_header_and_the_library_agree() {
+    let lib = prefix().join("lib/libsteadfast-mpi.so");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("run nm");
+    let nm = String::from_utf8_lossy(&out.stdout);
+    let exported: Vec<&str> = nm
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    let header = std::fs::read_to_string(prefix().join("include/mpi.h")).unwrap();
+    let mut declared = Vec::new();
+    for line in header.lines() {
+        let line = line.trim_start();
+        let Some(rest) = line
+            .strip_prefix("int ")
+            .or_else(|| line.strip_prefix("double "))
+        else {
+            continue;
+        };
+        if !rest.contains('(') {
+            continue;
+        }
+        if let Some(name) = rest.split('(').next().filter(|n| n.starts_with("MPI")) {
+            declared.push(name.to_string());
+        }
+    }
+    assert!(declared.len() > 100, "{declared:?}");
+    for name in &declared {
+        let pname = format!("P{name}");
+        assert!(
+            exported.contains(&name.as_str()),
+            "{name} is declared but not exported"
+        );
+        assert!(
+            exported.contains(&pname.as_str()),
+            "{pname} is not exported"
+        );
+    }
+    for name in exported.iter().filter(|n| n.starts_with("MPIX_")) {
+        assert!(
+            declared.iter().any(|d| d == name),
+            "{name} is exported but not declared"
+        );
+    }
+    let mpix: Vec<_> = exported.iter().filter(|n| n.starts_with("MPIX_")).collect();
+    assert_eq!(mpix.len(), 10, "the ULFM set exactly: {mpix:?}");
+    assert!(
+        exported.iter().all(|n| n.starts_with("MPI_")
+            || n.starts_with("PMPI_")
+            || n.starts_with("MPIX_")
+            || n.starts_with("PMPIX_")),
+        "only MPI names are exported"
+    );
+}

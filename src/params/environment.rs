@@ -37,6 +37,10 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "steadfast-run -> rank: the error handler the job starts with",
     ),
     (
+        "STEADFAST_WITH_FT",
+        "steadfast-run -> rank: --with-ft (ulfm, mpi or no), read by libsteadfast-mpi",
+    ),
+    (
         "STEADFAST_TEST_CUT",
         "tests/netns.rs: the command that cuts a test network",
     ),

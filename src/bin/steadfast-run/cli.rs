@@ -15,10 +15,10 @@ Exit status:
   2: a usage error (nothing started).
 
 Environment given to every rank: STEADFAST_RUN_ADDR, STEADFAST_RUN_SECRET,
-STEADFAST_RANK, STEADFAST_SIZE, STEADFAST_JOB_ID; STEADFAST_INITIAL_ERRHANDLER with
---initial-errhandler; IPATH_NO_BACKTRACE=1 and HFI_NO_BACKTRACE=1 unless set (so a rank
-killed by a signal is reported as killed by it); FI_OFI_RXM_MSG_RX_SIZE/TX_SIZE=32
-unless set.";
+STEADFAST_RANK, STEADFAST_SIZE, STEADFAST_JOB_ID, STEADFAST_WITH_FT (ulfm, mpi or no,
+from --with-ft); STEADFAST_INITIAL_ERRHANDLER with --initial-errhandler;
+IPATH_NO_BACKTRACE=1 and HFI_NO_BACKTRACE=1 unless set (so a rank killed by a signal
+is reported as killed by it); FI_OFI_RXM_MSG_RX_SIZE/TX_SIZE=32 unless set.";
 
 /// What a rank's failure does to the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -14,7 +14,7 @@ mod cli;
 mod reaper;
 mod relay;
 
-use cli::{ExitStatusPolicy, Options};
+use cli::{ExitStatusPolicy, Options, WithFt};
 use reaper::Reaper;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -294,6 +294,15 @@ fn rank_command(o: &Options, rank: u32, addr: &str, secret_hex: &str, job: u64) 
     if let Some(name) = &o.initial_errhandler {
         cmd.env("STEADFAST_INITIAL_ERRHANDLER", name);
     }
+    // The MPI library reads it: with `no`, a failure is fatal whatever the handler.
+    cmd.env(
+        "STEADFAST_WITH_FT",
+        match o.with_ft {
+            WithFt::Ulfm => "ulfm",
+            WithFt::Mpi => "mpi",
+            WithFt::No => "no",
+        },
+    );
     // libfabric's ofi_rxm preallocates deep per-connection buffer queues by default
     // (~80 MB resident per process here, ~25 MB with these), which makes every
     // exit, a SIGKILLed rank's included, slower to complete and so to detect; 32
