@@ -99,9 +99,13 @@ pub(crate) fn raise(comm: Handle, fail: Fail, handler: Handler, ft: FtMode) -> c
 pub(crate) fn abort_job(code: c_int, why: &str) -> ! {
     log::error!("MPI job aborted by this process (code {code}): {why}");
     if launched_by_steadfast_run() {
-        // SAFETY: getppid has no preconditions; kill sends a signal to our parent,
-        // which is the launcher (checked just above).
-        unsafe { libc::kill(libc::getppid(), libc::SIGTERM) };
+        // SAFETY: ignoring SIGTERM (the process ends just below) keeps the launcher's
+        // relayed SIGTERM from replacing this exit status; getppid has no
+        // preconditions; kill signals our parent, the launcher (checked just above).
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            libc::kill(libc::getppid(), libc::SIGTERM);
+        }
     }
     // SAFETY: _exit ends the process at once; nothing after it runs.
     unsafe { libc::_exit(code & 0xff) }

@@ -360,3 +360,19 @@ fn the_header_and_the_library_agree() {
         "only MPI names are exported"
     );
 }
+
+#[test]
+fn thread_multiple_lets_a_blocked_thread_wait_while_others_communicate() {
+    for env in [
+        &[][..],
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")][..],
+    ] {
+        let (status, out, err) = run(&["-np", "2"], program("threads"), &[], env);
+        assert_eq!(status, 0, "{env:?}\nstdout:\n{out}\nstderr:\n{err}");
+        assert_eq!(
+            out.matches("THREADS OK").count(),
+            2,
+            "stdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}

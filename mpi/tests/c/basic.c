@@ -257,12 +257,17 @@ static void point_to_point(int rank, int size) {
             OK(MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
             CHECK(got == st.MPI_SOURCE * 10 && st.MPI_TAG == st.MPI_SOURCE);
         }
+        /* Only now may rank 1 send a message the wildcards above would truncate. */
+        OK(MPI_Send(&v, 0, MPI_INT, 1, 4, MPI_COMM_WORLD));
         char small[2];
         CHECK(MPI_Recv(small, 2, MPI_CHAR, 1, 3, MPI_COMM_WORLD, &st) == MPI_ERR_TRUNCATE);
     } else {
         v = rank * 10;
         OK(MPI_Rsend(&v, 1, MPI_INT, 0, rank, MPI_COMM_WORLD));
-        if (rank == 1) OK(MPI_Send("hello", 6, MPI_CHAR, 0, 3, MPI_COMM_WORLD));
+        if (rank == 1) {
+            OK(MPI_Recv(&got, 0, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            OK(MPI_Send("hello", 6, MPI_CHAR, 0, 3, MPI_COMM_WORLD));
+        }
     }
     OK(MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
     OK(MPI_Recv(&got, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st));
