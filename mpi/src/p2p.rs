@@ -35,19 +35,24 @@ fn send(
     tag: c_int,
     comm: Handle,
 ) -> R<()> {
-    let (len, _) = g.lib()?.byte_len(count, dt)?;
-    let (t, size) = target(g, comm)?;
+    let lib = g.lib()?;
+    let (len, _) = lib.byte_len(count, dt)?;
     let tag = tag_arg(tag)?;
+    let e = lib.comm(comm)?;
     if dest == MPI_PROC_NULL {
         return Ok(());
     }
-    let dest = rank_arg(dest, size)?;
+    let dest = rank_arg(dest, e.size)?;
     // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, unchanged during the
     // call.
     let data = unsafe { bytes(buf, len) }?;
-    let multiple = g.lib()?.multiple();
-    match t {
-        Target::Intra(c) if !multiple => c.send(dest, tag, data)?,
+    // The latency path: no other thread may call meanwhile, so the runtime's blocking
+    // send runs on the table's communicator, without a clone.
+    if let (CommKind::Intra { p2p, .. }, false) = (&e.kind, lib.multiple()) {
+        p2p.send(dest, tag, data)?;
+        return Ok(());
+    }
+    match target(g, comm)?.0 {
         Target::Intra(c) => {
             // SAFETY: the request is waited for (or dropped) before this call returns,
             // within `data`'s borrow.
@@ -184,39 +189,35 @@ fn recv(
     comm: Handle,
     status: *mut MPI_Status,
 ) -> R<()> {
-    let (len, _) = g.lib()?.byte_len(count, dt)?;
-    let (t, size) = target(g, comm)?;
+    let lib = g.lib()?;
+    let (len, _) = lib.byte_len(count, dt)?;
     let tag = recv_tag_arg(tag)?;
+    let e = lib.comm(comm)?;
     if source == MPI_PROC_NULL {
         // SAFETY: MPI's contract: `status` is null or valid for a write.
         unsafe { write_status(status, &Outcome::empty(), false) };
         return Ok(());
     }
-    let source = recv_source(source, size)?;
-    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
-    // program during the call.
-    let data = unsafe { bytes_mut(buf, len) }?;
-    let multiple = g.lib()?.multiple();
-    let outcome = match t {
-        Target::Intra(c) if !multiple => match c.recv(source, tag, data) {
-            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-            Err(e) => Outcome {
-                bytes: if matches!(e, sf::CommError::Truncated { .. }) {
-                    len
-                } else {
-                    0
+    let source = recv_source(source, e.size)?;
+    let outcome = match (&e.kind, lib.multiple()) {
+        // The latency path, as in `send`.
+        (CommKind::Intra { p2p, .. }, false) => {
+            // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by
+            // the program during the call.
+            let data = unsafe { bytes_mut(buf, len) }?;
+            match p2p.recv(source, tag, data) {
+                Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+                Err(e) => Outcome {
+                    bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+                        len
+                    } else {
+                        0
+                    },
+                    ..Outcome::failed(crate::error::class_of(&e))
                 },
-                ..Outcome::failed(crate::error::class_of(&e))
-            },
-        },
-        Target::Intra(c) => {
-            let mut req = irecv_req(&c, comm, source, tag, buf.cast(), len)?;
-            wait_local(g, &mut req)?
+            }
         }
-        Target::Inter(ic) => match ic.recv(source, tag, data) {
-            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-            Err(e) => Outcome::failed(crate::error::class_of(&e)),
-        },
+        _ => recv_slow(g, comm, source, tag, buf, len)?,
     };
     // SAFETY: MPI's contract: `status` is null or valid for a write.
     unsafe { write_status(status, &outcome, false) };
@@ -224,6 +225,33 @@ fn recv(
         return Err(Fail::new(outcome.error, "receive failed"));
     }
     Ok(())
+}
+
+/// A blocking receive under `MPI_THREAD_MULTIPLE` or on an inter-communicator.
+fn recv_slow(
+    g: &mut Guard,
+    comm: Handle,
+    source: Option<u32>,
+    tag: Option<u32>,
+    buf: *mut c_void,
+    len: usize,
+) -> R<Outcome> {
+    let (t, _) = target(g, comm)?;
+    Ok(match t {
+        Target::Intra(c) => {
+            let mut req = irecv_req(&c, comm, source, tag, buf.cast(), len)?;
+            wait_local(g, &mut req)?
+        }
+        Target::Inter(ic) => {
+            // SAFETY: MPI's contract: `buf` holds `len` bytes, the program's alone
+            // during the call.
+            let data = unsafe { bytes_mut(buf, len) }?;
+            match ic.recv(source, tag, data) {
+                Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+                Err(e) => Outcome::failed(crate::error::class_of(&e)),
+            }
+        }
+    })
 }
 
 /// A receive request into the program's `buf` of `len` bytes.

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_int;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
@@ -58,9 +59,38 @@ pub(crate) enum CommKind {
     Inter(InterComm),
 }
 
+/// Hashes a handle (a unique integer) with one multiplication: the tables are on
+/// every call's path, where SipHash would cost more than the rest of the lookup.
+#[derive(Default)]
+pub(crate) struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: spreads small consecutive integers over the high bits,
+        // which the table's control bytes use.
+        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A table keyed by handles.
+pub(crate) type Map<V> = HashMap<Handle, V, BuildHasherDefault<HandleHasher>>;
+
 /// A communicator handle's state.
 pub(crate) struct CommEntry {
     pub kind: CommKind,
+    /// Its size (the remote group's for an inter-communicator): what ranks are
+    /// checked against, without asking the runtime.
+    pub size: u32,
     pub errhandler: Handle,
     /// Collectives started on it: each uses its own tags, so overlapping non-blocking
     /// collectives never take each other's messages.
@@ -70,8 +100,13 @@ pub(crate) struct CommEntry {
 
 impl CommEntry {
     pub fn new(kind: CommKind, errhandler: Handle, name: impl Into<String>) -> Self {
+        let size = match &kind {
+            CommKind::Intra { p2p, .. } => p2p.size(),
+            CommKind::Inter(ic) => ic.remote_size(),
+        };
         CommEntry {
             kind,
+            size,
             errhandler,
             coll_seq: 0,
             name: name.into(),
@@ -109,16 +144,16 @@ pub(crate) struct Lib {
     pub main_thread: ThreadId,
     pub ft: FtMode,
     next_handle: Handle,
-    pub comms: HashMap<Handle, CommEntry>,
-    pub requests: HashMap<Handle, Req>,
+    pub comms: Map<CommEntry>,
+    pub requests: Map<Req>,
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
     /// and finished (boundedly) by `MPI_Finalize`.
     pub detached: Vec<Req>,
-    pub types: HashMap<Handle, TypeEntry>,
+    pub types: Map<TypeEntry>,
     /// Groups as lists of world ranks.
-    pub groups: HashMap<Handle, Vec<u32>>,
-    pub errhandlers: HashMap<Handle, ErrFn>,
-    pub infos: HashMap<Handle, Vec<(String, String)>>,
+    pub groups: Map<Vec<u32>>,
+    pub errhandlers: Map<ErrFn>,
+    pub infos: Map<Vec<(String, String)>>,
     /// `MPI_INFO_ENV`'s content.
     pub env_info: Vec<(String, String)>,
 }
@@ -131,13 +166,13 @@ impl Lib {
             main_thread: std::thread::current().id(),
             ft,
             next_handle: FIRST_HANDLE,
-            comms: HashMap::new(),
-            requests: HashMap::new(),
+            comms: Map::default(),
+            requests: Map::default(),
             detached: Vec::new(),
-            types: HashMap::new(),
-            groups: HashMap::new(),
-            errhandlers: HashMap::new(),
-            infos: HashMap::new(),
+            types: Map::default(),
+            groups: Map::default(),
+            errhandlers: Map::default(),
+            infos: Map::default(),
             env_info: Vec::new(),
         }
     }
