@@ -491,3 +491,76 @@ crate::mpi_fn! {
         }
     }
 }
+
+fn unsupported(what: &str, why: &str) -> Fail {
+    Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, format!("{what}: {why}"))
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_spawn`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`, every error
+    /// code too; `*intercomm` becomes `MPI_COMM_NULL`): the launcher cannot add
+    /// processes to a running job.
+    fn MPI_Comm_spawn / PMPI_Comm_spawn(
+        _command: *const c_char,
+        _argv: *mut *mut c_char,
+        maxprocs: c_int,
+        _info: Handle,
+        _root: c_int,
+        comm: Handle,
+        intercomm: *mut Handle,
+        array_of_errcodes: *mut c_int
+    ) {
+        call(comm, |_| {
+            if !intercomm.is_null() {
+                // SAFETY: MPI's contract: `intercomm` is valid for a write.
+                unsafe { *intercomm = MPI_COMM_NULL };
+            }
+            if !array_of_errcodes.is_null() {
+                for i in 0..usize::try_from(maxprocs).unwrap_or(0) {
+                    // SAFETY: MPI's contract: the array holds `maxprocs` codes.
+                    unsafe { *array_of_errcodes.add(i) = MPI_ERR_UNSUPPORTED_OPERATION };
+                }
+            }
+            Err(unsupported("MPI_Comm_spawn", "steadfast-run cannot add processes to a running job"))
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Intercomm_merge`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the
+    /// runtime's inter-communicator does not hand out the communicator of its union.
+    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: Handle, _high: c_int, newintracomm: *mut Handle) {
+        call(intercomm, |_| {
+            if !newintracomm.is_null() {
+                // SAFETY: MPI's contract: `newintracomm` is valid for a write.
+                unsafe { *newintracomm = MPI_COMM_NULL };
+            }
+            Err(unsupported(
+                "MPI_Intercomm_merge",
+                "the runtime's inter-communicator does not expose the communicator of its union",
+            ))
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_create_group`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the
+    /// runtime creates communicators only collectively over a whole parent.
+    fn MPI_Comm_create_group / PMPI_Comm_create_group(
+        comm: Handle,
+        _group: Handle,
+        _tag: c_int,
+        newcomm: *mut Handle
+    ) {
+        call(comm, |_| {
+            if !newcomm.is_null() {
+                // SAFETY: MPI's contract: `newcomm` is valid for a write.
+                unsafe { *newcomm = MPI_COMM_NULL };
+            }
+            Err(unsupported(
+                "MPI_Comm_create_group",
+                "the runtime creates communicators only over a whole parent",
+            ))
+        })
+    }
+}

@@ -206,6 +206,9 @@ static void communicators(int rank, int size) {
             OK(MPI_Send(&v, 1, MPI_INT, 0, 6, inter));
         }
     }
+    MPI_Comm merged = MPI_COMM_WORLD;
+    CHECK(MPI_Intercomm_merge(inter, rank % 2, &merged) == MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(merged == MPI_COMM_NULL);
     OK(MPI_Comm_free(&inter));
     OK(MPI_Comm_free(&side));
     OK(MPI_Comm_free(&rev));
@@ -215,6 +218,15 @@ static void communicators(int rank, int size) {
     MPI_Comm parent;
     OK(MPI_Comm_get_parent(&parent));
     CHECK(parent == MPI_COMM_NULL);
+    MPI_Comm nocomm = MPI_COMM_WORLD;
+    int codes[2] = {0, 0};
+    CHECK(MPI_Comm_spawn("x", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_SELF, &nocomm, codes) ==
+          MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(nocomm == MPI_COMM_NULL && codes[1] == MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Group g0;
+    OK(MPI_Comm_group(MPI_COMM_SELF, &g0));
+    CHECK(MPI_Comm_create_group(MPI_COMM_SELF, g0, 0, &nocomm) == MPI_ERR_UNSUPPORTED_OPERATION);
+    OK(MPI_Group_free(&g0));
 
     int *val = NULL;
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &val, &flag));

@@ -114,6 +114,19 @@ int main(int argc, char **argv) {
     CHECK(n == 1);
     OK(MPIX_Comm_ack_failed(MPI_COMM_WORLD, 1, &n));
     CHECK(n == 1);
+    /* Communicators over the acknowledged survivors: a split (the dead rank is left
+     * out) and a uniform inter-communicator between its two halves. */
+    MPI_Comm side, inter;
+    int ls = -1, rs = -1;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &side));
+    OK(MPI_Comm_size(side, &ls));
+    CHECK(ls == (me % 2 == 0 ? (survivors + 1) / 2 : survivors / 2));
+    OK(MPI_Intercomm_create(side, 0, MPI_COMM_WORLD, me % 2 == 0 ? 1 : 0, 9, &inter));
+    OK(MPI_Comm_remote_size(inter, &rs));
+    CHECK(rs == survivors - ls);
+    OK(MPI_Comm_free(&inter));
+    OK(MPI_Comm_free(&side));
+
     /* Agreement over the survivors: the AND of every flag. */
     flag = me == 0 ? 0x3 : 0x7;
     OK(MPIX_Comm_agree(MPI_COMM_WORLD, &flag));
