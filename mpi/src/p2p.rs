@@ -219,12 +219,27 @@ fn recv(
         }
         _ => recv_slow(g, comm, source, tag, buf, len)?,
     };
+    let outcome = blocking(outcome);
     // SAFETY: MPI's contract: `status` is null or valid for a write.
     unsafe { write_status(status, &outcome, false) };
     if outcome.error != MPI_SUCCESS {
         return Err(Fail::new(outcome.error, "receive failed"));
     }
     Ok(())
+}
+
+/// ULFM: a blocking wildcard receive that meets an unacknowledged failure completes
+/// with `MPIX_ERR_PROC_FAILED` (only a non-blocking one stays pending with
+/// `MPIX_ERR_PROC_FAILED_PENDING`), as Open MPI does.
+fn blocking(o: Outcome) -> Outcome {
+    if o.error == MPI_ERR_PROC_FAILED_PENDING {
+        Outcome {
+            keep: false,
+            ..Outcome::failed(MPI_ERR_PROC_FAILED)
+        }
+    } else {
+        o
+    }
 }
 
 /// A blocking receive under `MPI_THREAD_MULTIPLE` or on an inter-communicator.
@@ -473,6 +488,7 @@ crate::mpi_fn! {
                 }
                 g.relax(&mut spin);
             };
+            let ro = blocking(ro);
             // SAFETY: MPI's contract: `status` is null or valid for a write.
             unsafe { write_status(status, &ro, false) };
             for o in [so, ro] {
