@@ -1,7 +1,7 @@
 //! The environment: init (all four thread levels), finalize, abort, time, names.
 
 use std::ffi::{c_char, c_double, c_int};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
 use sf::World;
 
@@ -13,6 +13,11 @@ use crate::util::{out, write_str};
 /// `MPI_UNIVERSE_SIZE`'s value, pointed to by `MPI_Comm_get_attr` (an atomic, so that
 /// the program may even write through the pointer without a data race in Rust terms).
 pub(crate) static UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(0);
+
+/// Where MPI is in its life for `MPI_Initialized` / `MPI_Finalized`, which any thread
+/// may call at any time, also while another holds the library's lock in a blocking
+/// call: 0 before `MPI_Init`, 1 after it, 2 after `MPI_Finalize`.
+static STAGE: AtomicU8 = AtomicU8::new(0);
 
 /// The error handler named by `mpiexec -initial-errhandler` (`steadfast-run` hands it
 /// over as `STEADFAST_INITIAL_ERRHANDLER`): the handle and its MPI-4 name.
@@ -117,6 +122,9 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         ("thread_level".into(), level_name.into()),
     ];
     *g.phase() = Phase::Live(Box::new(lib));
+    // ORDERING: Release; pairs with the Acquire in MPI_Initialized / MPI_Finalized
+    // (a thread that sees the flag also sees what init did).
+    STAGE.store(1, Ordering::Release);
     Ok(level)
 }
 
@@ -155,6 +163,8 @@ crate::mpi_fn! {
                 unreachable!("checked live just above");
             };
             finalize(*lib);
+            // ORDERING: Release; pairs with the Acquire in MPI_Finalized.
+            STAGE.store(2, Ordering::Release);
             Ok(())
         })
     }
@@ -188,9 +198,8 @@ fn finalize(mut lib: Lib) {
 crate::mpi_fn! {
     /// `MPI_Initialized`.
     fn MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {
-        let mut g = Guard::lock();
-        let v = !matches!(g.phase(), Phase::Before);
-        drop(g);
+        // ORDERING: Acquire; pairs with the Release of MPI_Init.
+        let v = STAGE.load(Ordering::Acquire) >= 1;
         // SAFETY: MPI's contract: `flag` is valid for a write.
         match unsafe { out(flag) } {
             Ok(f) => { *f = c_int::from(v); MPI_SUCCESS }
@@ -202,9 +211,8 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Finalized`.
     fn MPI_Finalized / PMPI_Finalized(flag: *mut c_int) {
-        let mut g = Guard::lock();
-        let v = matches!(g.phase(), Phase::After);
-        drop(g);
+        // ORDERING: Acquire; pairs with the Release of MPI_Finalize.
+        let v = STAGE.load(Ordering::Acquire) == 2;
         // SAFETY: MPI's contract: `flag` is valid for a write.
         match unsafe { out(flag) } {
             Ok(f) => { *f = c_int::from(v); MPI_SUCCESS }
