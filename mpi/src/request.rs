@@ -127,32 +127,10 @@ impl Req {
                 Ok(true) => Outcome::empty(),
                 Err(e) => Outcome::failed(class_of(&e)),
             },
-            Op::Recv {
-                req,
-                source,
-                tag,
-                buf,
-                len,
-                comm,
-            } => match req.test() {
+            Op::Recv { req, len, .. } => match req.test() {
                 Ok(None) => return None,
                 Ok(Some(st)) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-                Err(CommError::ProcFailedPending { .. }) => {
-                    // ULFM: the receive stays pending; post it again for later tests.
-                    // SAFETY: the program's buffer stays valid until the request
-                    // completes or is freed (MPI's contract); the old request is gone.
-                    let slice = unsafe { std::slice::from_raw_parts_mut(*buf, *len) };
-                    // SAFETY: as above: the new request replaces the old one in place,
-                    // and is dropped (cancelled) before the request is freed.
-                    match unsafe { comm.irecv(*source, *tag, slice) } {
-                        Ok(r) => *req = r,
-                        Err(e) => return Some(self.finish(Outcome::failed(class_of(&e)))),
-                    }
-                    return Some(Outcome {
-                        keep: true,
-                        ..Outcome::failed(MPI_ERR_PROC_FAILED_PENDING)
-                    });
-                }
+                Err(CommError::ProcFailedPending { .. }) => return Some(self.repost()),
                 Err(e @ CommError::Truncated { .. }) => Outcome {
                     bytes: *len,
                     ..Outcome::failed(class_of(&e))
@@ -180,6 +158,49 @@ impl Req {
             },
         };
         Some(self.finish(o))
+    }
+
+    /// ULFM: a wildcard receive that met an unacknowledged failure stays pending; the
+    /// runtime's request is over, so a new one is posted into the same buffer (after
+    /// the old one is gone: never two requests on it).
+    fn repost(&mut self) -> Outcome {
+        let Op::Recv {
+            source,
+            tag,
+            buf,
+            len,
+            comm,
+            ..
+        } = std::mem::replace(&mut self.op, Op::Done)
+        else {
+            unreachable!("called for receives only");
+        };
+        let slice: &'static mut [u8] = if len == 0 {
+            &mut []
+        } else {
+            // SAFETY: the program's buffer stays valid until the request completes or
+            // is freed (MPI's contract); the previous request on it was dropped above.
+            unsafe { std::slice::from_raw_parts_mut(buf, len) }
+        };
+        // SAFETY: as above: the new request lives in this `Req`, completed or dropped
+        // (cancelled) before the request is freed.
+        match unsafe { comm.irecv(source, tag, slice) } {
+            Ok(req) => {
+                self.op = Op::Recv {
+                    req,
+                    source,
+                    tag,
+                    buf,
+                    len,
+                    comm,
+                };
+                Outcome {
+                    keep: true,
+                    ..Outcome::failed(MPI_ERR_PROC_FAILED_PENDING)
+                }
+            }
+            Err(e) => self.finish(Outcome::failed(class_of(&e))),
+        }
     }
 
     fn finish(&mut self, o: Outcome) -> Outcome {
