@@ -50,6 +50,7 @@ pub(crate) struct TypeEntry {
 }
 
 /// The basic types of `mpi.h`: size and element.
+#[inline]
 fn basic(h: Handle) -> Option<(usize, Elem)> {
     use Elem::*;
     Some(match h {
@@ -81,6 +82,7 @@ fn basic(h: Handle) -> Option<(usize, Elem)> {
 
 impl Lib {
     /// The type of handle `h`, committed (usable for communication).
+    #[inline]
     pub fn datatype(&self, h: Handle) -> R<TypeEntry> {
         if let Some((size, elem)) = basic(h) {
             return Ok(TypeEntry {
@@ -98,6 +100,7 @@ impl Lib {
     }
 
     /// The byte length of `count` items of `dt`.
+    #[inline]
     pub fn byte_len(&self, count: c_int, dt: Handle) -> R<(usize, TypeEntry)> {
         let n = crate::util::count_arg(count)?;
         let t = self.datatype(dt)?;

@@ -184,6 +184,7 @@ impl Lib {
         h
     }
 
+    #[inline]
     pub fn comm(&self, h: Handle) -> R<&CommEntry> {
         self.comms.get(&h).ok_or_else(|| bad_comm(h))
     }
@@ -206,6 +207,7 @@ impl Lib {
         Ok(e.coll_seq & 0xf_ffff)
     }
 
+    #[inline]
     pub fn multiple(&self) -> bool {
         self.level == MPI_THREAD_MULTIPLE
     }
@@ -225,6 +227,7 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
+    #[inline]
     pub fn lock() -> Guard {
         Guard {
             // A panic while holding it was caught and reported; the state stays usable
@@ -238,6 +241,7 @@ impl Guard {
     }
 
     /// The live state, or `MPI_ERR_OTHER` before `MPI_Init` / after `MPI_Finalize`.
+    #[inline]
     pub fn lib(&mut self) -> R<&mut Lib> {
         match self.phase() {
             Phase::Live(l) => Ok(l),

@@ -54,6 +54,7 @@ pub(crate) unsafe fn read_cstr(p: *const c_char) -> R<String> {
 ///
 /// # Safety
 /// `buf` is valid for reads of `n` bytes for `'a`, and not written meanwhile.
+#[inline]
 pub(crate) unsafe fn bytes<'a>(buf: *const c_void, n: usize) -> R<&'a [u8]> {
     if n == 0 {
         return Ok(&[]);
@@ -72,6 +73,7 @@ pub(crate) unsafe fn bytes<'a>(buf: *const c_void, n: usize) -> R<&'a [u8]> {
 ///
 /// # Safety
 /// `buf` is valid for writes of `n` bytes for `'a`, and not otherwise used meanwhile.
+#[inline]
 pub(crate) unsafe fn bytes_mut<'a>(buf: *mut c_void, n: usize) -> R<&'a mut [u8]> {
     if n == 0 {
         return Ok(&mut []);
@@ -87,6 +89,7 @@ pub(crate) unsafe fn bytes_mut<'a>(buf: *mut c_void, n: usize) -> R<&'a mut [u8]
 }
 
 /// A rank of a group of `size`.
+#[inline]
 pub(crate) fn rank_arg(r: c_int, size: u32) -> R<u32> {
     u32::try_from(r)
         .ok()
@@ -95,6 +98,7 @@ pub(crate) fn rank_arg(r: c_int, size: u32) -> R<u32> {
 }
 
 /// A tag to send with.
+#[inline]
 pub(crate) fn tag_arg(t: c_int) -> R<u32> {
     if (0..=TAG_UB).contains(&t) {
         Ok(t as u32)
@@ -116,6 +120,7 @@ pub(crate) fn recv_tag_arg(t: c_int) -> R<Option<u32>> {
 }
 
 /// A count.
+#[inline]
 pub(crate) fn count_arg(c: c_int) -> R<usize> {
     usize::try_from(c).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("negative count {c}")))
 }
