@@ -6,7 +6,14 @@ use std::path::{Path, PathBuf};
 
 /// Library code: what an embedding program links (binaries, tests and examples may
 /// print).
-const LIBRARY_DIRS: &[&str] = &["src", "fabric/src", "shm/src", "agreement/src", "os/src"];
+const LIBRARY_DIRS: &[&str] = &[
+    "src",
+    "fabric/src",
+    "shm/src",
+    "agreement/src",
+    "os/src",
+    "mpi/src",
+];
 /// Under `src`, the binaries.
 const BINARIES: &str = "src/bin";
 /// The limit on a library file's length.
