@@ -3,10 +3,13 @@
 use std::ffi::{c_char, c_double, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
-use sf::World;
+use sf::bootstrap::BootstrapError;
+use sf::params::Params;
+use sf::{InitError, World};
 
 use crate::consts::*;
 use crate::error::{abort_job, Fail, R};
+use crate::singleton::Singleton;
 use crate::state::{call, CommEntry, CommKind, FtMode, Guard, Lib, Phase};
 use crate::util::{out, write_str};
 
@@ -74,7 +77,15 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
             ))
         }
     }
-    let world = World::init().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
+    let world = match World::init() {
+        // Started without a launcher: a job of one (MPI's singleton init).
+        Err(InitError::Bootstrap(BootstrapError::NotLaunched { .. })) => {
+            let params = Params::load().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
+            World::init_with(Box::new(Singleton::default()), params)
+        }
+        other => other,
+    }
+    .map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
     let (errh, errh_name) = initial_errhandler();
     let mut lib = Lib::new(world, level, ft_mode());
     let wc = lib.world.comm();

@@ -49,6 +49,7 @@ mod info;
 mod init;
 mod p2p;
 mod request;
+mod singleton;
 mod state;
 mod ulfm;
 mod util;

@@ -376,3 +376,27 @@ fn thread_multiple_lets_a_blocked_thread_wait_while_others_communicate() {
         );
     }
 }
+
+#[test]
+fn a_program_started_without_a_launcher_is_a_job_of_one() {
+    let mut cmd = Command::new(program("singleton"));
+    for var in [
+        "STEADFAST_RUN_ADDR",
+        "PMI_FD",
+        "PMI_PORT",
+        "PMIX_RANK",
+        "PMIX_NAMESPACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .die_with_parent()
+        .output()
+        .expect("run the singleton program");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("SINGLETON OK"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
