@@ -400,3 +400,50 @@ fn a_program_started_without_a_launcher_is_a_job_of_one() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `launcher ARGS basic single` (not steadfast-run) and checks every rank ends well.
+fn basic_under(launcher: &str, args: &[&str], n: usize) {
+    let exists = Command::new("sh")
+        .args(["-c", &format!("command -v {launcher}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !exists {
+        eprintln!("SKIPPED: {launcher} not installed (scripts/install-deps.sh --tests)");
+        return;
+    }
+    // A hung job is killed (with its ranks: they die with the launcher's session).
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-s", "KILL", "180", launcher])
+        .args(args)
+        .arg(program("basic"))
+        .arg("single")
+        .env("STEADFAST_INITIAL_ERRHANDLER", "mpi_errors_return")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.die_with_parent();
+    let child = cmd.spawn().expect("start the launcher");
+    let out = child.wait_with_output().expect("wait for the launcher");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{launcher}: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.matches("BASIC OK").count(), n, "{stdout}");
+}
+
+#[test]
+fn every_function_under_mpich_hydra() {
+    basic_under(
+        "mpiexec.hydra",
+        &[
+            "-n",
+            "3",
+            "-genv",
+            "STEADFAST_INITIAL_ERRHANDLER",
+            "mpi_errors_return",
+        ],
+        3,
+    );
+}
