@@ -23,16 +23,16 @@ use crate::state::{call, Guard};
 use crate::util::{bytes, bytes_mut, out, rank_arg};
 
 /// One collective call's context.
-struct Coll {
-    p2p: Comm,
-    coll: Comm,
-    tag: u32,
-    me: u32,
-    n: u32,
+pub(crate) struct Coll {
+    pub p2p: Comm,
+    pub coll: Comm,
+    pub tag: u32,
+    pub me: u32,
+    pub n: u32,
 }
 
 impl Coll {
-    fn start(g: &mut Guard, comm: Handle) -> R<Coll> {
+    pub fn start(g: &mut Guard, comm: Handle) -> R<Coll> {
         let lib = g.lib()?;
         let (p2p, coll) = lib.intra(comm)?;
         let tag = lib.coll_tag(comm)?;
@@ -63,7 +63,7 @@ impl Coll {
 
     /// Sends each `(rank, bytes)` and receives exactly `len` bytes from each
     /// `(rank, len)`, all at once; the received messages in order.
-    fn exchange(
+    pub fn exchange(
         &self,
         g: &mut Guard,
         sends: Vec<(u32, Vec<u8>)>,
@@ -269,7 +269,7 @@ crate::mpi_fn! {
     }
 }
 
-fn root_arg(root: c_int, n: u32) -> R<u32> {
+pub(crate) fn root_arg(root: c_int, n: u32) -> R<u32> {
     rank_arg(root, n).map_err(|f| Fail::new(MPI_ERR_ROOT, f.message))
 }
 

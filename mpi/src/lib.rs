@@ -40,6 +40,7 @@ macro_rules! mpi_fn {
 pub(crate) use mpi_fn;
 
 mod coll;
+mod collv;
 mod comm;
 mod consts;
 mod datatype;

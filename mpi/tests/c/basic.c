@@ -411,6 +411,45 @@ static void collectives(int rank, int size) {
     for (int r = 0; r < size; r++) to[r] = rank * 1000 + r;
     OK(MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, MPI_COMM_WORLD));
     for (int r = 0; r < size; r++) CHECK(from[r] == r * 1000 + rank);
+    /* The v forms: rank r contributes r + 1 ints, placed in reverse rank order. */
+    int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
+    int total = size * (size + 1) / 2, at = total;
+    for (int r = 0; r < size; r++) {
+        counts[r] = r + 1;
+        at -= r + 1;
+        displs[r] = at;
+    }
+    int *mine = malloc(sizeof(int) * size), *everything = malloc(sizeof(int) * total);
+    for (int k = 0; k <= rank; k++) mine[k] = rank * 10 + k;
+    OK(MPI_Allgatherv(mine, rank + 1, MPI_INT, everything, counts, displs, MPI_INT, MPI_COMM_WORLD));
+    for (int r = 0; r < size; r++)
+        for (int k = 0; k <= r; k++) CHECK(everything[displs[r] + k] == r * 10 + k);
+    int *atroot = malloc(sizeof(int) * total);
+    OK(MPI_Gatherv(mine, rank + 1, MPI_INT, atroot, counts, displs, MPI_INT, 0, MPI_COMM_WORLD));
+    if (rank == 0)
+        for (int r = 0; r < size; r++) CHECK(atroot[displs[r] + r] == r * 10 + r);
+    int back[64];
+    OK(MPI_Scatterv(everything, counts, displs, MPI_INT, back, rank + 1, MPI_INT, size - 1,
+                    MPI_COMM_WORLD));
+    for (int k = 0; k <= rank; k++) CHECK(back[k] == rank * 10 + k);
+    /* Alltoallv: rank r sends r + 1 ints to everyone. */
+    int *scounts = malloc(sizeof(int) * size), *sdispls = malloc(sizeof(int) * size);
+    int *rcounts = malloc(sizeof(int) * size), *rdispls = malloc(sizeof(int) * size);
+    int *sbuf = malloc(sizeof(int) * size * (rank + 1)), *rbuf = malloc(sizeof(int) * total);
+    for (int r = 0; r < size; r++) {
+        scounts[r] = rank + 1;
+        sdispls[r] = r * (rank + 1);
+        rcounts[r] = r + 1;
+        rdispls[r] = r * (r + 1) / 2;
+        for (int k = 0; k <= rank; k++) sbuf[sdispls[r] + k] = rank * 1000 + r * 10 + k;
+    }
+    OK(MPI_Alltoallv(sbuf, scounts, sdispls, MPI_INT, rbuf, rcounts, rdispls, MPI_INT,
+                     MPI_COMM_WORLD));
+    for (int r = 0; r < size; r++)
+        for (int k = 0; k <= r; k++) CHECK(rbuf[rdispls[r] + k] == r * 1000 + rank * 10 + k);
+    free(counts); free(displs); free(mine); free(everything); free(atroot);
+    free(scounts); free(sdispls); free(rcounts); free(rdispls); free(sbuf); free(rbuf);
+
     OK(MPI_Type_free(&tri));
     CHECK(tri == MPI_DATATYPE_NULL);
     free(gathered);
