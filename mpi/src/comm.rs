@@ -156,11 +156,15 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
     *slot = MPI_COMM_NULL;
     match e.kind {
         CommKind::Intra { p2p, coll } => {
-            // The runtime's free runs a closing barrier, which a failed member could
-            // leave some ranks waiting in (a peer gave up on it): with a failure known,
-            // or revoked elsewhere, revoke both and free without it (the context is
-            // retired, never reused).
-            if p2p.is_revoked() || coll.is_revoked() || !p2p.failed_ranks().is_empty() {
+            // The runtime's free runs a closing barrier, which is not fault tolerant: a
+            // member that dies before or during it can leave a rank waiting on a peer
+            // that gave up. So the members first agree (which never waits on the dead)
+            // on whether it is whole and unrevoked everywhere; if not, every member
+            // revokes it and frees it without the barrier (the context is retired).
+            let whole = !p2p.is_revoked() && !coll.is_revoked();
+            let clean = matches!(p2p.agree_full(u64::from(whole)),
+                Ok(a) if a.value == 1 && a.failed.is_empty());
+            if !clean {
                 p2p.revoke();
                 coll.revoke();
             }
@@ -173,6 +177,14 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
             }
         }
         CommKind::Inter(ic) => {
+            // As above, with the agreement across both groups (each side reads the
+            // other's flags; a side revoked here contributes 0, so both skip the
+            // barrier).
+            let whole = !ic.is_revoked();
+            let clean = whole && matches!(ic.agree(u32::from(whole)), Ok(1));
+            if !clean {
+                ic.revoke();
+            }
             if let Err(e) = ic.free() {
                 log::debug!("MPI_Comm_free: {e}");
             }
