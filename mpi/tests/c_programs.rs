@@ -447,3 +447,25 @@ fn every_function_under_mpich_hydra() {
         3,
     );
 }
+
+#[test]
+fn inter_communicator_creation_is_uniform_over_a_failure() {
+    // Rank 3 dies after 0, 2 and 20 ms: before, during or between creations.
+    for delay_us in ["0", "2000", "20000"] {
+        let (status, out, err) = run(
+            &["-np", "4", "--exit-status", "survivors"],
+            program("intercomm_ft"),
+            &[delay_us],
+            &[],
+        );
+        assert_eq!(
+            status, 0,
+            "delay {delay_us} us\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        assert_eq!(
+            out.matches("INTERCOMM OK").count(),
+            3,
+            "delay {delay_us} us\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
