@@ -2,8 +2,8 @@
  * A ULFM program of the shape of Open MPI's ULFM examples, written against Open MPI
  * (mpi-ext.h, MPIX_*, MPI_ERRORS_RETURN) and compiled unchanged with steadfast-cc: an
  * iterative computation (an allreduce per iteration) on a duplicate of the world; one
- * rank dies during it; the survivors revoke, shrink, and redo the iteration on the
- * shrunk communicator, then agree that they finished.
+ * rank dies during it; the survivors revoke, agree on whether the iteration counts,
+ * shrink, and redo it on the shrunk communicator, then agree that they finished.
  *
  *   ulfm_loop [victim]        (default: the last rank)
  */
@@ -49,7 +49,16 @@ int main(int argc, char *argv[]) {
             if (eclass != MPIX_ERR_PROC_FAILED && eclass != MPIX_ERR_REVOKED) {
                 fatal("allreduce", rc);
             }
-            /* Every survivor learns of the failure, then they rebuild. */
+            /* Interrupt the others: they may wait on a rank that gave up. */
+            MPIX_Comm_revoke(world);
+        }
+        /* A collective may succeed at some ranks and fail at others (a revoke can
+         * interrupt a rank whose message was still on its way): the survivors agree
+         * on whether this iteration counts, the ULFM idiom. */
+        int ok = rc == MPI_SUCCESS;
+        rc = MPIX_Comm_agree(world, &ok);
+        if (rc != MPI_SUCCESS || !ok) {
+            /* Every survivor gets here together; they rebuild and redo it. */
             MPIX_Comm_revoke(world);
             rc = MPIX_Comm_shrink(world, &shrunk);
             if (rc != MPI_SUCCESS) fatal("shrink", rc);
