@@ -283,6 +283,23 @@ impl<R, P> Engine<R, P> {
         self.ctx(context)?.would_match(source, tag)
     }
 
+    /// As [`would_match`](Self::would_match), naming the receive: the token of the
+    /// posted receive a message `(source, tag)` arriving on `context` now would complete
+    /// (nothing changes). A transport that copies straight into that receive's buffer
+    /// and then calls [`deliver`](Self::deliver), with no engine call in between, gets
+    /// exactly this receive back in [`Arrival::Matched`].
+    ///
+    /// # Errors
+    /// As [`would_match`](Self::would_match).
+    pub fn peek_match(
+        &self,
+        context: ContextId,
+        source: Rank,
+        tag: Tag,
+    ) -> Result<Option<&R>, MatchError> {
+        self.ctx(context)?.peek_match(source, tag)
+    }
+
     /// `MPI_Iprobe`: the earliest waiting message that fits, left in the queue.
     ///
     /// # Errors

@@ -8,17 +8,20 @@
 //! dead pids of local peers, transport errors). The control plane decides; the engine
 //! only moves its messages and tells the transports about failures.
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 use steadfast_agreement::control::{CommFt, ControlPlane, Output};
 use steadfast_agreement::detector::Detector;
 use steadfast_agreement::{CommId, CommKey, Seq};
 use steadfast_fabric::{Messenger, Request};
-use steadfast_matching::ContextAllocator;
-use steadfast_shm::Endpoint as ShmEndpoint;
+use steadfast_matching::{ContextAllocator, Match};
+use steadfast_shm::{Arrival, ArrivalData, Endpoint as ShmEndpoint, ShmError};
 
-use super::tags::{CONTEXT_BITS, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS};
+use super::matching::{Delivery, Got, Matching, Outcome, Payload, Posting, RecvFailure, RecvKey};
+use super::tags::{
+    user_tag, CONTEXT_BITS, CONTEXT_MASK, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS, USER_TAG_BITS,
+};
 use crate::bootstrap::Bootstrap;
 
 /// How a peer is reached.
@@ -73,12 +76,8 @@ pub struct FailureNote {
     pub at: std::time::Duration,
 }
 
-/// A message a process sent to itself.
-pub(crate) struct SelfMessage {
-    pub ctx: u64,
-    pub tag: u32,
-    pub data: Vec<u8>,
-}
+/// Arrivals taken from the shm rings per drain (a flood cannot hold the caller).
+const DRAIN_MAX: usize = 256;
 
 /// The per-process engine (see the module doc). Its state is private: communicators
 /// use the methods below.
@@ -95,7 +94,12 @@ pub(crate) struct Engine {
     fab_ctrl_buf: Box<[u8]>,
     shm: Option<ShmEndpoint>,
     boot: Box<dyn Bootstrap>,
-    self_queue: VecDeque<SelfMessage>,
+    /// MPI matching of every self and shm message (`matching.rs`).
+    matching: Matching,
+    /// Failed ranks whose contexts the matcher has not been told about yet.
+    to_notify: Vec<u32>,
+    /// Inside `drain_arrivals` (it is not re-entered).
+    draining: bool,
     control: ControlPlane,
     /// The communicator contexts in use here (agreed among members at creation).
     contexts: ContextAllocator,
@@ -151,7 +155,9 @@ impl Engine {
             fab_ctrl_buf: vec![0u8; CONTROL_MAX].into_boxed_slice(),
             shm: parts.shm,
             boot: parts.boot,
-            self_queue: VecDeque::new(),
+            matching: Matching::new(parts.size),
+            to_notify: Vec::new(),
+            draining: false,
             control: ControlPlane::new(parts.rank, parts.size, parts.detector),
             contexts: ContextAllocator::new(CONTEXT_BITS, RESERVED_CONTEXTS)
                 .expect("the tag layout's context space is valid"),
@@ -190,11 +196,6 @@ impl Engine {
         &self.routes
     }
 
-    /// The world rank of local rank `l` of this node.
-    pub fn local_world(&self, l: u32) -> u32 {
-        self.local_world[l as usize]
-    }
-
     /// The fabric messenger, when some peer is reached through it.
     pub fn fab_mut(&mut self) -> Option<&mut Messenger> {
         self.fab.as_mut()
@@ -208,11 +209,6 @@ impl Engine {
     /// The launcher's key-value service.
     pub fn boot_mut(&mut self) -> &mut dyn Bootstrap {
         self.boot.as_mut()
-    }
-
-    /// Messages this process sent itself, not received yet.
-    pub fn self_queue_mut(&mut self) -> &mut VecDeque<SelfMessage> {
-        &mut self.self_queue
     }
 
     /// Traffic counters (the control plane's included).
@@ -264,11 +260,6 @@ impl Engine {
         self.control.comm(id).is_some()
     }
 
-    /// Whether some peer shares this node (a shared-memory endpoint exists).
-    pub fn has_shm(&self) -> bool {
-        self.shm.is_some()
-    }
-
     /// The fault-tolerance state of a live communicator.
     ///
     /// # Panics
@@ -314,7 +305,33 @@ impl Engine {
     pub fn add_comm(&mut self, key: CommKey, ctx: u64, group: Vec<u32>) -> Option<u32> {
         let me = self.control.add_comm(key, ctx, group);
         self.drive();
+        if me.is_some() && ctx != 0 {
+            self.open_context(key.comm);
+        }
         me
+    }
+
+    /// Sets the context of communicator `id`, registered without one (0), once agreed.
+    pub fn set_comm_context(&mut self, id: CommId, ctx: u64) {
+        self.comm_mut(id).set_context(ctx);
+        self.open_context(id);
+    }
+
+    /// Opens the matching context of communicator `id` and delivers what arrived for it
+    /// before.
+    fn open_context(&mut self, id: CommId) {
+        let c = self.comm(id);
+        let ctx = c.context();
+        let group = c.group().to_vec();
+        let revoked = c.revoked();
+        let failed: Vec<u32> = group
+            .iter()
+            .copied()
+            .filter(|&w| self.control.is_failed(w))
+            .collect();
+        self.matching.open(ctx, &group, &failed, revoked);
+        self.retry_held();
+        self.release_dropped();
     }
 
     /// The communicator contexts of this process (`comm::context` agrees on them).
@@ -322,13 +339,308 @@ impl Engine {
         &mut self.contexts
     }
 
-    /// Forgets a freed communicator: its control-plane state, and messages this process
-    /// sent itself on its context that nobody received (returned: the caller logs them).
-    pub fn remove_comm(&mut self, id: CommId, ctx: u64) -> usize {
+    /// Forgets a freed communicator: its control-plane state and its matching context;
+    /// messages waiting on it that nobody received are dropped (returned: the caller
+    /// logs them). `retire` when its context is never reused here (messages still
+    /// arriving for it are dropped too).
+    pub fn remove_comm(&mut self, id: CommId, ctx: u64, retire: bool) -> usize {
         self.control.remove_comm(id);
-        let before = self.self_queue.len();
-        self.self_queue.retain(|m| m.ctx != ctx);
-        before - self.self_queue.len()
+        let dropped = if ctx != 0 {
+            self.matching.close(ctx, retire)
+        } else {
+            0
+        };
+        self.release_dropped();
+        dropped
+    }
+
+    /// Posts a receive on context `ctx` (see `Matching::post`); a waiting message that
+    /// fits is moved into `buf` now.
+    pub fn post_recv(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> RecvKey {
+        match self.matching.post(ctx, source, tag, buf, cap) {
+            Posting::Slot(key) => key,
+            Posting::Matched(m) => {
+                let key = m.recv;
+                self.complete(m);
+                key
+            }
+        }
+    }
+
+    /// The outcome of a posted receive once complete (its slot is freed then).
+    pub fn recv_outcome(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.matching.take(key)
+    }
+
+    /// Cancels a posted receive: `None` when withdrawn, else its outcome.
+    pub fn cancel_recv(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.matching.cancel(key)
+    }
+
+    /// Whether a posted wildcard receive should report a pending failure.
+    pub fn recv_failure_pending(&self, key: RecvKey) -> bool {
+        self.matching.failure_pending(key)
+    }
+
+    /// `MPIX_Comm_failure_ack` for the matching context `ctx`.
+    pub fn ack_failures(&mut self, ctx: u64) {
+        self.matching.ack(ctx);
+    }
+
+    /// `MPI_Iprobe` over the self and shm messages of context `ctx`.
+    pub fn probe(
+        &self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Got>, steadfast_matching::MatchError> {
+        self.matching.probe(ctx, source, tag)
+    }
+
+    /// Takes the earliest self or shm message of `ctx` that fits, into `buf` (a receive
+    /// that also waits on the fabric, so it cannot be posted here).
+    pub fn take_message(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &mut [u8],
+    ) -> Option<Outcome> {
+        let env = self.matching.mprobe(ctx, source, tag).ok()??;
+        let got = Got {
+            source: env.source.0,
+            tag: env.tag.0,
+            len: env.len,
+        };
+        Some(
+            self.move_payload(
+                env.payload,
+                env.len,
+                buf.as_mut_ptr(),
+                buf.len(),
+                got.source,
+            )
+            .map(|()| got),
+        )
+    }
+
+    /// A message to this process itself, delivered at once.
+    pub fn send_to_self(&mut self, ctx: u64, tag: u32, data: &[u8]) {
+        let d = self.matching.deliver(
+            ctx as u32,
+            self.rank,
+            tag,
+            data.len(),
+            Payload::Bytes(data.to_vec()),
+        );
+        self.handle_delivery(d);
+    }
+
+    fn handle_delivery(&mut self, d: Delivery) {
+        match d {
+            Delivery::Matched(m) => self.complete(m),
+            Delivery::Kept => {}
+            Delivery::Dropped(p) => self.release(p),
+        }
+    }
+
+    /// Moves a matched message into its receive's buffer and records the outcome.
+    fn complete(&mut self, m: Match<RecvKey, Payload>) {
+        let key = m.recv;
+        let env = m.message;
+        let (ptr, cap) = self.matching.buffer(key);
+        let got = Got {
+            source: env.source.0,
+            tag: env.tag.0,
+            len: env.len,
+        };
+        let outcome = self
+            .move_payload(env.payload, env.len, ptr, cap, got.source)
+            .map(|()| got);
+        self.matching.finish(key, outcome);
+    }
+
+    /// Copies or pulls a payload of `len` bytes into `(ptr, cap)`, the buffer of a
+    /// receive: valid for writes of `cap` bytes, no reference to it alive (the
+    /// receive's contract, `matching.rs`). `source` is the sender's comm rank.
+    fn move_payload(
+        &mut self,
+        payload: Payload,
+        len: usize,
+        ptr: *mut u8,
+        cap: usize,
+        source: u32,
+    ) -> Result<(), RecvFailure> {
+        let truncated = RecvFailure::Truncated { len, capacity: cap };
+        match payload {
+            Payload::Placed { truncated: true } => Err(truncated),
+            Payload::Placed { truncated: false } => Ok(()),
+            Payload::Bytes(_) | Payload::ShmPull { .. } if len > cap => {
+                self.release(payload);
+                Err(truncated)
+            }
+            Payload::Bytes(v) => {
+                // SAFETY: `ptr` is valid for `cap >= v.len()` bytes (contract above); `v`
+                // is the message's own memory, so the two do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, v.len()) };
+                Ok(())
+            }
+            Payload::ShmPull {
+                local,
+                wire_tag,
+                ticket,
+            } => {
+                let Some(shm) = self.shm.as_mut() else {
+                    return Err(RecvFailure::Freed);
+                };
+                let buf: &mut [u8] = if cap == 0 {
+                    &mut []
+                } else {
+                    // SAFETY: the contract above; the slice lives for this call only.
+                    unsafe { std::slice::from_raw_parts_mut(ptr, cap) }
+                };
+                match shm.pull(local, wire_tag, ticket, buf) {
+                    Ok(_) => Ok(()),
+                    Err(ShmError::Truncated { len, capacity }) => {
+                        Err(RecvFailure::Truncated { len, capacity })
+                    }
+                    Err(ShmError::PeerDead(l)) => {
+                        let w = self.local_world[l as usize];
+                        self.control.report_failure(w, "process exited".into());
+                        Err(RecvFailure::ProcFailed(source))
+                    }
+                    Err(e) => Err(RecvFailure::Transport(Arc::new(e))),
+                }
+            }
+        }
+    }
+
+    /// Lets go of a message that will never be received (a large shm sender is
+    /// answered, so its send completes).
+    fn release(&mut self, p: Payload) {
+        if let Payload::ShmPull { local, ticket, .. } = p {
+            if let Some(shm) = self.shm.as_mut() {
+                if let Err(e) = shm.refuse(local, ticket) {
+                    log::debug!("releasing a large message from local rank {local}: {e}");
+                }
+            }
+        }
+    }
+
+    fn release_dropped(&mut self) {
+        for p in self.matching.take_dropped() {
+            self.release(p);
+        }
+    }
+
+    fn retry_held(&mut self) {
+        let mut out = Vec::new();
+        self.matching.retry_held(&mut out);
+        for d in out {
+            self.handle_delivery(d);
+        }
+    }
+
+    /// Takes what arrived in the shm rings (at most [`DRAIN_MAX`]): control messages
+    /// go to the control plane, user messages to the matcher, straight into the
+    /// buffer of the receive they complete when one is posted. Returns how many.
+    pub fn drain_arrivals(&mut self) -> usize {
+        if self.draining || self.shm.is_none() {
+            return 0;
+        }
+        self.draining = true;
+        let mut taken = 0;
+        let mut control = false;
+        while taken < DRAIN_MAX && !self.matching.held_full() {
+            let Some(shm) = self.shm.as_mut() else { break };
+            let local_world = &self.local_world;
+            let matching = &self.matching;
+            let ctrl = (self.control_buf.as_mut_ptr(), self.control_buf.len());
+            let mut choose = |src: u32, tag: u64, _len: usize| {
+                if tag & CONTROL != 0 {
+                    return Some(ctrl);
+                }
+                let w = *local_world.get(src as usize)?;
+                let ctx = ((tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+                matching.placement(ctx, w, user_tag(tag))
+            };
+            // SAFETY: a destination is the engine's control buffer (no reference to it
+            // lives during the call) or a posted receive's buffer (valid for its
+            // capacity while posted, `matching.rs`).
+            let arrival = match unsafe { shm.next_arrival(&mut choose) } {
+                Ok(Some(a)) => a,
+                Ok(None) => break,
+                Err(e) => {
+                    log::warn!("shared-memory arrivals: {e}");
+                    self.stats.control_malformed += 1;
+                    break;
+                }
+            };
+            taken += 1;
+            if arrival.tag & CONTROL != 0 {
+                control = true;
+                self.on_control_arrival(arrival);
+            } else {
+                self.on_user_arrival(arrival);
+            }
+        }
+        self.draining = false;
+        if control {
+            self.drive();
+        }
+        taken
+    }
+
+    fn on_control_arrival(&mut self, a: Arrival) {
+        let from = self.local_world[a.source as usize];
+        let now = self.now_ns();
+        match a.data {
+            ArrivalData::Placed { truncated: false } => {
+                self.control
+                    .on_control(from, &self.control_buf[..a.len], now);
+            }
+            ArrivalData::Bytes(v) => self.control.on_control(from, &v, now),
+            ArrivalData::Pull(t) => {
+                let shm = self.shm.as_mut().expect("arrived through shm");
+                match shm.pull(a.source, a.tag, t, &mut self.control_buf) {
+                    Ok(r) => self
+                        .control
+                        .on_control(from, &self.control_buf[..r.len], now),
+                    Err(_) => self.stats.control_malformed += 1,
+                }
+            }
+            ArrivalData::Placed { truncated: true } => self.stats.control_malformed += 1,
+        }
+    }
+
+    fn on_user_arrival(&mut self, a: Arrival) {
+        let w = self.local_world[a.source as usize];
+        let ctx = ((a.tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+        let payload = match a.data {
+            ArrivalData::Placed { truncated } => Payload::Placed { truncated },
+            ArrivalData::Bytes(v) => Payload::Bytes(v),
+            ArrivalData::Pull(ticket) => Payload::ShmPull {
+                local: a.source,
+                wire_tag: a.tag,
+                ticket,
+            },
+        };
+        let placed = matches!(payload, Payload::Placed { .. });
+        let d = self
+            .matching
+            .deliver(ctx, w, user_tag(a.tag), a.len, payload);
+        if placed && !matches!(d, Delivery::Matched(_)) {
+            // `placement` named the receive and nothing ran in between: cannot happen.
+            log::error!("matching: a message placed into a receive did not match it");
+        }
+        self.handle_delivery(d);
     }
 
     /// One round of progress: control messages, then (now and then) the clock, the
@@ -442,20 +754,41 @@ impl Engine {
                             }
                         }
                     }
-                    Output::Failed { rank, how } => match self.routes[rank as usize] {
-                        Route::Shm(l) => {
-                            if let Some(shm) = self.shm.as_mut() {
-                                shm.declare_dead(l);
+                    Output::Failed { rank, how } => {
+                        match self.routes[rank as usize] {
+                            Route::Shm(l) => {
+                                if let Some(shm) = self.shm.as_mut() {
+                                    shm.declare_dead(l);
+                                }
+                            }
+                            Route::Fabric => {
+                                if let Some(fab) = self.fab.as_mut() {
+                                    fab.declare_dead(rank, &how);
+                                }
+                            }
+                            Route::Local => {}
+                        }
+                        self.to_notify.push(rank);
+                    }
+                    Output::Revoked { comm } => {
+                        if let Some(c) = self.control.comm(comm) {
+                            let ctx = c.context();
+                            if ctx != 0 {
+                                self.matching.revoke(ctx);
+                                self.release_dropped();
                             }
                         }
-                        Route::Fabric => {
-                            if let Some(fab) = self.fab.as_mut() {
-                                fab.declare_dead(rank, &how);
-                            }
-                        }
-                        Route::Local => {}
-                    },
+                    }
                 }
+            }
+            if !self.to_notify.is_empty() && !self.draining {
+                // What the dead rank sent before it died and is still in its ring is
+                // delivered first: a receive naming it then gets those messages.
+                self.drain_arrivals();
+                for w in std::mem::take(&mut self.to_notify) {
+                    self.matching.notify_failure(w);
+                }
+                self.release_dropped();
             }
             if self.send_failures.is_empty() {
                 return;
@@ -467,23 +800,9 @@ impl Engine {
     }
 
     fn poll_control(&mut self) {
-        // Shared memory: every control message waiting in the rings.
-        while let Some(shm) = self.shm.as_mut() {
-            match shm.try_recv(None, CONTROL, CONTROL_IGNORE, &mut self.control_buf) {
-                Ok(Some(r)) => {
-                    let from = self.local_world[r.source as usize];
-                    let now = self.now_ns();
-                    self.control
-                        .on_control(from, &self.control_buf[..r.len], now);
-                    self.drive();
-                }
-                Ok(None) => break,
-                Err(_) => {
-                    self.stats.control_malformed += 1;
-                    break;
-                }
-            }
-        }
+        // Shared memory: everything waiting in the rings (control and user messages).
+        self.drain_arrivals();
+        self.retry_held();
         // Fabric: the posted control receive.
         for _ in 0..16 {
             let (Some(fab), Some(req)) = (self.fab.as_mut(), self.fab_ctrl) else {
