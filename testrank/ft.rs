@@ -23,8 +23,12 @@
 //! - `split-after-failure VICTIM`: VICTIM dies; the survivors acknowledge it, split (the
 //!   context agreed among the live ranks only), exchange on the new communicator, free
 //!   it; print `SPLIT OK <size>`.
+//! - `order`, `deadsource`, `revokepending`: MPI matching order and its ULFM rules
+//!   (`matching.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
+
+mod matching;
 
 use std::time::{Duration, Instant};
 use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
@@ -847,6 +851,9 @@ fn main() {
         Some("contexts") => contexts(&world, &comm, arg(2), arg(3)),
         Some("exhaust") => exhaust(&comm),
         Some("split-after-failure") => split_after_failure(&world, &comm, arg(2) as u32),
+        Some("order") => matching::order(&world, &comm, &args[2]),
+        Some("deadsource") => matching::deadsource(&world, &comm),
+        Some("revokepending") => matching::revoke_pending(&world, &comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)
