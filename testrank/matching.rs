@@ -349,7 +349,7 @@ pub(crate) fn deadsource(world: &World, comm: &Comm) {
 pub(crate) fn revoke_pending(world: &World, comm: &Comm) {
     let (me, n) = (comm.rank(), comm.size());
     let next = (me + 1) % n;
-    let mut recvs = vec![
+    let mut recvs = [
         post(comm, ANY_SOURCE, Some(60), 64),
         post(comm, Some(next), Some(61), 64),
         post(comm, Some(next), ANY_TAG, 64),
