@@ -1,9 +1,10 @@
 //! The engine: every open context of a process, the messages that arrived before their
 //! context was opened, and the queue of events the runtime polls.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::context::Context;
+use crate::list::KeyMap;
 use crate::types::{
     ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, Tag,
 };
@@ -128,7 +129,8 @@ pub enum Event<R, P> {
 /// ```
 #[derive(Debug)]
 pub struct Engine<R, P> {
-    contexts: HashMap<ContextId, Context<R, P>>,
+    /// FxHash: looked up on every post and arrival.
+    contexts: KeyMap<ContextId, Context<R, P>>,
     early: VecDeque<Envelope<P>>,
     events: VecDeque<Event<R, P>>,
     limits: Limits,
@@ -145,7 +147,7 @@ impl<R, P> Engine<R, P> {
             max_early: limits.max_early,
         };
         Engine {
-            contexts: HashMap::new(),
+            contexts: KeyMap::default(),
             early: VecDeque::new(),
             events: VecDeque::new(),
             limits,

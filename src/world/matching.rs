@@ -14,12 +14,17 @@
 //! pulling a large shm message needs the endpoint.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
 
 use steadfast_matching::{
-    Arrival as Delivered, ContextId, Engine as Matcher, Envelope, Event, Limits, Match, MatchError,
-    PostOutcome, Rank, RecvId, RecvSpec, Rejected, Tag,
+    Arrival as Delivered, ContextId, Engine as Matcher, Envelope, Event, FxHasher, Limits, Match,
+    MatchError, PostOutcome, Rank, RecvId, RecvSpec, Rejected, Tag,
 };
 use steadfast_shm::PullTicket;
+
+/// Context-keyed maps, looked up for every message: FxHash (keys come from the job's
+/// own processes).
+type CtxMap<V> = HashMap<u32, V, BuildHasherDefault<FxHasher>>;
 
 /// Arrivals kept by the runtime for contexts not open yet (a fast peer's first
 /// messages on a new communicator), or behind a full queue; past this the shm rings
@@ -136,7 +141,7 @@ pub(crate) struct Matching {
     matcher: Matcher<RecvKey, Payload>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    ctxs: HashMap<u32, CtxInfo>,
+    ctxs: CtxMap<CtxInfo>,
     held: VecDeque<Held>,
     /// Contexts of communicators freed unclean (revoked, or a failed closing barrier):
     /// never reused by this process, so messages still arriving for them are dropped.
@@ -157,7 +162,7 @@ impl Matching {
             matcher: Matcher::new(Limits::default()),
             slots: Vec::new(),
             free: Vec::new(),
-            ctxs: HashMap::new(),
+            ctxs: CtxMap::default(),
             held: VecDeque::new(),
             retired: HashSet::new(),
             world_size,
@@ -370,7 +375,7 @@ impl Matching {
         len: usize,
         payload: Payload,
     ) -> Delivery {
-        if self.retired.contains(&ctx) {
+        if !self.retired.is_empty() && self.retired.contains(&ctx) {
             return Delivery::Dropped(payload);
         }
         if !self.held.is_empty() && self.held.iter().any(|h| h.ctx == ctx) {
