@@ -279,7 +279,10 @@ fn to_self(comm: &Comm) {
     assert_eq!(finish_in_reverse(me, recvs), vec![(me, 0), (me, 1)]);
     // A leaked receive that owns its buffer: the message it matches is written into
     // the leaked (still allocated) buffer, and the next receive gets the next one.
-    std::mem::forget(comm.irecv_owned(ANY_SOURCE, Some(51), vec![0u8; 64]).unwrap());
+    std::mem::forget(
+        comm.irecv_owned(ANY_SOURCE, Some(51), vec![0u8; 64])
+            .unwrap(),
+    );
     comm.send(me, 51, &body(me, 0, 12)).unwrap();
     comm.send(me, 51, &body(me, 1, 12)).unwrap();
     let next = vec![post(comm, ANY_SOURCE, Some(51), 64)];
