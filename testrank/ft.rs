@@ -23,8 +23,12 @@
 //! - `split-after-failure VICTIM`: VICTIM dies; the survivors acknowledge it, split (the
 //!   context agreed among the live ranks only), exchange on the new communicator, free
 //!   it; print `SPLIT OK <size>`.
+//! - `order`, `deadsource`, `revokepending`: MPI matching order and its ULFM rules
+//!   (`matching.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
+
+mod matching;
 
 use std::time::{Duration, Instant};
 use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
@@ -480,16 +484,26 @@ fn anysource(world: &World, comm: &Comm, victim: u32) {
         die_now();
     }
     let mut b = [0u8; 4];
-    // Blocks until the failure is known (nobody sends tag 99), then reports it.
+    // Blocks until the failure is known (nobody sends tag 99), then reports it: a
+    // blocking wildcard receive cannot stay posted, so it fails with ProcFailed.
     match comm.recv(None, Some(99), &mut b) {
-        Err(CommError::ProcFailedPending { ranks }) => assert_eq!(ranks, vec![victim]),
-        other => panic!("rank {me}: expected ProcFailedPending, got {other:?}"),
+        Err(CommError::ProcFailed { ranks }) => assert_eq!(ranks, vec![victim]),
+        other => panic!("rank {me}: expected ProcFailed, got {other:?}"),
     }
-    // Still pending until acknowledged.
+    // Until acknowledged, at once.
     assert!(matches!(
         comm.recv(None, Some(99), &mut b),
-        Err(CommError::ProcFailedPending { .. })
+        Err(CommError::ProcFailed { .. })
     ));
+    // A non-blocking one reports ProcFailedPending and stays posted: it completes
+    // after the acknowledgement, with a message sent then.
+    let mut pending = comm.irecv_owned(None, Some(98), vec![0u8; 4]).unwrap();
+    for _ in 0..2 {
+        match pending.test() {
+            Err(CommError::ProcFailedPending { ranks }) => assert_eq!(ranks, vec![victim]),
+            other => panic!("rank {me}: expected ProcFailedPending, got {other:?}"),
+        }
+    }
     assert_eq!(comm.ack_failed(), 1);
     assert_eq!(comm.get_failed(), vec![victim]);
     // A named receive from the victim fails for good.
@@ -510,6 +524,14 @@ fn anysource(world: &World, comm: &Comm, victim: u32) {
         assert_eq!(st.source, live[pos - 1]);
         comm.send(next, 8, &me.to_le_bytes()).unwrap();
     }
+    // The receive left posted gets the ring's second round (tag 98), sent once every
+    // survivor has tested its receive (the agreement).
+    comm.agree(1).unwrap();
+    let prev = live[(pos + live.len() - 1) % live.len()];
+    comm.send(next, 98, &me.to_le_bytes()).unwrap();
+    let (inbox, st) = pending.wait();
+    let st = st.unwrap();
+    assert_eq!((st.source, inbox), (prev, prev.to_le_bytes().to_vec()));
     let _ = world;
     println!("ANYSOURCE OK");
 }
@@ -829,6 +851,9 @@ fn main() {
         Some("contexts") => contexts(&world, &comm, arg(2), arg(3)),
         Some("exhaust") => exhaust(&comm),
         Some("split-after-failure") => split_after_failure(&world, &comm, arg(2) as u32),
+        Some("order") => matching::order(&world, &comm, &args[2]),
+        Some("deadsource") => matching::deadsource(&world, &comm),
+        Some("revokepending") => matching::revoke_pending(&world, &comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

@@ -102,8 +102,9 @@ pub unsafe extern "C" fn sf_send(
 ///
 /// # Errors
 /// `SF_ERR_TRUNCATED` (the message is consumed), `SF_ERR_PROC_FAILED` (the source
-/// failed), `SF_ERR_PROC_FAILED_PENDING` (a wildcard receive while a failure is not
-/// acknowledged), `SF_ERR_REVOKED`, `SF_ERR_INVALID_ARG`, `SF_ERR_TRANSPORT`.
+/// failed, or a wildcard receive while a failure is not acknowledged: a blocking
+/// receive cannot stay posted), `SF_ERR_REVOKED`, `SF_ERR_INVALID_ARG`,
+/// `SF_ERR_TRANSPORT`.
 ///
 /// # Safety
 /// `comm` is null or a live communicator handle; `buf` is valid for writes of `len`

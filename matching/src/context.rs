@@ -194,6 +194,18 @@ impl<R, P> Context<R, P> {
         Ok(self.posted.has_match(source, tag))
     }
 
+    pub(crate) fn peek_match(
+        &self,
+        source: Rank,
+        tag: crate::types::Tag,
+    ) -> Result<Option<&R>, MatchError> {
+        if self.revoked {
+            return Err(MatchError::Revoked(self.id));
+        }
+        self.check_rank(source)?;
+        Ok(self.posted.peek_match(source, tag))
+    }
+
     pub(crate) fn probe(&self, spec: RecvSpec) -> Result<Option<&Envelope<P>>, MatchError> {
         self.check_spec(spec)?;
         match self.unexpected.peek(spec) {

@@ -1,9 +1,10 @@
 //! The engine: every open context of a process, the messages that arrived before their
 //! context was opened, and the queue of events the runtime polls.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::context::Context;
+use crate::list::KeyMap;
 use crate::types::{
     ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, Tag,
 };
@@ -128,7 +129,8 @@ pub enum Event<R, P> {
 /// ```
 #[derive(Debug)]
 pub struct Engine<R, P> {
-    contexts: HashMap<ContextId, Context<R, P>>,
+    /// FxHash: looked up on every post and arrival.
+    contexts: KeyMap<ContextId, Context<R, P>>,
     early: VecDeque<Envelope<P>>,
     events: VecDeque<Event<R, P>>,
     limits: Limits,
@@ -145,7 +147,7 @@ impl<R, P> Engine<R, P> {
             max_early: limits.max_early,
         };
         Engine {
-            contexts: HashMap::new(),
+            contexts: KeyMap::default(),
             early: VecDeque::new(),
             events: VecDeque::new(),
             limits,
@@ -281,6 +283,23 @@ impl<R, P> Engine<R, P> {
         tag: Tag,
     ) -> Result<bool, MatchError> {
         self.ctx(context)?.would_match(source, tag)
+    }
+
+    /// As [`would_match`](Self::would_match), naming the receive: the token of the
+    /// posted receive a message `(source, tag)` arriving on `context` now would complete
+    /// (nothing changes). A transport that copies straight into that receive's buffer
+    /// and then calls [`deliver`](Self::deliver), with no engine call in between, gets
+    /// exactly this receive back in [`Arrival::Matched`].
+    ///
+    /// # Errors
+    /// As [`would_match`](Self::would_match).
+    pub fn peek_match(
+        &self,
+        context: ContextId,
+        source: Rank,
+        tag: Tag,
+    ) -> Result<Option<&R>, MatchError> {
+        self.ctx(context)?.peek_match(source, tag)
     }
 
     /// `MPI_Iprobe`: the earliest waiting message that fits, left in the queue.

@@ -72,6 +72,24 @@ fn would_match_predicts_deliver() {
 }
 
 #[test]
+fn peek_match_names_the_receive_deliver_completes() {
+    let mut e = engine();
+    assert_eq!(e.peek_match(C, Rank(1), Tag(5)), Ok(None));
+    posted(e.post_recv(C, spec(Some(1), Some(5)), "exact").unwrap());
+    posted(e.post_recv(C, spec(None, None), "any").unwrap());
+    assert_eq!(e.peek_match(C, Rank(1), Tag(5)), Ok(Some(&"exact")));
+    assert_eq!(e.peek_match(C, Rank(2), Tag(5)), Ok(Some(&"any")));
+    assert_eq!(matched(e.deliver(msg(1, 5, 0)).unwrap()), ("exact", 0));
+    assert_eq!(e.peek_match(C, Rank(1), Tag(5)), Ok(Some(&"any")));
+    assert!(e.peek_match(C, Rank(4), Tag(5)).is_err());
+    e.revoke(C).unwrap();
+    assert_eq!(
+        e.peek_match(C, Rank(1), Tag(5)),
+        Err(MatchError::Revoked(C))
+    );
+}
+
+#[test]
 fn one_senders_messages_do_not_overtake() {
     let mut e = engine();
     for i in 0..3 {

@@ -45,6 +45,7 @@ pub use context_id::{
     ContextAllocator, ContextError, Decision, OpKey, Proposal, MAX_ID_BITS, WINDOW_IDS,
 };
 pub use engine::{Arrival, Engine, Event, Limits, Match, PostOutcome};
+pub use list::FxHasher;
 pub use order_gate::{OrderGate, SendSequencer};
 pub use types::{
     ContextId, Envelope, MatchError, QueueKind, Rank, RecvId, RecvSpec, Rejected, SourceSpec, Tag,

@@ -193,7 +193,7 @@ impl List {
 /// FxHash (rustc's hasher): a multiply and a rotate per word. The keys are tags from the
 /// job's own processes, which are trusted, so flooding resistance is not needed.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct FxHasher {
+pub struct FxHasher {
     hash: u64,
 }
 

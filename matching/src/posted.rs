@@ -86,8 +86,8 @@ impl<R> PostedQueue<R> {
         (slot, seq)
     }
 
-    /// Takes out the earliest posted receive that fits a message `(source, tag)`.
-    pub(crate) fn take_match(&mut self, source: Rank, tag: Tag) -> Option<PostedNode<R>> {
+    /// The slot of the earliest posted receive that fits a message `(source, tag)`.
+    fn earliest(&self, source: Rank, tag: Tag) -> Option<u32> {
         let s = source.0 as usize;
         let heads = [
             self.exact
@@ -97,11 +97,22 @@ impl<R> PostedQueue<R> {
             self.by_tag.get(&tag.0).and_then(List::first),
             self.any.first(),
         ];
-        let slot = heads
+        heads
             .into_iter()
             .flatten()
-            .min_by_key(|&slot| self.slab.at(slot).seq)?;
+            .min_by_key(|&slot| self.slab.at(slot).seq)
+    }
+
+    /// Takes out the earliest posted receive that fits a message `(source, tag)`.
+    pub(crate) fn take_match(&mut self, source: Rank, tag: Tag) -> Option<PostedNode<R>> {
+        let slot = self.earliest(source, tag)?;
         Some(self.remove(slot))
+    }
+
+    /// The token of the receive [`take_match`](Self::take_match) would take (left posted).
+    pub(crate) fn peek_match(&self, source: Rank, tag: Tag) -> Option<&R> {
+        let slot = self.earliest(source, tag)?;
+        Some(&self.slab.at(slot).token)
     }
 
     /// Whether a posted receive fits a message `(source, tag)` (left posted).

@@ -44,5 +44,8 @@ mod sync;
 pub mod topology;
 pub mod xpmem;
 
-pub use endpoint::{CopyPath, Endpoint, EndpointConfig, Received, SendRequest, ANY_TAG};
+pub use endpoint::{
+    Arrival, ArrivalData, CopyPath, Endpoint, EndpointConfig, PullTicket, Received, SendRequest,
+    ANY_TAG,
+};
 pub use error::ShmError;

@@ -220,10 +220,10 @@ pub(super) fn release_sole_handle(comm: &Comm, clean: bool) {
 pub(super) fn release(comm: &Comm, id: CommId, clean: bool) {
     let mut e = comm.engine.lock();
     let ctx = e.comm(id).context();
-    let dropped = e.remove_comm(id, ctx);
+    let dropped = e.remove_comm(id, ctx, !clean);
     if dropped > 0 {
         log::warn!(
-            "communicator {:#x} freed with {dropped} unreceived message(s) to itself; dropped",
+            "communicator {:#x} freed with {dropped} unreceived message(s); dropped",
             id.0
         );
     }
@@ -251,7 +251,7 @@ pub(super) fn release(comm: &Comm, id: CommId, clean: bool) {
 pub(super) fn set_agreed_context(comm: &Comm, op: OpKey) -> Result<(), CommError> {
     match agree_context(Over::Own(comm), op) {
         Ok(ctx) => {
-            comm.engine.lock().comm_mut(comm.id).set_context(ctx);
+            comm.engine.lock().set_comm_context(comm.id, ctx);
             Ok(())
         }
         Err(e) => {

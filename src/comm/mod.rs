@@ -379,7 +379,11 @@ impl Comm {
         let mut e = self.engine.lock();
         let c = e.comm_mut(self.id);
         c.set_acked(RankSet::from_ranks(failed.into_iter().map(Rank)));
-        c.acked().len()
+        let (acked, ctx) = (c.acked().len(), c.context());
+        if ctx != 0 {
+            e.ack_failures(ctx);
+        }
+        acked
     }
 
     /// The failures acknowledged so far (`MPIX_Comm_failure_get_acked`).

@@ -13,18 +13,22 @@
 //! # }
 //! ```
 //!
-//! Receives match when they are tested, in the order they are tested, not in the
-//! order they were posted: two pending receives that both match one message may take
-//! it in either order.
+//! Receives match in the order they were posted (MPI 4.1 §3.5): an `irecv` is posted
+//! into the process's matching engine when it is called (`docs/matching.md`), so of
+//! two pending receives that both fit a message, the earlier posted gets it however
+//! they are tested, and one sender's messages on one communicator arrive in send
+//! order. A receive whose possible sources include a rank reached through the fabric
+//! is still matched by the provider, when tested (docs/matching.md, section 5).
 
 use std::marker::PhantomData;
 
 use steadfast_fabric::Request;
 use steadfast_shm::ShmError;
 
-use super::p2p::RecvPlan;
+use super::p2p::{outcome_result, RecvMode, RecvPlan};
 use super::{Agreement, Comm, CommError, Status};
-use crate::world::engine::{Route, SelfMessage};
+use crate::world::engine::Route;
+use crate::world::matching::RecvKey;
 use crate::world::tags::user_match;
 
 /// A receive in flight (from [`Comm::irecv`]).
@@ -32,9 +36,15 @@ use crate::world::tags::user_match;
 pub struct RecvRequest<'a> {
     comm: Comm,
     plan: RecvPlan,
+    /// The receive in the matcher (`Matched` plans), until its outcome is taken.
+    key: Option<RecvKey>,
     fab_req: Option<Request>,
-    buf: &'a mut [u8],
+    /// The buffer, by raw parts: the matcher may write it during any progress round
+    /// while the request is pending.
+    buf: *mut u8,
+    len: usize,
     finished: bool,
+    _buf: PhantomData<&'a mut [u8]>,
 }
 
 impl std::fmt::Debug for RecvRequest<'_> {
@@ -49,19 +59,25 @@ impl RecvRequest<'_> {
     /// Progresses once; the status when the message has arrived.
     ///
     /// # Errors
-    /// As [`Comm::recv`]; [`CommError::InvalidArgument`] once finished.
+    /// As [`Comm::recv`], except that a wildcard receive reports
+    /// [`CommError::ProcFailedPending`] while a failure is not acknowledged and stays
+    /// pending (it may still match, be waited for after [`Comm::ack_failed`], or be
+    /// dropped to cancel it); [`CommError::InvalidArgument`] once finished.
     pub fn test(&mut self) -> Result<Option<Status>, CommError> {
         if self.finished {
             return Err(CommError::InvalidArgument(
                 "receive already finished".into(),
             ));
         }
+        if let Some(key) = self.key {
+            return self.test_matched(key);
+        }
         let mut guard = self.comm.engine.lock();
         let e = &mut *guard;
-        let result = match self
-            .comm
-            .recv_step(e, &self.plan, &mut self.fab_req, self.buf)
-        {
+        // SAFETY: the request borrows the caller's buffer for 'a, and the matcher never
+        // holds it on this path (fabric and mixed plans post nothing there).
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.buf, self.len) };
+        let result = match self.comm.recv_step(e, &self.plan, &mut self.fab_req, buf) {
             Some(r) => r,
             None => {
                 e.progress();
@@ -69,6 +85,8 @@ impl RecvRequest<'_> {
                     .comm
                     .interrupted(e, self.plan.src_world, self.plan.wildcard)
                 {
+                    // Stays pending (its fabric receive stays posted).
+                    Some(err @ CommError::ProcFailedPending { .. }) => return Err(err),
                     Some(err) => Err(err),
                     None => return Ok(None),
                 }
@@ -80,10 +98,41 @@ impl RecvRequest<'_> {
             .map(Some)
     }
 
+    fn test_matched(&mut self, key: RecvKey) -> Result<Option<Status>, CommError> {
+        let mut guard = self.comm.engine.lock();
+        let e = &mut *guard;
+        let mut done = e.recv_outcome(key).map(outcome_result);
+        if done.is_none() {
+            e.drain_arrivals();
+            done = e.recv_outcome(key).map(outcome_result);
+        }
+        if done.is_none() {
+            e.progress();
+            done = e
+                .recv_outcome(key)
+                .map(outcome_result)
+                .or_else(|| self.comm.matched_interrupted(e, key, false));
+        }
+        match done {
+            Some(r) => {
+                self.key = None;
+                self.finished = true;
+                e.tick();
+                r.map(Some)
+            }
+            None if e.recv_failure_pending(key) => match self.comm.interrupted(e, None, true) {
+                Some(err @ CommError::ProcFailedPending { .. }) => Err(err),
+                _ => Ok(None),
+            },
+            None => Ok(None),
+        }
+    }
+
     /// Waits for the message.
     ///
     /// # Errors
-    /// As [`Comm::recv`].
+    /// As [`Comm::recv`] (a wildcard receive reports `ProcFailedPending` while a
+    /// failure is not acknowledged; the request is consumed, so it is cancelled).
     pub fn wait(mut self) -> Result<Status, CommError> {
         let comm = self.comm.clone();
         super::Spin::until(&comm, || self.test())
@@ -92,6 +141,10 @@ impl RecvRequest<'_> {
 
 impl Drop for RecvRequest<'_> {
     fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            // Withdrawn, or complete: the matcher no longer names the buffer either way.
+            let _ = self.comm.engine.lock().cancel_recv(key);
+        }
         if let Some(req) = self.fab_req.take() {
             {
                 let mut e = self.comm.engine.lock();
@@ -297,16 +350,29 @@ impl Comm {
         tag: Option<u32>,
         buf: &'a mut [u8],
     ) -> Result<RecvRequest<'a>, CommError> {
-        let plan = {
-            let e = self.engine.lock();
-            self.plan_recv(&e, source, tag)?
+        let mut guard = self.engine.lock();
+        let e = &mut *guard;
+        let plan = self.plan_recv(e, source, tag)?;
+        // Posted now, so receives match in the order they were posted: in the matcher,
+        // or with the provider (which matches its posted receives in posting order).
+        let (key, fab_req) = if plan.mode == RecvMode::Matched {
+            let key = e.post_recv(plan.ctx, plan.source, plan.tag, buf.as_mut_ptr(), buf.len());
+            (Some(key), None)
+        } else {
+            // SAFETY: as `Comm::irecv`'s contract: `buf` outlives the request, whose drop
+            // cancels the fabric receive (waiting until libfabric lets go).
+            (None, Some(unsafe { self.post_fabric_recv(e, &plan, buf) }?))
         };
+        drop(guard);
         Ok(RecvRequest {
             comm: self.clone(),
             plan,
-            fab_req: None,
-            buf,
+            key,
+            fab_req,
+            buf: buf.as_mut_ptr(),
+            len: buf.len(),
             finished: false,
+            _buf: PhantomData,
         })
     }
 
@@ -345,11 +411,7 @@ impl Comm {
         e.tick();
         let state = match e.route(w) {
             Route::Local => {
-                e.self_queue_mut().push_back(SelfMessage {
-                    ctx,
-                    tag,
-                    data: data.to_vec(),
-                });
+                e.send_to_self(ctx, tag, data);
                 e.stats_mut().self_sent += 1;
                 SendState::Done
             }

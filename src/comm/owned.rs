@@ -186,6 +186,8 @@ impl<B: IoBufMut> OwnedRecvRequest<B> {
             .expect("pending until an outcome is known");
         match inner.test() {
             Ok(None) => Ok(None),
+            // The receive stays posted (a wildcard receive with a failure pending).
+            Err(err @ CommError::ProcFailedPending { .. }) => Err(err),
             done => {
                 let done = done.map(|st| st.expect("finished"));
                 self.outcome = Some(done.clone());

@@ -4,27 +4,13 @@
 
 use steadfast_agreement::Rank;
 use steadfast_fabric::{Completion, Error as FabricError, Request};
-use steadfast_shm::ShmError;
+use steadfast_matching::MatchError;
 
 use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{Engine, Route};
+use crate::world::matching::{Outcome, RecvFailure, RecvKey};
+use crate::world::shared::EngineGuard;
 use crate::world::tags::{user_match, user_tag, MAX_TAG};
-
-fn shm_error(e: ShmError, world: &mut Engine) -> CommError {
-    match e {
-        ShmError::Truncated { len, capacity } => CommError::Truncated {
-            len: Some(len),
-            capacity,
-        },
-        ShmError::PeerDead(l) => {
-            let w = world.local_world(l);
-            world.report_failure(w, "process exited".into());
-            world.apply_failures();
-            CommError::from(ShmError::PeerDead(l))
-        }
-        other => other.into(),
-    }
-}
 
 fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
     match e {
@@ -49,19 +35,68 @@ fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
 /// message the receive waits for.
 const RECV_POLLS_PER_PROGRESS: u32 = 16;
 
+/// Which path a receive takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecvMode {
+    /// Only self and shm messages can match: posted in the matcher, in posting order.
+    Matched,
+    /// A named source reached through the fabric: the provider matches (at test time).
+    Fabric,
+    /// A wildcard source with members on the fabric and (maybe) on shm or self: a
+    /// fabric receive plus the matcher's waiting messages, looked at when tested.
+    Mixed,
+}
+
 /// Where a receive may find its message (computed once per receive).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RecvPlan {
-    ctx: u64,
-    tag: Option<u32>,
+    pub(crate) ctx: u64,
+    pub(crate) source: Option<u32>,
+    pub(crate) tag: Option<u32>,
     pub(crate) src_world: Option<u32>,
-    fabric_members: bool,
-    /// `Some(Some(l))`: local rank l; `Some(None)`: any local rank; `None`: not shm.
-    shm_source: Option<Option<u32>>,
-    self_allowed: bool,
+    pub(crate) mode: RecvMode,
     wire_tag: u64,
     ignore: u64,
     pub(crate) wildcard: bool,
+}
+
+/// A receive posted in the matcher by a blocking call: withdrawn when dropped unless
+/// finished (`key` taken), so the matcher never keeps a buffer whose borrow ended.
+struct PostedRecv<'a> {
+    e: EngineGuard<'a>,
+    key: Option<RecvKey>,
+}
+
+impl Drop for PostedRecv<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            // Withdrawn, or complete (its outcome is dropped): either way the matcher
+            // no longer names the buffer.
+            let _ = self.e.cancel_recv(key);
+        }
+    }
+}
+
+/// The caller's view of a matched receive's outcome.
+pub(crate) fn outcome_result(out: Outcome) -> Result<Status, CommError> {
+    match out {
+        Ok(g) => Ok(Status {
+            source: g.source,
+            tag: g.tag,
+            len: g.len,
+        }),
+        Err(RecvFailure::Truncated { len, capacity }) => Err(CommError::Truncated {
+            len: Some(len),
+            capacity,
+        }),
+        Err(RecvFailure::ProcFailed(r)) => Err(CommError::ProcFailed { ranks: vec![r] }),
+        Err(RecvFailure::Revoked) => Err(CommError::Revoked),
+        Err(RecvFailure::Freed) => Err(CommError::InvalidArgument(
+            "the communicator was freed with the receive pending".into(),
+        )),
+        Err(RecvFailure::Transport(e)) => Err(CommError::Shm(e)),
+        Err(RecvFailure::Refused(e)) => Err(CommError::InvalidArgument(e.to_string())),
+    }
 }
 
 impl Comm {
@@ -139,13 +174,15 @@ impl Comm {
     }
 
     /// Receives into `buf` a message from comm rank `source` ([`super::ANY_SOURCE`]:
-    /// any) with `tag` ([`super::ANY_TAG`]: any).
+    /// any) with `tag` ([`super::ANY_TAG`]: any). Receives match in the order they were
+    /// posted (MPI's rule; see [`Comm::irecv`]).
     ///
     /// # Errors
     /// [`CommError::Truncated`] when the message is longer than `buf`;
-    /// [`CommError::ProcFailed`] when `source` has failed;
-    /// [`CommError::ProcFailedPending`] for a wildcard receive while a failure is not
-    /// acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`].
+    /// [`CommError::ProcFailed`] when `source` has failed and none of its messages
+    /// waits, or, for a wildcard receive, while a failure is not acknowledged (ULFM's
+    /// rule for blocking wildcard receives); [`CommError::Revoked`];
+    /// [`CommError::InvalidArgument`].
     pub fn recv(
         &self,
         source: Option<u32>,
@@ -153,8 +190,11 @@ impl Comm {
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
         let mut guard = self.engine.lock();
+        let plan = self.plan_recv(&guard, source, tag)?;
+        if plan.mode == RecvMode::Matched {
+            return self.recv_matched(guard, &plan, buf);
+        }
         let e = &mut *guard;
-        let plan = self.plan_recv(e, source, tag)?;
         let mut fab_req: Option<Request> = None;
         let mut spin = Spin::new(e);
         let mut polls: u32 = 0;
@@ -162,19 +202,163 @@ impl Comm {
             if let Some(r) = self.recv_step(e, &plan, &mut fab_req, buf) {
                 break r;
             }
-            // The engine's round drains the rings too (queueing the message we wait
-            // for, at a copy's cost): look at our own message first, most of the time.
             polls = polls.wrapping_add(1);
             if polls % RECV_POLLS_PER_PROGRESS != 0 {
                 continue;
             }
             e.progress();
-            if let Some(err) = self.interrupted(e, plan.src_world, plan.wildcard) {
-                break Err(err);
+            match self.interrupted(e, plan.src_world, plan.wildcard) {
+                // A blocking wildcard receive cannot stay posted (ULFM).
+                Some(CommError::ProcFailedPending { ranks }) => {
+                    break Err(CommError::ProcFailed { ranks })
+                }
+                Some(err) => break Err(err),
+                None => {}
             }
             spin.pause();
         };
         self.recv_finish(e, &plan, &mut fab_req, result)
+    }
+
+    /// A blocking receive through the matcher: posted now, waited for; withdrawn if the
+    /// wait ends otherwise (also on unwinding), so the matcher never keeps `buf`.
+    fn recv_matched(
+        &self,
+        guard: EngineGuard<'_>,
+        plan: &RecvPlan,
+        buf: &mut [u8],
+    ) -> Result<Status, CommError> {
+        let mut posted = PostedRecv {
+            e: guard,
+            key: None,
+        };
+        let key = posted
+            .e
+            .post_recv(plan.ctx, plan.source, plan.tag, buf.as_mut_ptr(), buf.len());
+        posted.key = Some(key);
+        let mut spin = Spin::new(&posted.e);
+        let mut polls: u32 = 0;
+        loop {
+            let e = &mut *posted.e;
+            if let Some(out) = e.recv_outcome(key) {
+                posted.key = None;
+                e.tick();
+                return outcome_result(out);
+            }
+            // The rings first: a message placed straight into `buf` completes it.
+            e.drain_arrivals();
+            if let Some(out) = e.recv_outcome(key) {
+                posted.key = None;
+                e.tick();
+                return outcome_result(out);
+            }
+            polls = polls.wrapping_add(1);
+            if polls % RECV_POLLS_PER_PROGRESS != 0 {
+                continue;
+            }
+            e.progress();
+            if let Some(done) = self.matched_interrupted(e, key, true) {
+                posted.key = None;
+                return done;
+            }
+            spin.pause();
+        }
+    }
+
+    /// Why a receive posted in the matcher as `key` ends without its message, if it
+    /// does: it is withdrawn then (its outcome is returned instead if it completed
+    /// first). A wildcard receive with an unacknowledged failure ends only when
+    /// `blocking` (with `ProcFailed`); a non-blocking one reports `ProcFailedPending`
+    /// from its test and stays posted, which the caller checks with
+    /// [`Engine::recv_failure_pending`].
+    pub(crate) fn matched_interrupted(
+        &self,
+        e: &mut Engine,
+        key: RecvKey,
+        blocking: bool,
+    ) -> Option<Result<Status, CommError>> {
+        let err = if e.excluded() {
+            CommError::Excluded
+        } else if e.comm(self.id).revoked() {
+            CommError::Revoked
+        } else if blocking && e.recv_failure_pending(key) {
+            match self.interrupted(e, None, true) {
+                Some(CommError::ProcFailedPending { ranks }) => CommError::ProcFailed { ranks },
+                Some(other) => other,
+                None => return None,
+            }
+        } else {
+            return None;
+        };
+        Some(match e.cancel_recv(key) {
+            None => Err(err),
+            Some(out) => outcome_result(out),
+        })
+    }
+
+    /// `MPI_Iprobe`: the status of the earliest message a receive `(source, tag)` posted
+    /// now would get, left waiting; `None` when none has arrived. Messages to this
+    /// process and from shared-memory peers only (the fabric's provider offers no
+    /// probe of its queue yet).
+    ///
+    /// # Errors
+    /// [`CommError::ProcFailed`] when `source` has failed and none of its messages
+    /// waits; [`CommError::ProcFailedPending`] for a wildcard source while a failure is
+    /// not acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a
+    /// bad rank or tag, or when a possible source is reached through the fabric.
+    pub fn iprobe(
+        &self,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Status>, CommError> {
+        let mut guard = self.engine.lock();
+        let e = &mut *guard;
+        let plan = self.plan_recv(e, source, tag)?;
+        if plan.mode != RecvMode::Matched {
+            return Err(CommError::InvalidArgument(
+                "probe of messages from ranks reached through the fabric is not supported".into(),
+            ));
+        }
+        e.drain_arrivals();
+        e.tick();
+        if let Some(err) = self.interrupted(e, None, false) {
+            return Err(err);
+        }
+        match e.probe(plan.ctx, source, tag) {
+            Ok(found) => Ok(found.map(|g| Status {
+                source: g.source,
+                tag: g.tag,
+                len: g.len,
+            })),
+            Err(MatchError::ProcFailed { rank, .. }) => Err(CommError::ProcFailed {
+                ranks: vec![rank.0],
+            }),
+            Err(MatchError::ProcFailedPending(_)) => Err(self
+                .interrupted(e, None, true)
+                .unwrap_or(CommError::ProcFailedPending { ranks: Vec::new() })),
+            Err(MatchError::Revoked(_)) => Err(CommError::Revoked),
+            Err(other) => Err(CommError::InvalidArgument(other.to_string())),
+        }
+    }
+
+    /// `MPI_Probe`: waits until [`iprobe`](Self::iprobe) finds a message.
+    ///
+    /// # Errors
+    /// As [`iprobe`](Self::iprobe), except that a wildcard probe with an unacknowledged
+    /// failure fails with [`CommError::ProcFailed`] (a blocking wildcard operation).
+    pub fn probe(&self, source: Option<u32>, tag: Option<u32>) -> Result<Status, CommError> {
+        let mut polls: u32 = 0;
+        let found = Spin::until(self, || {
+            polls = polls.wrapping_add(1);
+            if polls % RECV_POLLS_PER_PROGRESS == 0 {
+                self.engine.lock().progress();
+            }
+            self.iprobe(source, tag)
+        });
+        match found {
+            Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
+            other => other,
+        }
     }
 
     /// Where a receive may find its message.
@@ -197,33 +381,29 @@ impl Comm {
                 ))
             })?),
         };
-        let fabric_members = match src_world {
-            Some(w) => e.route(w) == Route::Fabric,
-            None => c.group().iter().any(|&w| e.route(w) == Route::Fabric),
-        };
-        let shm_source = match src_world {
-            Some(w) => match e.route(w) {
-                Route::Shm(l) => Some(Some(l)),
-                _ => None,
-            },
-            None => e.has_shm().then_some(None),
+        let fabric = |w: u32| e.route(w) == Route::Fabric;
+        let mode = match src_world {
+            Some(w) if fabric(w) => RecvMode::Fabric,
+            Some(_) => RecvMode::Matched,
+            None if c.group().iter().any(|&w| fabric(w)) => RecvMode::Mixed,
+            None => RecvMode::Matched,
         };
         let (wire_tag, ignore) = user_match(c.context(), tag);
         Ok(RecvPlan {
             ctx: c.context(),
+            source,
             tag,
             src_world,
-            fabric_members,
-            shm_source,
-            self_allowed: src_world.is_none_or(|w| w == e.rank()),
+            mode,
             wire_tag,
             ignore,
             wildcard: source.is_none(),
         })
     }
 
-    /// One attempt at a receive: `Some` once it finished. A fabric receive posted into
-    /// `buf` is kept in `fab_req` between attempts.
+    /// One attempt at a receive that involves the fabric (`Fabric` and `Mixed` plans):
+    /// `Some` once it finished. A fabric receive posted into `buf` is kept in `fab_req`
+    /// between attempts.
     pub(crate) fn recv_step(
         &self,
         e: &mut Engine,
@@ -231,90 +411,59 @@ impl Comm {
         fab_req: &mut Option<Request>,
         buf: &mut [u8],
     ) -> Option<Result<Status, CommError>> {
-        if plan.self_allowed {
-            let hit = e
-                .self_queue_mut()
-                .iter()
-                .position(|m| m.ctx == plan.ctx && plan.tag.is_none_or(|t| t == m.tag));
-            if let Some(i) = hit {
-                // A fabric receive must not take a second message for this request.
+        if plan.mode == RecvMode::Mixed {
+            // Self and shm messages wait in the matcher: one that fits is taken after
+            // the fabric receive is withdrawn (or the fabric message, had it landed).
+            e.drain_arrivals();
+            if let Ok(Some(_)) = e.probe(plan.ctx, None, plan.tag) {
                 if let Some(done) = self.withdraw_fabric(e, fab_req) {
                     return Some(done);
                 }
-                let m = e.self_queue_mut().remove(i).expect("index from position");
-                let me = e.comm(self.id).me();
-                return Some(if m.data.len() > buf.len() {
-                    Err(CommError::Truncated {
-                        len: Some(m.data.len()),
-                        capacity: buf.len(),
-                    })
-                } else {
-                    buf[..m.data.len()].copy_from_slice(&m.data);
-                    Ok(Status {
-                        source: me,
-                        tag: m.tag,
-                        len: m.data.len(),
-                    })
-                });
-            }
-        }
-        if let Some(local) = plan.shm_source {
-            let shm = e.shm_mut().expect("shm source without endpoint");
-            // With a fabric receive posted too, take the shm message only after that
-            // receive is cancelled, or the message would be lost.
-            let ready = if fab_req.is_some() {
-                match shm.probe(local, plan.wire_tag, plan.ignore) {
-                    Ok(found) => found.is_some(),
-                    Err(err) => return Some(Err(shm_error(err, e))),
-                }
-            } else {
-                true
-            };
-            if ready {
-                if let Some(done) = self.withdraw_fabric(e, fab_req) {
-                    return Some(done);
-                }
-                let shm = e.shm_mut().expect("shm source without endpoint");
-                match shm.try_recv(local, plan.wire_tag, plan.ignore, buf) {
-                    Ok(Some(r)) => {
-                        let w = e.local_world(r.source);
-                        let c = e.comm(self.id);
-                        return Some(Ok(Status {
-                            source: c.comm_rank(w).unwrap_or(u32::MAX),
-                            tag: user_tag(r.tag),
-                            len: r.len,
-                        }));
-                    }
-                    Ok(None) => {}
-                    Err(err) => return Some(Err(shm_error(err, e))),
+                if let Some(out) = e.take_message(plan.ctx, None, plan.tag, buf) {
+                    return Some(outcome_result(out));
                 }
             }
         }
-        if plan.fabric_members {
-            let fab = e.fab_mut().expect("fabric members without messenger");
-            if fab_req.is_none() {
-                // SAFETY: the caller keeps `buf` borrowed until the receive completes or
-                // is cancelled (`recv_finish`, or the request's drop), and cancel waits
-                // for libfabric to release the buffer.
-                match unsafe { fab.irecv(plan.src_world, plan.wire_tag, plan.ignore, buf) } {
-                    Ok(req) => *fab_req = Some(req),
-                    Err(err) => return Some(Err(fabric_error(err, e))),
-                }
-            }
-            let fab = e.fab_mut().expect("fabric members without messenger");
-            match fab.test(fab_req.expect("posted above")) {
-                Ok(Some(done)) => {
-                    *fab_req = None;
-                    return Some(Ok(self.status_of_fabric(e, done)));
-                }
-                Ok(None) => {}
-                Err(err) => {
-                    *fab_req = None;
-                    return Some(Err(fabric_error(err, e)));
-                }
+        if fab_req.is_none() {
+            // SAFETY: the caller keeps `buf` borrowed until the receive completes or is
+            // cancelled (`recv_finish`, or the request's drop), and cancel waits for
+            // libfabric to release the buffer.
+            match unsafe { self.post_fabric_recv(e, plan, buf) } {
+                Ok(req) => *fab_req = Some(req),
+                Err(err) => return Some(Err(err)),
             }
         }
-        None
+        let fab = e.fab_mut().expect("fabric members without messenger");
+        match fab.test(fab_req.expect("posted above")) {
+            Ok(Some(done)) => {
+                *fab_req = None;
+                Some(Ok(self.status_of_fabric(e, done)))
+            }
+            Ok(None) => None,
+            Err(err) => {
+                *fab_req = None;
+                Some(Err(fabric_error(err, e)))
+            }
+        }
+    }
+
+    /// Posts the fabric receive of a `Fabric` or `Mixed` plan into `buf`.
+    ///
+    /// # Safety
+    /// `buf` stays valid and untouched until the returned request completes or is
+    /// cancelled.
+    pub(crate) unsafe fn post_fabric_recv(
+        &self,
+        e: &mut Engine,
+        plan: &RecvPlan,
+        buf: &mut [u8],
+    ) -> Result<Request, CommError> {
+        let fab = e.fab_mut().expect("fabric members without messenger");
+        // SAFETY: the caller's contract.
+        match unsafe { fab.irecv(plan.src_world, plan.wire_tag, plan.ignore, buf) } {
+            Ok(req) => Ok(req),
+            Err(err) => Err(fabric_error(err, e)),
+        }
     }
 
     /// Cancels the fabric receive of `fab_req`, if one is posted: `Some` with its

@@ -8,7 +8,6 @@
 //! dead pids of local peers, transport errors). The control plane decides; the engine
 //! only moves its messages and tells the transports about failures.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use steadfast_agreement::control::{CommFt, ControlPlane, Output};
@@ -18,6 +17,7 @@ use steadfast_fabric::{Messenger, Request};
 use steadfast_matching::ContextAllocator;
 use steadfast_shm::Endpoint as ShmEndpoint;
 
+use super::matching::Matching;
 use super::tags::{CONTEXT_BITS, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS};
 use crate::bootstrap::Bootstrap;
 
@@ -73,12 +73,12 @@ pub struct FailureNote {
     pub at: std::time::Duration,
 }
 
-/// A message a process sent to itself.
-pub(crate) struct SelfMessage {
-    pub ctx: u64,
-    pub tag: u32,
-    pub data: Vec<u8>,
-}
+/// Arrivals taken from the shm rings per drain (a flood cannot hold the caller).
+const DRAIN_MAX: usize = 256;
+
+/// Point-to-point through the matcher: posting, completing, the shm arrivals.
+#[path = "engine_p2p.rs"]
+mod p2p;
 
 /// The per-process engine (see the module doc). Its state is private: communicators
 /// use the methods below.
@@ -95,7 +95,12 @@ pub(crate) struct Engine {
     fab_ctrl_buf: Box<[u8]>,
     shm: Option<ShmEndpoint>,
     boot: Box<dyn Bootstrap>,
-    self_queue: VecDeque<SelfMessage>,
+    /// MPI matching of every self and shm message (`matching.rs`).
+    matching: Matching,
+    /// Failed ranks whose contexts the matcher has not been told about yet.
+    to_notify: Vec<u32>,
+    /// Inside `drain_arrivals` (it is not re-entered).
+    draining: bool,
     control: ControlPlane,
     /// The communicator contexts in use here (agreed among members at creation).
     contexts: ContextAllocator,
@@ -151,7 +156,9 @@ impl Engine {
             fab_ctrl_buf: vec![0u8; CONTROL_MAX].into_boxed_slice(),
             shm: parts.shm,
             boot: parts.boot,
-            self_queue: VecDeque::new(),
+            matching: Matching::new(parts.size),
+            to_notify: Vec::new(),
+            draining: false,
             control: ControlPlane::new(parts.rank, parts.size, parts.detector),
             contexts: ContextAllocator::new(CONTEXT_BITS, RESERVED_CONTEXTS)
                 .expect("the tag layout's context space is valid"),
@@ -190,11 +197,6 @@ impl Engine {
         &self.routes
     }
 
-    /// The world rank of local rank `l` of this node.
-    pub fn local_world(&self, l: u32) -> u32 {
-        self.local_world[l as usize]
-    }
-
     /// The fabric messenger, when some peer is reached through it.
     pub fn fab_mut(&mut self) -> Option<&mut Messenger> {
         self.fab.as_mut()
@@ -208,11 +210,6 @@ impl Engine {
     /// The launcher's key-value service.
     pub fn boot_mut(&mut self) -> &mut dyn Bootstrap {
         self.boot.as_mut()
-    }
-
-    /// Messages this process sent itself, not received yet.
-    pub fn self_queue_mut(&mut self) -> &mut VecDeque<SelfMessage> {
-        &mut self.self_queue
     }
 
     /// Traffic counters (the control plane's included).
@@ -264,11 +261,6 @@ impl Engine {
         self.control.comm(id).is_some()
     }
 
-    /// Whether some peer shares this node (a shared-memory endpoint exists).
-    pub fn has_shm(&self) -> bool {
-        self.shm.is_some()
-    }
-
     /// The fault-tolerance state of a live communicator.
     ///
     /// # Panics
@@ -314,7 +306,33 @@ impl Engine {
     pub fn add_comm(&mut self, key: CommKey, ctx: u64, group: Vec<u32>) -> Option<u32> {
         let me = self.control.add_comm(key, ctx, group);
         self.drive();
+        if me.is_some() && ctx != 0 {
+            self.open_context(key.comm);
+        }
         me
+    }
+
+    /// Sets the context of communicator `id`, registered without one (0), once agreed.
+    pub fn set_comm_context(&mut self, id: CommId, ctx: u64) {
+        self.comm_mut(id).set_context(ctx);
+        self.open_context(id);
+    }
+
+    /// Opens the matching context of communicator `id` and delivers what arrived for it
+    /// before.
+    fn open_context(&mut self, id: CommId) {
+        let c = self.comm(id);
+        let ctx = c.context();
+        let group = c.group().to_vec();
+        let revoked = c.revoked();
+        let failed: Vec<u32> = group
+            .iter()
+            .copied()
+            .filter(|&w| self.control.is_failed(w))
+            .collect();
+        self.matching.open(ctx, &group, &failed, revoked);
+        self.retry_held();
+        self.release_dropped();
     }
 
     /// The communicator contexts of this process (`comm::context` agrees on them).
@@ -322,13 +340,19 @@ impl Engine {
         &mut self.contexts
     }
 
-    /// Forgets a freed communicator: its control-plane state, and messages this process
-    /// sent itself on its context that nobody received (returned: the caller logs them).
-    pub fn remove_comm(&mut self, id: CommId, ctx: u64) -> usize {
+    /// Forgets a freed communicator: its control-plane state and its matching context;
+    /// messages waiting on it that nobody received are dropped (returned: the caller
+    /// logs them). `retire` when its context is never reused here (messages still
+    /// arriving for it are dropped too).
+    pub fn remove_comm(&mut self, id: CommId, ctx: u64, retire: bool) -> usize {
         self.control.remove_comm(id);
-        let before = self.self_queue.len();
-        self.self_queue.retain(|m| m.ctx != ctx);
-        before - self.self_queue.len()
+        let dropped = if ctx != 0 {
+            self.matching.close(ctx, retire)
+        } else {
+            0
+        };
+        self.release_dropped();
+        dropped
     }
 
     /// One round of progress: control messages, then (now and then) the clock, the
@@ -442,20 +466,41 @@ impl Engine {
                             }
                         }
                     }
-                    Output::Failed { rank, how } => match self.routes[rank as usize] {
-                        Route::Shm(l) => {
-                            if let Some(shm) = self.shm.as_mut() {
-                                shm.declare_dead(l);
+                    Output::Failed { rank, how } => {
+                        match self.routes[rank as usize] {
+                            Route::Shm(l) => {
+                                if let Some(shm) = self.shm.as_mut() {
+                                    shm.declare_dead(l);
+                                }
+                            }
+                            Route::Fabric => {
+                                if let Some(fab) = self.fab.as_mut() {
+                                    fab.declare_dead(rank, &how);
+                                }
+                            }
+                            Route::Local => {}
+                        }
+                        self.to_notify.push(rank);
+                    }
+                    Output::Revoked { comm } => {
+                        if let Some(c) = self.control.comm(comm) {
+                            let ctx = c.context();
+                            if ctx != 0 {
+                                self.matching.revoke(ctx);
+                                self.release_dropped();
                             }
                         }
-                        Route::Fabric => {
-                            if let Some(fab) = self.fab.as_mut() {
-                                fab.declare_dead(rank, &how);
-                            }
-                        }
-                        Route::Local => {}
-                    },
+                    }
                 }
+            }
+            if !self.to_notify.is_empty() && !self.draining {
+                // What the dead rank sent before it died and is still in its ring is
+                // delivered first: a receive naming it then gets those messages.
+                self.drain_arrivals();
+                for w in std::mem::take(&mut self.to_notify) {
+                    self.matching.notify_failure(w);
+                }
+                self.release_dropped();
             }
             if self.send_failures.is_empty() {
                 return;
@@ -467,23 +512,9 @@ impl Engine {
     }
 
     fn poll_control(&mut self) {
-        // Shared memory: every control message waiting in the rings.
-        while let Some(shm) = self.shm.as_mut() {
-            match shm.try_recv(None, CONTROL, CONTROL_IGNORE, &mut self.control_buf) {
-                Ok(Some(r)) => {
-                    let from = self.local_world[r.source as usize];
-                    let now = self.now_ns();
-                    self.control
-                        .on_control(from, &self.control_buf[..r.len], now);
-                    self.drive();
-                }
-                Ok(None) => break,
-                Err(_) => {
-                    self.stats.control_malformed += 1;
-                    break;
-                }
-            }
-        }
+        // Shared memory: everything waiting in the rings (control and user messages).
+        self.drain_arrivals();
+        self.retry_held();
         // Fabric: the posted control receive.
         for _ in 0..16 {
             let (Some(fab), Some(req)) = (self.fab.as_mut(), self.fab_ctrl) else {

@@ -7,6 +7,7 @@
 //! rank.
 
 pub(crate) mod engine;
+pub(crate) mod matching;
 pub(crate) mod shared;
 pub mod tags;
 

@@ -119,6 +119,12 @@ pub enum Output {
         /// Who told us.
         how: String,
     },
+    /// Communicator `comm` was just revoked here (once per communicator): the runtime
+    /// fails its pending receives and drops its waiting messages.
+    Revoked {
+        /// The communicator.
+        comm: CommId,
+    },
 }
 
 /// Counters of control traffic.
@@ -589,7 +595,14 @@ impl ControlPlane {
                         FtMsg::Bcast(topic).encode(key, 0, b)
                     });
                 }
-                BcastAction::Deliver(Topic::Revoke) => c.revoked = true,
+                BcastAction::Deliver(Topic::Revoke) => {
+                    if !c.revoked {
+                        c.revoked = true;
+                        self.out
+                            .outputs
+                            .push_back(Output::Revoked { comm: key.comm });
+                    }
+                }
                 BcastAction::Deliver(Topic::Suspicion(_)) => {}
             }
         }

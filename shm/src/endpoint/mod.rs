@@ -15,11 +15,15 @@
 //! The endpoint's state machines live one per file: this one holds the types, opening
 //! and connecting; `send` the send protocols (inline, eager, RTS with split copy),
 //! `recv` the receive side (matching, the unexpected queue, partial eager messages,
-//! resends), `peers` liveness (death verdicts, the bounded waiter).
+//! resends), `arrivals` the same messages handed out unmatched to a matching engine
+//! above (the runtime's), `peers` liveness (death verdicts, the bounded waiter).
 
+mod arrivals;
 mod peers;
 mod recv;
 mod send;
+
+pub use arrivals::{Arrival, ArrivalData, PullTicket};
 
 use peers::{peer_gone, Waiter};
 
@@ -352,15 +356,56 @@ impl Endpoint {
 }
 
 enum Popped {
-    Delivered(Result<Received, ShmError>),
+    /// Copied into the destination its receive named (nothing copied when `truncated`:
+    /// the destination was too small; the message is consumed).
+    Delivered {
+        source: u32,
+        tag: u64,
+        len: usize,
+        truncated: bool,
+    },
     Queued(Unexpected),
     Fin(u64, u8),
-    /// First cell of an eager message; `bytes`: None = into the user's buffer, empty =
-    /// truncated, else the queue copy.
+    /// First cell of an eager message, and where the rest goes.
     Eager {
         tag: u64,
         len: usize,
-        bytes: Option<Vec<u8>>,
+        into: EagerInto,
     },
     Other,
+}
+
+/// Where the cells of an eager message go.
+enum EagerInto {
+    /// A receive's destination.
+    Dst(Dst),
+    /// Nowhere: the destination was too small (truncated).
+    Drop,
+    /// A queue copy.
+    Queue(Vec<u8>),
+}
+
+/// A receive's destination, by raw parts: the runtime names buffers of pending
+/// receives it holds by pointer (they may be written while no reference to them lives).
+#[derive(Clone, Copy, Debug)]
+struct Dst {
+    ptr: *mut u8,
+    cap: usize,
+}
+
+impl Dst {
+    fn of(buf: &mut [u8]) -> Self {
+        Dst {
+            ptr: buf.as_mut_ptr(),
+            cap: buf.len(),
+        }
+    }
+
+    /// # Safety
+    /// `ptr` is valid for writes of `cap` bytes, and covered by no other live reference
+    /// while the returned one is used.
+    unsafe fn slice<'a>(self) -> &'a mut [u8] {
+        // SAFETY: the contract above.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.cap) }
+    }
 }

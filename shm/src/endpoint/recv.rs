@@ -3,7 +3,8 @@
 //! (CMA, XPMEM or a split copy) and the RESEND fallback.
 
 use super::{
-    matches, peer_gone, Body, Endpoint, PartialEager, Popped, Received, Unexpected, Waiter,
+    matches, peer_gone, Body, Dst, EagerInto, Endpoint, PartialEager, Popped, Received, Unexpected,
+    Waiter,
 };
 use crate::error::ShmError;
 use crate::message::{
@@ -69,11 +70,26 @@ impl Endpoint {
             if ring == self.config.rank {
                 continue;
             }
-            while let Some(u) = self.pop(ring, Some((tag, ignore)), buf)? {
+            let dst = Dst::of(buf);
+            let mut want = |_: u32, t: u64, _: usize| matches(t, tag, ignore).then_some(dst);
+            // SAFETY: `dst` is `buf`, borrowed exclusively by this call and not touched
+            // until `pop` returns.
+            while let Some(u) = unsafe { self.pop(ring, &mut want) }? {
                 match u {
-                    Popped::Delivered(r) => {
+                    Popped::Delivered {
+                        source,
+                        tag,
+                        len,
+                        truncated,
+                    } => {
                         self.next_ring = (ring + 1) % n;
-                        return r.map(Some);
+                        if truncated {
+                            return Err(ShmError::Truncated {
+                                len,
+                                capacity: dst.cap,
+                            });
+                        }
+                        return Ok(Some(Received { source, tag, len }));
                     }
                     Popped::Queued(u) => {
                         if wanted(&u) {
@@ -129,7 +145,8 @@ impl Endpoint {
             if ring == self.config.rank {
                 continue;
             }
-            while let Some(p) = self.pop(ring, None, &mut [])? {
+            // SAFETY: `want` names no destination.
+            while let Some(p) = unsafe { self.pop(ring, &mut |_, _, _| None) }? {
                 taken += 1;
                 if let Popped::Queued(u) = p {
                     self.unexpected.push_back(u);
@@ -139,38 +156,40 @@ impl Endpoint {
         Ok(taken)
     }
 
-    /// Pops one cell of `ring`. An inline message matching `want` is copied straight
-    /// into `buf` (no queueing); anything else is returned to be queued, and FINs are
-    /// recorded.
-    pub(super) fn pop(
+    /// Pops one cell of `ring`. A message for which `want(source, tag, len)` names a
+    /// destination is copied straight into it (no queueing; a destination too small
+    /// consumes the message, reported as truncated); anything else is returned to be
+    /// queued, and FINs are recorded.
+    ///
+    /// # Safety
+    /// Every [`Dst`] that `want` returns must be valid for writes of its `cap` bytes and
+    /// covered by no live reference until `pop` returns.
+    pub(super) unsafe fn pop(
         &mut self,
         ring: u32,
-        want: Option<(u64, u64)>,
-        buf: &mut [u8],
+        want: &mut dyn FnMut(u32, u64, usize) -> Option<Dst>,
     ) -> Result<Option<Popped>, ShmError> {
         if self.partial[ring as usize].is_some() {
             return self.continue_partial(ring);
         }
         let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
-        let capacity = buf.len();
         let res = c.try_pop(|cell| match Header::read(cell) {
             None => Err(format!("undecodable cell word0 {:#x}", cell.get(0))),
             Some(Header::Fin { token, status }) => Ok(Popped::Fin(token, status)),
-            Some(Header::Inline { tag, len }) => {
-                if want.is_some_and(|(t, ig)| matches(tag, t, ig)) {
-                    if len > capacity {
-                        return Ok(Popped::Delivered(Err(ShmError::Truncated {
-                            len,
-                            capacity,
-                        })));
+            Some(Header::Inline { tag, len }) => match want(ring, tag, len) {
+                Some(dst) => {
+                    if len <= dst.cap {
+                        // SAFETY: the caller's contract on `want`'s destinations.
+                        cell.read_bytes(2, &mut unsafe { dst.slice() }[..len]);
                     }
-                    cell.read_bytes(2, &mut buf[..len]);
-                    Ok(Popped::Delivered(Ok(Received {
+                    Ok(Popped::Delivered {
                         source: ring,
                         tag,
                         len,
-                    })))
-                } else {
+                        truncated: len > dst.cap,
+                    })
+                }
+                None => {
                     let mut bytes = vec![0u8; len];
                     cell.read_bytes(2, &mut bytes);
                     Ok(Popped::Queued(Unexpected {
@@ -179,32 +198,32 @@ impl Endpoint {
                         body: Body::Inline(bytes),
                     }))
                 }
-            }
-            Some(Header::Eager { tag, len }) => {
-                let wanted = want.is_some_and(|(t, ig)| matches(tag, t, ig));
-                if wanted && len <= capacity {
-                    cell.read_bytes(2, &mut buf[..EAGER_FIRST]);
+            },
+            Some(Header::Eager { tag, len }) => match want(ring, tag, len) {
+                Some(dst) if len <= dst.cap => {
+                    // SAFETY: the caller's contract on `want`'s destinations.
+                    cell.read_bytes(2, &mut unsafe { dst.slice() }[..EAGER_FIRST]);
                     Ok(Popped::Eager {
                         tag,
                         len,
-                        bytes: None,
+                        into: EagerInto::Dst(dst),
                     })
-                } else if wanted {
-                    Ok(Popped::Eager {
-                        tag,
-                        len,
-                        bytes: Some(Vec::new()), // truncated: read and dropped
-                    })
-                } else {
+                }
+                Some(_) => Ok(Popped::Eager {
+                    tag,
+                    len,
+                    into: EagerInto::Drop, // truncated: read and dropped
+                }),
+                None => {
                     let mut bytes = vec![0u8; len];
                     cell.read_bytes(2, &mut bytes[..EAGER_FIRST]);
                     Ok(Popped::Eager {
                         tag,
                         len,
-                        bytes: Some(bytes),
+                        into: EagerInto::Queue(bytes),
                     })
                 }
-            }
+            },
             Some(Header::Rts {
                 tag,
                 addr,
@@ -232,8 +251,9 @@ impl Endpoint {
                 self.fins.push((token, status));
                 Ok(Some(Popped::Other))
             }
-            Ok(Some(Ok(Popped::Eager { tag, len, bytes }))) => {
-                self.finish_eager(ring, tag, len, bytes, buf).map(Some)
+            Ok(Some(Ok(Popped::Eager { tag, len, into }))) => {
+                // SAFETY: a destination in `into` came from `want` (caller's contract).
+                unsafe { self.finish_eager(ring, tag, len, into) }.map(Some)
             }
             Ok(Some(Ok(p))) => Ok(Some(p)),
         }
@@ -263,39 +283,44 @@ impl Endpoint {
     }
 
     /// Reads the continuation cells of an eager message whose first cell was just
-    /// popped: into `buf` (`bytes` None), into `bytes` (queued for later), or nowhere
-    /// (`bytes` empty: truncated receive). Never waits: when a cell is missing (its
-    /// sender may itself be blocked on a full ring toward us, draining it into this
-    /// very call), the message is kept as partial and finished by later pops of the
-    /// ring; a partial message is always queued, whoever wanted it.
-    pub(super) fn finish_eager(
+    /// popped: into the destination (`EagerInto::Dst`), into a queue copy, or nowhere
+    /// (`Drop`: truncated receive). Never waits: when a cell is missing (its sender may
+    /// itself be blocked on a full ring toward us, draining it into this very call),
+    /// the message is kept as partial and finished by later pops of the ring; a partial
+    /// message is always queued, whoever wanted it.
+    ///
+    /// # Safety
+    /// A destination in `into` is valid for writes of its `cap` (at least `len`) bytes
+    /// and covered by no live reference until this returns.
+    pub(super) unsafe fn finish_eager(
         &mut self,
         ring: u32,
         tag: u64,
         len: usize,
-        mut bytes: Option<Vec<u8>>,
-        buf: &mut [u8],
+        mut into: EagerInto,
     ) -> Result<Popped, ShmError> {
         let mut offset = EAGER_FIRST;
         while offset < len {
             let n = EAGER_CONT.min(len - offset);
-            let dst = match bytes.as_mut() {
-                None => Some(&mut buf[offset..offset + n]),
-                Some(v) if v.is_empty() => None,
-                Some(v) => Some(&mut v[offset..offset + n]),
+            let dst = match &mut into {
+                // SAFETY: the contract above.
+                EagerInto::Dst(d) => Some(&mut unsafe { d.slice() }[offset..offset + n]),
+                EagerInto::Drop => None,
+                EagerInto::Queue(v) => Some(&mut v[offset..offset + n]),
             };
             if !self.pop_continuation(ring, dst)? {
                 // Keep what was read; the rest comes with later pops.
-                let kept = match bytes {
-                    None => {
+                let kept = match into {
+                    EagerInto::Dst(d) => {
                         let mut v = vec![0u8; len];
-                        v[..offset].copy_from_slice(&buf[..offset]);
+                        // SAFETY: the contract above.
+                        v[..offset].copy_from_slice(&unsafe { d.slice() }[..offset]);
                         v
                     }
                     // A truncated receive still consumes the message; keep it whole
                     // so the receive that matches it reports the truncation.
-                    Some(v) if v.is_empty() => vec![0u8; len],
-                    Some(v) => v,
+                    EagerInto::Drop => vec![0u8; len],
+                    EagerInto::Queue(v) => v,
                 };
                 self.partial[ring as usize] = Some(PartialEager {
                     tag,
@@ -307,17 +332,14 @@ impl Endpoint {
             }
             offset += n;
         }
-        let capacity = buf.len();
-        Ok(match bytes {
-            None => Popped::Delivered(Ok(Received {
+        Ok(match into {
+            EagerInto::Dst(_) | EagerInto::Drop => Popped::Delivered {
                 source: ring,
                 tag,
                 len,
-            })),
-            Some(v) if v.is_empty() => {
-                Popped::Delivered(Err(ShmError::Truncated { len, capacity }))
-            }
-            Some(v) => Popped::Queued(Unexpected {
+                truncated: matches!(into, EagerInto::Drop),
+            },
+            EagerInto::Queue(v) => Popped::Queued(Unexpected {
                 source: ring,
                 tag,
                 body: Body::Inline(v),
@@ -486,8 +508,25 @@ impl Endpoint {
         let mut waiter = Waiter::new(self.config.operation_timeout);
         loop {
             let partial_before = self.partial[source as usize].is_some();
-            match self.pop(source, Some((tag, 0)), buf)? {
-                Some(Popped::Delivered(r)) => return r,
+            let dst = Dst::of(buf);
+            let mut want = |_: u32, t: u64, _: usize| (t == tag).then_some(dst);
+            // SAFETY: `dst` is `buf`, borrowed exclusively by this call and not touched
+            // until `pop` returns.
+            match unsafe { self.pop(source, &mut want) }? {
+                Some(Popped::Delivered {
+                    source,
+                    tag,
+                    len,
+                    truncated,
+                }) => {
+                    if truncated {
+                        return Err(ShmError::Truncated {
+                            len,
+                            capacity: dst.cap,
+                        });
+                    }
+                    return Ok(Received { source, tag, len });
+                }
                 Some(Popped::Queued(u)) if u.tag == tag => return self.deliver(u, buf),
                 Some(Popped::Queued(u)) => self.unexpected.push_back(u),
                 Some(_) if !partial_before && self.partial[source as usize].is_some() => {

@@ -1,0 +1,303 @@
+//! The engine's point-to-point half: receives posted in the process's matcher
+//! (`matching.rs`), messages delivered into it (self sends, the shm endpoint's
+//! arrivals), matched payloads moved into the receives' buffers.
+
+use std::sync::Arc;
+
+use steadfast_matching::Match;
+use steadfast_shm::{Arrival, ArrivalData, ShmError};
+
+use super::{Engine, DRAIN_MAX};
+use crate::world::matching::{Delivery, Got, Outcome, Payload, Posting, RecvFailure, RecvKey};
+use crate::world::tags::{user_tag, CONTEXT_MASK, CONTROL, USER_TAG_BITS};
+
+impl Engine {
+    /// Posts a receive on context `ctx` (see `Matching::post`); a waiting message that
+    /// fits is moved into `buf` now.
+    pub fn post_recv(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> RecvKey {
+        match self.matching.post(ctx, source, tag, buf, cap) {
+            Posting::Slot(key) => key,
+            Posting::Matched(m) => {
+                let key = m.recv;
+                self.complete(m);
+                key
+            }
+        }
+    }
+
+    /// The outcome of a posted receive once complete (its slot is freed then).
+    pub fn recv_outcome(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.matching.take(key)
+    }
+
+    /// Cancels a posted receive: `None` when withdrawn, else its outcome.
+    pub fn cancel_recv(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.matching.cancel(key)
+    }
+
+    /// Whether a posted wildcard receive should report a pending failure.
+    pub fn recv_failure_pending(&self, key: RecvKey) -> bool {
+        self.matching.failure_pending(key)
+    }
+
+    /// `MPIX_Comm_failure_ack` for the matching context `ctx`.
+    pub fn ack_failures(&mut self, ctx: u64) {
+        self.matching.ack(ctx);
+    }
+
+    /// `MPI_Iprobe` over the self and shm messages of context `ctx`.
+    pub fn probe(
+        &self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Got>, steadfast_matching::MatchError> {
+        self.matching.probe(ctx, source, tag)
+    }
+
+    /// Takes the earliest self or shm message of `ctx` that fits, into `buf` (a receive
+    /// that also waits on the fabric, so it cannot be posted here).
+    pub fn take_message(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &mut [u8],
+    ) -> Option<Outcome> {
+        let env = self.matching.mprobe(ctx, source, tag).ok()??;
+        let got = Got {
+            source: env.source.0,
+            tag: env.tag.0,
+            len: env.len,
+        };
+        Some(
+            self.move_payload(
+                env.payload,
+                env.len,
+                buf.as_mut_ptr(),
+                buf.len(),
+                got.source,
+            )
+            .map(|()| got),
+        )
+    }
+
+    /// A message to this process itself, delivered at once.
+    pub fn send_to_self(&mut self, ctx: u64, tag: u32, data: &[u8]) {
+        let d = self.matching.deliver(
+            ctx as u32,
+            self.rank,
+            tag,
+            data.len(),
+            Payload::Bytes(data.to_vec()),
+        );
+        self.handle_delivery(d);
+    }
+
+    pub(super) fn handle_delivery(&mut self, d: Delivery) {
+        match d {
+            Delivery::Matched(m) => self.complete(m),
+            Delivery::Kept => {}
+            Delivery::Dropped(p) => self.release(p),
+        }
+    }
+
+    /// Moves a matched message into its receive's buffer and records the outcome.
+    pub(super) fn complete(&mut self, m: Match<RecvKey, Payload>) {
+        let key = m.recv;
+        let env = m.message;
+        let (ptr, cap) = self.matching.buffer(key);
+        let got = Got {
+            source: env.source.0,
+            tag: env.tag.0,
+            len: env.len,
+        };
+        let outcome = self
+            .move_payload(env.payload, env.len, ptr, cap, got.source)
+            .map(|()| got);
+        self.matching.finish(key, outcome);
+    }
+
+    /// Copies or pulls a payload of `len` bytes into `(ptr, cap)`, the buffer of a
+    /// receive: valid for writes of `cap` bytes, no reference to it alive (the
+    /// receive's contract, `matching.rs`). `source` is the sender's comm rank.
+    pub(super) fn move_payload(
+        &mut self,
+        payload: Payload,
+        len: usize,
+        ptr: *mut u8,
+        cap: usize,
+        source: u32,
+    ) -> Result<(), RecvFailure> {
+        let truncated = RecvFailure::Truncated { len, capacity: cap };
+        match payload {
+            Payload::Placed { truncated: true } => Err(truncated),
+            Payload::Placed { truncated: false } => Ok(()),
+            Payload::Bytes(_) | Payload::ShmPull { .. } if len > cap => {
+                self.release(payload);
+                Err(truncated)
+            }
+            Payload::Bytes(v) => {
+                // SAFETY: `ptr` is valid for `cap >= v.len()` bytes (contract above); `v`
+                // is the message's own memory, so the two do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, v.len()) };
+                Ok(())
+            }
+            Payload::ShmPull {
+                local,
+                wire_tag,
+                ticket,
+            } => {
+                let Some(shm) = self.shm.as_mut() else {
+                    return Err(RecvFailure::Freed);
+                };
+                let buf: &mut [u8] = if cap == 0 {
+                    &mut []
+                } else {
+                    // SAFETY: the contract above; the slice lives for this call only.
+                    unsafe { std::slice::from_raw_parts_mut(ptr, cap) }
+                };
+                match shm.pull(local, wire_tag, ticket, buf) {
+                    Ok(_) => Ok(()),
+                    Err(ShmError::Truncated { len, capacity }) => {
+                        Err(RecvFailure::Truncated { len, capacity })
+                    }
+                    Err(ShmError::PeerDead(l)) => {
+                        let w = self.local_world[l as usize];
+                        self.control.report_failure(w, "process exited".into());
+                        Err(RecvFailure::ProcFailed(source))
+                    }
+                    Err(e) => Err(RecvFailure::Transport(Arc::new(e))),
+                }
+            }
+        }
+    }
+
+    /// Lets go of a message that will never be received (a large shm sender is
+    /// answered, so its send completes).
+    pub(super) fn release(&mut self, p: Payload) {
+        if let Payload::ShmPull { local, ticket, .. } = p {
+            if let Some(shm) = self.shm.as_mut() {
+                if let Err(e) = shm.refuse(local, ticket) {
+                    log::debug!("releasing a large message from local rank {local}: {e}");
+                }
+            }
+        }
+    }
+
+    pub(super) fn release_dropped(&mut self) {
+        for p in self.matching.take_dropped() {
+            self.release(p);
+        }
+    }
+
+    pub(super) fn retry_held(&mut self) {
+        let mut out = Vec::new();
+        self.matching.retry_held(&mut out);
+        for d in out {
+            self.handle_delivery(d);
+        }
+    }
+
+    /// Takes what arrived in the shm rings (at most [`DRAIN_MAX`]): control messages
+    /// go to the control plane, user messages to the matcher, straight into the
+    /// buffer of the receive they complete when one is posted. Returns how many.
+    pub fn drain_arrivals(&mut self) -> usize {
+        if self.draining || self.shm.is_none() {
+            return 0;
+        }
+        self.draining = true;
+        let mut taken = 0;
+        let mut control = false;
+        while taken < DRAIN_MAX && !self.matching.held_full() {
+            let Some(shm) = self.shm.as_mut() else { break };
+            let local_world = &self.local_world;
+            let matching = &self.matching;
+            let ctrl = (self.control_buf.as_mut_ptr(), self.control_buf.len());
+            let mut choose = |src: u32, tag: u64, _len: usize| {
+                if tag & CONTROL != 0 {
+                    return Some(ctrl);
+                }
+                let w = *local_world.get(src as usize)?;
+                let ctx = ((tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+                matching.placement(ctx, w, user_tag(tag))
+            };
+            // SAFETY: a destination is the engine's control buffer (no reference to it
+            // lives during the call) or a posted receive's buffer (valid for its
+            // capacity while posted, `matching.rs`).
+            let arrival = match unsafe { shm.next_arrival(&mut choose) } {
+                Ok(Some(a)) => a,
+                Ok(None) => break,
+                Err(e) => {
+                    log::warn!("shared-memory arrivals: {e}");
+                    self.stats.control_malformed += 1;
+                    break;
+                }
+            };
+            taken += 1;
+            if arrival.tag & CONTROL != 0 {
+                control = true;
+                self.on_control_arrival(arrival);
+            } else {
+                self.on_user_arrival(arrival);
+            }
+        }
+        self.draining = false;
+        if control {
+            self.drive();
+        }
+        taken
+    }
+
+    pub(super) fn on_control_arrival(&mut self, a: Arrival) {
+        let from = self.local_world[a.source as usize];
+        let now = self.now_ns();
+        match a.data {
+            ArrivalData::Placed { truncated: false } => {
+                self.control
+                    .on_control(from, &self.control_buf[..a.len], now);
+            }
+            ArrivalData::Bytes(v) => self.control.on_control(from, &v, now),
+            ArrivalData::Pull(t) => {
+                let shm = self.shm.as_mut().expect("arrived through shm");
+                match shm.pull(a.source, a.tag, t, &mut self.control_buf) {
+                    Ok(r) => self
+                        .control
+                        .on_control(from, &self.control_buf[..r.len], now),
+                    Err(_) => self.stats.control_malformed += 1,
+                }
+            }
+            ArrivalData::Placed { truncated: true } => self.stats.control_malformed += 1,
+        }
+    }
+
+    pub(super) fn on_user_arrival(&mut self, a: Arrival) {
+        let w = self.local_world[a.source as usize];
+        let ctx = ((a.tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+        let payload = match a.data {
+            ArrivalData::Placed { truncated } => Payload::Placed { truncated },
+            ArrivalData::Bytes(v) => Payload::Bytes(v),
+            ArrivalData::Pull(ticket) => Payload::ShmPull {
+                local: a.source,
+                wire_tag: a.tag,
+                ticket,
+            },
+        };
+        let placed = matches!(payload, Payload::Placed { .. });
+        let d = self
+            .matching
+            .deliver(ctx, w, user_tag(a.tag), a.len, payload);
+        if placed && !matches!(d, Delivery::Matched(_)) {
+            // `placement` named the receive and nothing ran in between: cannot happen.
+            log::error!("matching: a message placed into a receive did not match it");
+        }
+        self.handle_delivery(d);
+    }
+}

@@ -1,0 +1,672 @@
+//! The process's MPI matching (`steadfast_matching::Engine`, docs/matching.md) as the
+//! runtime's engine drives it: receives posted in posting order, every message of the
+//! self and shm paths delivered on arrival, ULFM's failure, acknowledgement and revoke
+//! rules applied to every open communicator context.
+//!
+//! A posted receive lives in a slot that holds its buffer by raw parts: a match may
+//! happen during any progress round (another request's wait), and then the payload is
+//! copied (or pulled) into that buffer at once. The buffer's owner keeps it valid until
+//! the receive completed or was cancelled (`Comm::irecv`'s contract; the safe requests
+//! own their buffers and leak them with a leaked request), so a slot's pointer is valid
+//! whenever the slot is posted.
+//!
+//! This module holds the bookkeeping; the engine (`engine.rs`) moves the bytes, since
+//! pulling a large shm message needs the endpoint.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
+
+use steadfast_matching::{
+    Arrival as Delivered, ContextId, Engine as Matcher, Envelope, Event, FxHasher, Limits, Match,
+    MatchError, PostOutcome, Rank, RecvId, RecvSpec, Rejected, Tag,
+};
+use steadfast_shm::PullTicket;
+
+/// Context-keyed maps, looked up for every message: FxHash (keys come from the job's
+/// own processes).
+type CtxMap<V> = HashMap<u32, V, BuildHasherDefault<FxHasher>>;
+
+/// Arrivals kept by the runtime for contexts not open yet (a fast peer's first
+/// messages on a new communicator), or behind a full queue; past this the shm rings
+/// are left undrained (back-pressure, never loss).
+pub(crate) const HELD_MAX: usize = 4096;
+
+/// Where a message's bytes are, for every path.
+#[derive(Debug)]
+pub(crate) enum Payload {
+    /// Already copied into the buffer of the receive it matched (the shm latency path;
+    /// nothing copied when `truncated`).
+    Placed { truncated: bool },
+    /// Bytes of their own: a message to self, or an shm message copied out of the ring.
+    Bytes(Vec<u8>),
+    /// A large shm message still in its sender's memory (local rank `local`).
+    ShmPull {
+        local: u32,
+        wire_tag: u64,
+        ticket: PullTicket,
+    },
+}
+
+/// A receive's token in the matcher: its slot and the slot's generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecvKey {
+    slot: u32,
+    generation: u32,
+}
+
+/// What a completed receive got (comm rank, application tag, bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Got {
+    pub source: u32,
+    pub tag: u32,
+    pub len: usize,
+}
+
+/// Why a receive failed.
+#[derive(Clone, Debug)]
+pub(crate) enum RecvFailure {
+    Truncated {
+        len: usize,
+        capacity: usize,
+    },
+    /// Its named source failed (comm rank) and no message from it waits.
+    ProcFailed(u32),
+    Revoked,
+    /// The communicator was freed with the receive pending.
+    Freed,
+    /// The transport failed the pull of a large message.
+    Transport(std::sync::Arc<steadfast_shm::ShmError>),
+    /// The matcher refused the receive (a full posted queue).
+    Refused(MatchError),
+}
+
+pub(crate) type Outcome = Result<Got, RecvFailure>;
+
+#[derive(Debug)]
+enum SlotState {
+    Free,
+    Posted {
+        id: RecvId,
+        ctx: u32,
+        wildcard: bool,
+    },
+    Done(Outcome),
+}
+
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    buf: *mut u8,
+    cap: usize,
+    state: SlotState,
+}
+
+/// An open context: its communicator's group, from world ranks.
+#[derive(Debug)]
+struct CtxInfo {
+    /// World rank -> comm rank (`u32::MAX`: not a member).
+    to_comm: Vec<u32>,
+}
+
+/// An arrival kept back (see [`HELD_MAX`]).
+#[derive(Debug)]
+struct Held {
+    ctx: u32,
+    world_source: u32,
+    tag: u32,
+    len: usize,
+    payload: Payload,
+}
+
+/// What became of a message handed to [`Matching::deliver`].
+pub(crate) enum Delivery {
+    /// It completed a receive: the engine moves the bytes, then calls `finish`.
+    Matched(Match<RecvKey, Payload>),
+    /// It waits (unexpected, or held for its context).
+    Kept,
+    /// It can never be received (revoked or retired context): release the payload.
+    Dropped(Payload),
+}
+
+/// What became of a posted receive.
+pub(crate) enum Posting {
+    /// A waiting message fit: the engine moves the bytes, then calls `finish`.
+    Matched(Match<RecvKey, Payload>),
+    /// Posted (or already failed: its slot holds the outcome).
+    Slot(RecvKey),
+}
+
+/// The runtime's matching state (see the module doc).
+pub(crate) struct Matching {
+    matcher: Matcher<RecvKey, Payload>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    ctxs: CtxMap<CtxInfo>,
+    held: VecDeque<Held>,
+    /// Contexts of communicators freed unclean (revoked, or a failed closing barrier):
+    /// never reused by this process, so messages still arriving for them are dropped.
+    retired: HashSet<u32>,
+    world_size: u32,
+    /// Payloads of messages that can never be received, for the engine to release.
+    dropped: Vec<Payload>,
+}
+
+// SAFETY: (Send) the slots' raw pointers name receive buffers whose owners keep them
+// valid until the receive completes or is cancelled (module doc); they are written only
+// by the holder of the progress token, whichever thread that is.
+unsafe impl Send for Matching {}
+
+impl Matching {
+    pub(crate) fn new(world_size: u32) -> Self {
+        Matching {
+            matcher: Matcher::new(Limits::default()),
+            slots: Vec::new(),
+            free: Vec::new(),
+            ctxs: CtxMap::default(),
+            held: VecDeque::new(),
+            retired: HashSet::new(),
+            world_size,
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Opens context `ctx` for a communicator over `group` (comm rank -> world rank);
+    /// members in `failed` are notified at once, and a `revoked` communicator revoked.
+    pub(crate) fn open(&mut self, ctx: u64, group: &[u32], failed: &[u32], revoked: bool) {
+        let id = ContextId(ctx as u32);
+        if let Err(e) = self.matcher.open_context(id, group.len() as u32) {
+            log::warn!("matching: opening context {ctx}: {e}");
+            return;
+        }
+        self.retired.remove(&(ctx as u32));
+        let mut to_comm = vec![u32::MAX; self.world_size as usize];
+        for (r, &w) in group.iter().enumerate() {
+            if let Some(slot) = to_comm.get_mut(w as usize) {
+                *slot = r as u32;
+            }
+        }
+        self.ctxs.insert(ctx as u32, CtxInfo { to_comm });
+        for &w in failed {
+            self.notify_failure(w);
+        }
+        if revoked {
+            self.revoke(ctx);
+        }
+    }
+
+    /// Closes context `ctx` (its communicator was freed): pending receives fail with
+    /// `Freed`, waiting messages are dropped (returned: how many). `retire` when the id
+    /// is never reused here: later arrivals for it are dropped.
+    pub(crate) fn close(&mut self, ctx: u64, retire: bool) -> usize {
+        let id = ContextId(ctx as u32);
+        let before = self.dropped.len();
+        if self.ctxs.remove(&(ctx as u32)).is_some() {
+            let _ = self.matcher.close_context(id);
+            self.handle_events();
+        }
+        if retire {
+            self.retired.insert(ctx as u32);
+            let mut kept = VecDeque::new();
+            for h in std::mem::take(&mut self.held) {
+                if h.ctx == ctx as u32 {
+                    self.dropped.push(h.payload);
+                } else {
+                    kept.push_back(h);
+                }
+            }
+            self.held = kept;
+        }
+        self.dropped.len() - before
+    }
+
+    /// Posts a receive on `ctx` from comm rank `source` (any: `None`) with `tag` (any:
+    /// `None`) into `buf`, which must stay valid for writes of `cap` bytes until the
+    /// receive completes or is cancelled.
+    pub(crate) fn post(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> Posting {
+        let key = self.alloc(buf, cap);
+        let spec = RecvSpec::new(source.map(Rank), tag.map(Tag));
+        match self.matcher.post_recv(ContextId(ctx as u32), spec, key) {
+            Ok(PostOutcome::Matched(m)) => Posting::Matched(m),
+            Ok(PostOutcome::Posted { id, .. }) => {
+                self.slots[key.slot as usize].state = SlotState::Posted {
+                    id,
+                    ctx: ctx as u32,
+                    wildcard: source.is_none(),
+                };
+                Posting::Slot(key)
+            }
+            Err(Rejected { error, item }) => {
+                self.slots[item.slot as usize].state = SlotState::Done(Err(failure_of(error)));
+                Posting::Slot(item)
+            }
+        }
+    }
+
+    fn alloc(&mut self, buf: *mut u8, cap: usize) -> RecvKey {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    buf: std::ptr::null_mut(),
+                    cap: 0,
+                    state: SlotState::Free,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let s = &mut self.slots[slot as usize];
+        s.buf = buf;
+        s.cap = cap;
+        s.state = SlotState::Done(Err(RecvFailure::Freed));
+        RecvKey {
+            slot,
+            generation: s.generation,
+        }
+    }
+
+    fn slot(&self, key: RecvKey) -> Option<&Slot> {
+        self.slots
+            .get(key.slot as usize)
+            .filter(|s| s.generation == key.generation && !matches!(s.state, SlotState::Free))
+    }
+
+    fn release_slot(&mut self, key: RecvKey) {
+        let s = &mut self.slots[key.slot as usize];
+        s.generation = s.generation.wrapping_add(1);
+        s.buf = std::ptr::null_mut();
+        s.cap = 0;
+        s.state = SlotState::Free;
+        self.free.push(key.slot);
+    }
+
+    /// The buffer of a matched receive (raw parts).
+    pub(crate) fn buffer(&self, key: RecvKey) -> (*mut u8, usize) {
+        self.slot(key)
+            .map_or((std::ptr::null_mut(), 0), |s| (s.buf, s.cap))
+    }
+
+    /// Records the outcome of a matched receive.
+    pub(crate) fn finish(&mut self, key: RecvKey, outcome: Outcome) {
+        if self.slot(key).is_some() {
+            self.slots[key.slot as usize].state = SlotState::Done(outcome);
+        }
+    }
+
+    /// The outcome of a completed receive (its slot is freed), `None` while posted.
+    pub(crate) fn take(&mut self, key: RecvKey) -> Option<Outcome> {
+        let s = self.slot(key)?;
+        if !matches!(s.state, SlotState::Done(_)) {
+            return None;
+        }
+        let state = std::mem::replace(&mut self.slots[key.slot as usize].state, SlotState::Free);
+        self.release_slot(key);
+        match state {
+            SlotState::Done(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// Cancels a receive: `None` when it was still posted (now withdrawn), else its
+    /// outcome (it completed first). Either way its slot is freed.
+    pub(crate) fn cancel(&mut self, key: RecvKey) -> Option<Outcome> {
+        let s = self.slot(key)?;
+        if let SlotState::Posted { id, .. } = s.state {
+            if self.matcher.cancel(id).is_some() {
+                self.release_slot(key);
+                return None;
+            }
+        }
+        self.take(key)
+    }
+
+    /// Whether a posted wildcard-source receive should report a pending failure now.
+    pub(crate) fn failure_pending(&self, key: RecvKey) -> bool {
+        match self.slot(key).map(|s| &s.state) {
+            Some(SlotState::Posted {
+                ctx,
+                wildcard: true,
+                ..
+            }) => self
+                .matcher
+                .failure_pending(ContextId(*ctx))
+                .unwrap_or(false),
+            _ => false,
+        }
+    }
+
+    /// The comm rank of world rank `w` in `ctx`, if open and a member.
+    fn comm_rank(&self, ctx: u32, w: u32) -> Option<u32> {
+        let r = *self.ctxs.get(&ctx)?.to_comm.get(w as usize)?;
+        (r != u32::MAX).then_some(r)
+    }
+
+    /// The buffer of the receive a message from world rank `w` with `tag` on `ctx`
+    /// would complete now, for copying straight into it (then [`deliver`] it with
+    /// [`Payload::Placed`], with no other call in between).
+    ///
+    /// [`deliver`]: Self::deliver
+    pub(crate) fn placement(&self, ctx: u32, w: u32, tag: u32) -> Option<(*mut u8, usize)> {
+        if !self.held.is_empty() {
+            // Keep order behind the held messages of this context.
+            return None;
+        }
+        let r = self.comm_rank(ctx, w)?;
+        let key = self
+            .matcher
+            .peek_match(ContextId(ctx), Rank(r), Tag(tag))
+            .ok()??;
+        self.slot(*key).map(|s| (s.buf, s.cap))
+    }
+
+    /// Delivers a message from world rank `w` on `ctx`.
+    pub(crate) fn deliver(
+        &mut self,
+        ctx: u32,
+        w: u32,
+        tag: u32,
+        len: usize,
+        payload: Payload,
+    ) -> Delivery {
+        if !self.retired.is_empty() && self.retired.contains(&ctx) {
+            return Delivery::Dropped(payload);
+        }
+        if !self.held.is_empty() && self.held.iter().any(|h| h.ctx == ctx) {
+            self.held.push_back(Held {
+                ctx,
+                world_source: w,
+                tag,
+                len,
+                payload,
+            });
+            return Delivery::Kept;
+        }
+        self.deliver_now(ctx, w, tag, len, payload)
+    }
+
+    fn deliver_now(
+        &mut self,
+        ctx: u32,
+        w: u32,
+        tag: u32,
+        len: usize,
+        payload: Payload,
+    ) -> Delivery {
+        let Some(r) = self.comm_rank(ctx, w) else {
+            if self.ctxs.contains_key(&ctx) {
+                // Not a member of that communicator: a peer's bug.
+                log::warn!("matching: message on context {ctx} from non-member world rank {w}");
+                return Delivery::Dropped(payload);
+            }
+            self.held.push_back(Held {
+                ctx,
+                world_source: w,
+                tag,
+                len,
+                payload,
+            });
+            return Delivery::Kept;
+        };
+        let env = Envelope {
+            context: ContextId(ctx),
+            source: Rank(r),
+            tag: Tag(tag),
+            len,
+            payload,
+        };
+        match self.matcher.deliver(env) {
+            Ok(Delivered::Matched(m)) => Delivery::Matched(m),
+            Ok(Delivered::Queued) => Delivery::Kept,
+            Err(Rejected {
+                error: MatchError::QueueFull { .. },
+                item,
+            }) => {
+                self.held.push_back(Held {
+                    ctx,
+                    world_source: w,
+                    tag,
+                    len,
+                    payload: item.payload,
+                });
+                Delivery::Kept
+            }
+            Err(Rejected { error, item }) => {
+                log::debug!("matching: message on context {ctx} dropped: {error}");
+                Delivery::Dropped(item.payload)
+            }
+        }
+    }
+
+    /// Whether the held queue is full (the transports stop draining).
+    pub(crate) fn held_full(&self) -> bool {
+        self.held.len() >= HELD_MAX
+    }
+
+    /// Retries the held messages in order (after a context opened, or a queue
+    /// drained); returns the deliveries that completed receives or were dropped.
+    pub(crate) fn retry_held(&mut self, out: &mut Vec<Delivery>) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut blocked: HashSet<u32> = HashSet::new();
+        let mut kept = VecDeque::new();
+        for h in std::mem::take(&mut self.held) {
+            if blocked.contains(&h.ctx) || !self.ctxs.contains_key(&h.ctx) {
+                blocked.insert(h.ctx);
+                kept.push_back(h);
+                continue;
+            }
+            // `held` is empty while retrying, so `deliver_now` may hold it again.
+            match self.deliver_now(h.ctx, h.world_source, h.tag, h.len, h.payload) {
+                Delivery::Kept if !self.held.is_empty() => {
+                    blocked.insert(h.ctx);
+                    kept.extend(self.held.drain(..));
+                }
+                Delivery::Kept => {}
+                d => out.push(d),
+            }
+        }
+        kept.extend(self.held.drain(..));
+        self.held = kept;
+    }
+
+    /// Failure of world rank `w`: every open context holding it is notified.
+    pub(crate) fn notify_failure(&mut self, w: u32) {
+        let hits: Vec<(u32, u32)> = self
+            .ctxs
+            .iter()
+            .filter_map(|(&c, info)| {
+                let r = *info.to_comm.get(w as usize)?;
+                (r != u32::MAX).then_some((c, r))
+            })
+            .collect();
+        for (c, r) in hits {
+            let _ = self.matcher.notify_failure(ContextId(c), Rank(r));
+        }
+        self.handle_events();
+    }
+
+    /// `MPIX_Comm_failure_ack` on `ctx`.
+    pub(crate) fn ack(&mut self, ctx: u64) {
+        let _ = self.matcher.ack_failures(ContextId(ctx as u32));
+    }
+
+    /// The communicator of `ctx` was revoked.
+    pub(crate) fn revoke(&mut self, ctx: u64) {
+        if self.matcher.revoke(ContextId(ctx as u32)).is_ok() {
+            self.handle_events();
+        }
+    }
+
+    fn handle_events(&mut self) {
+        while let Some(ev) = self.matcher.poll_event() {
+            match ev {
+                Event::RecvFailed { recv, error } => {
+                    self.finish(recv, Err(failure_of(error)));
+                }
+                // Reported when the receive is tested (`failure_pending`).
+                Event::FailurePending { .. } => {}
+                Event::MessageDropped { message, .. } => self.dropped.push(message.payload),
+            }
+        }
+    }
+
+    /// Payloads of messages that can never be received (the engine releases them).
+    pub(crate) fn take_dropped(&mut self) -> Vec<Payload> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// `MPI_Iprobe` on `ctx`: (source, tag, len) of the earliest fitting message.
+    pub(crate) fn probe(
+        &self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Got>, MatchError> {
+        let spec = RecvSpec::new(source.map(Rank), tag.map(Tag));
+        Ok(self
+            .matcher
+            .probe(ContextId(ctx as u32), spec)?
+            .map(|e| Got {
+                source: e.source.0,
+                tag: e.tag.0,
+                len: e.len,
+            }))
+    }
+
+    /// `MPI_Improbe` on `ctx`: the earliest fitting message, taken out of the queue.
+    pub(crate) fn mprobe(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Envelope<Payload>>, MatchError> {
+        let spec = RecvSpec::new(source.map(Rank), tag.map(Tag));
+        self.matcher.mprobe(ContextId(ctx as u32), spec)
+    }
+}
+
+fn failure_of(e: MatchError) -> RecvFailure {
+    match e {
+        MatchError::ProcFailed { rank, .. } => RecvFailure::ProcFailed(rank.0),
+        MatchError::Revoked(_) => RecvFailure::Revoked,
+        MatchError::UnknownContext(_) => RecvFailure::Freed,
+        // A wildcard receive is never refused for a pending failure (it is posted),
+        // and ranks are checked before posting; a full posted queue is reported as is.
+        other => RecvFailure::Refused(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(d: &Delivery) -> Option<(RecvKey, u32)> {
+        match d {
+            Delivery::Matched(m) => match &m.message.payload {
+                Payload::Bytes(v) => Some((m.recv, v[0] as u32)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn posted(p: Posting) -> RecvKey {
+        match p {
+            Posting::Slot(k) => k,
+            Posting::Matched(_) => panic!("expected a posted receive"),
+        }
+    }
+
+    /// World of 4; context 7 over world ranks [3, 1] (comm ranks 0, 1).
+    fn matching() -> Matching {
+        let mut m = Matching::new(4);
+        m.open(7, &[3, 1], &[], false);
+        m
+    }
+
+    #[test]
+    fn posting_order_decides_and_sources_are_comm_ranks() {
+        let mut m = matching();
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        let ka = posted(m.post(7, None, None, a.as_mut_ptr(), 8));
+        let kb = posted(m.post(7, None, None, b.as_mut_ptr(), 8));
+        let d = m.deliver(7, 1, 5, 1, Payload::Bytes(vec![42]));
+        assert_eq!(bytes(&d), Some((ka, 42)));
+        let Delivery::Matched(mt) = d else {
+            unreachable!()
+        };
+        assert_eq!(mt.message.source, Rank(1), "world rank 1 is comm rank 1");
+        assert_eq!(m.placement(7, 3, 5), Some((b.as_mut_ptr(), 8)));
+        assert_eq!(m.placement(7, 2, 5), None, "not a member");
+        m.finish(
+            ka,
+            Ok(Got {
+                source: 1,
+                tag: 5,
+                len: 1,
+            }),
+        );
+        assert!(m.take(ka).is_some());
+        assert!(m.take(ka).is_none(), "an outcome is taken once");
+        assert!(m.cancel(kb).is_none(), "withdrawn while posted");
+        assert!(m.take(kb).is_none(), "a cancelled key is stale");
+    }
+
+    #[test]
+    fn messages_before_their_context_are_held_in_order() {
+        let mut m = Matching::new(4);
+        for i in 0..3 {
+            assert!(matches!(
+                m.deliver(9, 2, 1, 1, Payload::Bytes(vec![i])),
+                Delivery::Kept
+            ));
+        }
+        let mut out = Vec::new();
+        m.retry_held(&mut out);
+        assert!(out.is_empty(), "context 9 is not open yet");
+        m.open(9, &[0, 2], &[], false);
+        m.retry_held(&mut out);
+        assert!(out.is_empty(), "nothing posted: unexpected now");
+        let mut buf = [0u8; 4];
+        for i in 0..3 {
+            match m.post(9, Some(1), Some(1), buf.as_mut_ptr(), 4) {
+                Posting::Matched(mt) => {
+                    assert!(matches!(&mt.message.payload, Payload::Bytes(v) if v[0] == i))
+                }
+                Posting::Slot(_) => panic!("message {i} was not delivered"),
+            }
+        }
+    }
+
+    #[test]
+    fn retired_contexts_drop_and_failures_and_revoke_complete_receives() {
+        let mut m = matching();
+        let mut a = [0u8; 8];
+        let named = posted(m.post(7, Some(0), None, a.as_mut_ptr(), 8));
+        let wild = posted(m.post(7, None, Some(3), a.as_mut_ptr(), 8));
+        m.notify_failure(3);
+        assert!(matches!(
+            m.take(named),
+            Some(Err(RecvFailure::ProcFailed(0)))
+        ));
+        assert!(m.failure_pending(wild), "a wildcard receive stays posted");
+        m.ack(7);
+        assert!(!m.failure_pending(wild));
+        m.revoke(7);
+        assert!(matches!(m.take(wild), Some(Err(RecvFailure::Revoked))));
+        m.close(7, true);
+        assert!(matches!(
+            m.deliver(7, 1, 1, 1, Payload::Bytes(vec![1])),
+            Delivery::Dropped(_)
+        ));
+    }
+}

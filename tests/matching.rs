@@ -1,0 +1,71 @@
+//! MPI matching order through the runtime, with real ranks under `steadfast-run`, over
+//! shared memory and over tcp (the fabric forced): receives match in posting order
+//! whatever order they are tested in (many posted wildcard receives, interleaved tags
+//! against a reference model, several senders, messages waiting before their
+//! receives, probe then receive, self), one sender's same-tag messages (large then
+//! small) do not overtake, a dead source's arrived messages stay receivable while a
+//! receive naming it fails with `ProcFailed` (shm: the fabric's provider-matched
+//! receives fail at once), and a revoke completes every pending receive with
+//! `Revoked`. Scenarios: `testrank/matching.rs`.
+
+mod ft_job;
+
+use ft_job::run;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(180);
+const SHM: &[(&str, &str)] = &[];
+const TCP: &[(&str, &str)] = &[("STEADFAST_ROUTE", "fabric")];
+
+fn order(n: u32, env: &[(&str, &str)], phases: &str) {
+    let job = run(n, env, &["order", phases], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(
+        job.lines("MATCHING OK").len(),
+        n as usize,
+        "{}",
+        job.context()
+    );
+}
+
+#[test]
+fn receives_match_in_posting_order_over_shm() {
+    order(3, SHM, "all");
+    order(4, SHM, "all");
+}
+
+/// Receives posted before their messages only: over the fabric (`net`), unexpected
+/// single-copy and eager messages from several senders stall the provider (the fabric
+/// still matches in the provider; docs/matching.md section 5).
+#[test]
+fn receives_match_in_posting_order_over_tcp() {
+    order(3, TCP, "posted");
+}
+
+fn deadsource(env: &[(&str, &str)]) {
+    let job = run(3, env, &["deadsource"], LIMIT);
+    // The victim was killed: the launcher reports a failed rank.
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    assert_eq!(job.lines("DEADSOURCE OK").len(), 2, "{}", job.context());
+}
+
+#[test]
+fn a_dead_sources_arrived_messages_stay_receivable_over_shm() {
+    deadsource(SHM);
+}
+
+fn revoke_pending(env: &[(&str, &str)]) {
+    let job = run(3, env, &["revokepending"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(job.lines("REVOKEPENDING OK").len(), 3, "{}", job.context());
+}
+
+#[test]
+fn revoke_completes_every_pending_receive_over_shm() {
+    revoke_pending(SHM);
+}
+
+#[test]
+fn revoke_completes_every_pending_receive_over_tcp() {
+    revoke_pending(TCP);
+}
