@@ -361,7 +361,16 @@ impl Comm {
         } else {
             // SAFETY: as `Comm::irecv`'s contract: `buf` outlives the request, whose drop
             // cancels the fabric receive (waiting until libfabric lets go).
-            (None, Some(unsafe { self.post_fabric_recv(e, &plan, buf) }?))
+            match unsafe { self.post_fabric_recv(e, &plan, buf) } {
+                Ok(req) => (None, Some(req)),
+                // A peer's failure is the request's outcome, reported by its test or
+                // wait (which post again and then give the engine's verdict, e.g.
+                // `ProcFailed`), as for a receive posted just before the failure, and
+                // as on the shm path: `MPI_Irecv` from a dead rank starts, its
+                // `MPI_Wait` fails.
+                Err(err) if err.is_transport() => (None, None),
+                Err(err) => return Err(err),
+            }
         };
         drop(guard);
         Ok(RecvRequest {
