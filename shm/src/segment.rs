@@ -25,8 +25,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "SFSHMSEG", little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
-/// Layout version; a segment of another version is refused.
-pub const VERSION: u32 = 4;
+/// Layout version; a segment of another version is refused (5: the owner's
+/// generation in the header, the admitted incarnation in each ring header).
+pub const VERSION: u32 = 5;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
@@ -70,7 +71,8 @@ pub struct SegmentHeader {
     senders: u32,
     owner_rank: u32,
     owner_pid: u32,
-    _pad: u32,
+    /// The owner's incarnation (0 on first start; see `docs/restart.md`).
+    owner_generation: u32,
     job: u64,
     total_bytes: u64,
     /// The owner's XPMEM segment id (its whole address space), 0 without XPMEM.
@@ -245,6 +247,21 @@ impl Segment {
         geometry: Geometry,
         xpmem_segid: i64,
     ) -> Result<Segment, SegmentError> {
+        Segment::create_incarnation(job, rank, geometry, xpmem_segid, 0)
+    }
+
+    /// As [`create_with_xpmem`](Self::create_with_xpmem), by incarnation `generation`
+    /// of its owner (recorded in the header).
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_incarnation(
+        job: u64,
+        rank: u32,
+        geometry: Geometry,
+        xpmem_segid: i64,
+        generation: u32,
+    ) -> Result<Segment, SegmentError> {
         let path = segment_path(job, rank);
         let total = match geometry.total_bytes() {
             Some(total) if geometry.ring_cells.is_power_of_two() && geometry.senders > 0 => total,
@@ -287,7 +304,7 @@ impl Segment {
                 path: path.clone(),
                 owned: false,
             };
-            segment.init(job, rank, total, xpmem_segid);
+            segment.init(job, rank, total, xpmem_segid, generation);
             std::fs::hard_link(&tmp, &path).map_err(|e| io("publishing", e))?;
             segment.owned = true;
             Ok(segment)
@@ -296,7 +313,7 @@ impl Segment {
         built
     }
 
-    fn init(&mut self, job: u64, rank: u32, total: usize, xpmem_segid: i64) {
+    fn init(&mut self, job: u64, rank: u32, total: usize, xpmem_segid: i64, generation: u32) {
         // The file is zero-filled: counters start at 0, cells are zero. Only the header
         // needs writing, through the mapping, before `ready` is published.
         let g = self.geometry;
@@ -312,6 +329,7 @@ impl Segment {
         h.senders = g.senders;
         h.owner_rank = rank;
         h.owner_pid = std::process::id();
+        h.owner_generation = generation;
         h.job = job;
         h.total_bytes = total as u64;
         h.xpmem_segid = xpmem_segid;
@@ -391,6 +409,16 @@ impl Segment {
             path,
             owned: false,
         })
+    }
+
+    /// The owner's incarnation.
+    pub fn owner_generation(&self) -> u32 {
+        self.header().owner_generation
+    }
+
+    /// Whether the owner admits incarnation `generation` of `sender` into its ring.
+    pub fn admits(&self, sender: u32, generation: u32) -> bool {
+        self.ring(sender).0.admits(generation)
     }
 
     /// The segment's sizes.

@@ -19,6 +19,7 @@
 
 mod peers;
 mod recv;
+mod rejoin;
 mod send;
 
 use peers::{peer_gone, Waiter};
@@ -66,6 +67,10 @@ pub struct EndpointConfig {
     /// Share the copy of messages of [`split::SPLIT_MIN`](crate::split::SPLIT_MIN) bytes
     /// or more with the sender while it waits (see [`crate::split`]).
     pub split_copy: bool,
+    /// This process's incarnation (0 on first start). A restarted one pushes into a
+    /// peer's older segment only once that peer admitted it (see
+    /// [`Endpoint::readmit`]).
+    pub generation: u32,
 }
 
 /// How large messages travel to a peer.
@@ -95,6 +100,7 @@ impl EndpointConfig {
             numa_place: true,
             xpmem: true,
             split_copy: true,
+            generation: 0,
         }
     }
 }
@@ -171,6 +177,9 @@ struct Peer {
     path: CopyPath,
     /// XPMEM access to the peer's memory, where both sides have the device.
     apid: Option<i64>,
+    /// This process is a restarted incarnation and the peer's segment is older: push
+    /// only once the peer admits us (its ring then starts past the dead one's cells).
+    awaiting_admission: bool,
 }
 
 /// The shared-memory endpoint of one local rank.
@@ -237,7 +246,13 @@ impl Endpoint {
         };
         let xpmem = if config.xpmem { Xpmem::open() } else { None };
         let segid = xpmem.as_ref().map_or(0, Xpmem::segid);
-        let own = Segment::create_with_xpmem(config.job, config.rank, geometry, segid)?;
+        let own = Segment::create_incarnation(
+            config.job,
+            config.rank,
+            geometry,
+            segid,
+            config.generation,
+        )?;
         if config.numa_place && crate::topology::numa_nodes_from_sysfs() > 1 {
             // Senders write into it, we read it: it belongs near us. Best effort: a
             // refusal leaves the kernel's first-touch placement.
@@ -288,7 +303,7 @@ impl Endpoint {
     pub fn connect(&mut self) -> Result<(), ShmError> {
         let deadline = Instant::now() + self.config.connect_timeout;
         for r in 0..self.config.ranks {
-            if r == self.config.rank || self.peers[r as usize].is_some() {
+            if r == self.config.rank || self.peers[r as usize].is_some() || self.dead[r as usize] {
                 continue;
             }
             let segment = loop {
@@ -330,6 +345,7 @@ impl Endpoint {
                 tx,
                 path: CopyPath::SingleCopy,
                 apid,
+                awaiting_admission: self.config.generation > 0,
             });
         }
         Ok(())
