@@ -1,14 +1,14 @@
 //! A rank program for the restart tests (not a user tool); see `tests/restart.rs`.
 //!
 //! - `restart VICTIM TIMES ASKERS`: the first ASKERS ranks other than VICTIM are the
-//!   askers; the first of them (the *leader*) tells VICTIM to SIGKILL itself, every asker
-//!   waits for the failure and restarts VICTIM at once (`irestart_rank`, so the
-//!   launcher sees concurrent requests); the leader then sends the new incarnation a
-//!   message whose content depends on its generation, which it checks and returns
-//!   reversed; the leader checks it and prints `ANSWERED generation G in <µs>` (from
-//!   the kill order to the answer). Each of the first TIMES - 1 incarnations SIGKILLs
-//!   itself after answering, and is restarted again. Rank 0 prints `SEGMENTS <prefix>`,
-//!   the names of the job's shared-memory segments.
+//!   askers; once the others say they are ready, the first of them (the *leader*) tells
+//!   VICTIM to SIGKILL itself, and every asker restarts VICTIM as soon as it may
+//!   (`irestart_rank`, retried while the rank still looks alive: the launcher sees
+//!   concurrent requests); the leader then sends the new incarnation a message whose
+//!   content depends on its generation, which it checks and returns reversed; the
+//!   leader checks it and prints `ANSWERED generation G in <µs>` (from the kill order to
+//!   the answer). The first TIMES - 1 incarnations are killed again the same way. Rank 0
+//!   prints `SEGMENTS <prefix>`, the names of the job's shared-memory segments.
 //! - `exits VICTIM`: the restarted incarnation exits with status 3 before `World::init`;
 //!   the leader prints `RESTART ERROR: <error>`.
 //! - `expect-error VICTIM`: as `exits`, but the restarted incarnation runs normally
@@ -21,7 +21,7 @@ const KILL: u32 = 1;
 const PING: u32 = 7;
 const PONG: u32 = 8;
 const DONE: u32 = 10;
-const NEVER: u32 = 99;
+const READY: u32 = 11;
 
 fn arg(args: &[String], i: usize) -> u32 {
     args.get(i)
@@ -41,13 +41,18 @@ fn die() -> ! {
     unreachable!("SIGKILL returned")
 }
 
-/// Waits until `victim` is known failed here (a receive nothing matches ends with
-/// ProcFailed).
-fn wait_for_failure(comm: &Comm, victim: u32) {
-    let mut buf = [0u8; 1];
-    match comm.recv(Some(victim), Some(NEVER), &mut buf) {
-        Err(CommError::ProcFailed { ranks }) => assert_eq!(ranks, vec![victim]),
-        other => panic!("expected the failure of rank {victim}, got {other:?}"),
+/// Asks for a restart of `victim` until it is failed (or replaced) here, then waits.
+fn restart(world: &World, comm: &Comm, victim: u32) -> Result<u32, CommError> {
+    let start = Instant::now();
+    loop {
+        match comm.irestart_rank(victim) {
+            Ok(request) => return request.wait(),
+            Err(CommError::Restart(m)) if m.contains("is alive") => {
+                assert!(start.elapsed().as_secs() < 60, "rank {victim} never failed");
+                world.progress_for(std::time::Duration::from_millis(1));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -94,23 +99,37 @@ fn main() {
     };
     let index = (0..size).filter(|&r| r != victim).position(|r| r == me);
     if index.is_some_and(|i| (i as u32) < askers) {
-        ask(&comm, &mode, victim, leader, times);
+        ask(&world, &comm, &mode, victim, leader, times, askers);
     }
     world.finalize();
 }
 
-/// An asker: restarts `victim` `times` times; the leader also talks to it.
-fn ask(comm: &Comm, mode: &str, victim: u32, leader: u32, times: u32) {
+/// The other askers (not the leader).
+fn others(comm: &Comm, victim: u32, leader: u32, askers: u32) -> Vec<u32> {
+    (0..comm.size())
+        .filter(|&r| r != victim && r != leader)
+        .take(askers.saturating_sub(1) as usize)
+        .collect()
+}
+
+/// An asker: restarts `victim` `times` times; the leader also talks to it and kills it,
+/// each time once every other asker is ready.
+fn ask(world: &World, comm: &Comm, mode: &str, victim: u32, leader: u32, times: u32, askers: u32) {
     let me = comm.rank();
     let mut killed_at = Instant::now();
-    if me == leader {
-        comm.send(victim, KILL, b"k").unwrap();
-    }
     for g in 1..=times {
-        wait_for_failure(comm, victim);
+        let mut ready = [0u8; 4];
+        if me == leader {
+            for r in others(comm, victim, leader, askers) {
+                comm.recv(Some(r), Some(READY), &mut ready).unwrap();
+            }
+            killed_at = Instant::now();
+            comm.send(victim, KILL, b"k").unwrap();
+        } else {
+            comm.send(leader, READY, &g.to_le_bytes()).unwrap();
+        }
         let asked = Instant::now();
-        let request = comm.irestart_rank(victim);
-        let outcome = request.and_then(|r| r.wait());
+        let outcome = restart(world, comm, victim);
         if mode == "exits" || mode == "expect-error" {
             match outcome {
                 Err(e) if me == leader => println!("RESTART ERROR: {e}"),
@@ -135,8 +154,6 @@ fn ask(comm: &Comm, mode: &str, victim: u32, leader: u32, times: u32) {
             "ANSWERED generation {g} in {} us (restart call {restart_us} us)",
             killed_at.elapsed().as_micros()
         );
-        // The next incarnation's death follows its answer.
-        killed_at = Instant::now();
     }
     if me == leader {
         comm.send(victim, DONE, b"d").unwrap();
@@ -157,6 +174,8 @@ fn restored(world: &World, comm: &Comm, args: &[String], leader: u32) {
     buf.reverse();
     comm.send(leader, PONG, &buf).unwrap();
     if g < times {
+        let mut k = [0u8; 1];
+        comm.recv(Some(leader), Some(KILL), &mut k).unwrap();
         die();
     }
     let mut done = [0u8; 1];

@@ -43,6 +43,12 @@ fn text(out: &Output) -> (String, String) {
     )
 }
 
+/// An argument that tells this run's processes apart from any other's (the test binary
+/// may run beside another copy of itself).
+fn marker(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
 /// No process of this test's rank program is left (every incarnation was reaped).
 fn assert_no_orphans(marker: &str) {
     let ps = Command::new("ps")
@@ -59,7 +65,7 @@ fn assert_no_orphans(marker: &str) {
 
 #[test]
 fn a_killed_rank_is_restarted_with_its_rank_and_the_next_generation() {
-    let out = run(3, &["restart", "2", "1", "1", "single"]);
+    let out = run(3, &["restart", "2", "1", "1", &marker("single")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     assert!(
@@ -76,12 +82,12 @@ fn a_killed_rank_is_restarted_with_its_rank_and_the_next_generation() {
         ),
         "{stderr}"
     );
-    assert_no_orphans("single");
+    assert_no_orphans(&marker("single"));
 }
 
 #[test]
 fn a_restarted_rank_killed_again_is_restarted_again() {
-    let out = run(3, &["restart", "1", "3", "1", "thrice"]);
+    let out = run(3, &["restart", "1", "3", "1", &marker("thrice")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for g in 1..=3 {
@@ -94,12 +100,12 @@ fn a_restarted_rank_killed_again_is_restarted_again() {
         stdout.contains("rank 1 incarnation 3: joined and acknowledged"),
         "{stdout}"
     );
-    assert_no_orphans("thrice");
+    assert_no_orphans(&marker("thrice"));
 }
 
 #[test]
 fn two_survivors_restarting_one_rank_at_once_start_one_process() {
-    let out = run(4, &["restart", "3", "2", "3", "together"]);
+    let out = run(4, &["restart", "3", "2", "3", &marker("together")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for g in 1..=2 {
@@ -116,12 +122,12 @@ fn two_survivors_restarting_one_rank_at_once_start_one_process() {
             .count();
         assert_eq!(starts, 1, "{stderr}");
     }
-    assert_no_orphans("together");
+    assert_no_orphans(&marker("together"));
 }
 
 #[test]
 fn a_program_that_exits_during_its_restart_is_a_clear_error() {
-    let out = run(2, &["restart-exits", "1", "exits"]);
+    let out = run(2, &["restart-exits", "1", &marker("exits")]);
     let (stdout, stderr) = text(&out);
     assert!(
         stdout.contains(
@@ -131,7 +137,7 @@ fn a_program_that_exits_during_its_restart_is_a_clear_error() {
     );
     // The last incarnation of rank 1 failed: the job did.
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_no_orphans("exits");
+    assert_no_orphans(&marker("exits"));
 }
 
 /// Runs `steadfast-run -n N --tag-output restart-test-rank ARGS` with `env`.
@@ -200,7 +206,7 @@ fn assert_no_rank_left(marker: &str) {
 
 #[test]
 fn a_restarted_rank_has_its_rank_and_answers_its_restarter_over_shm() {
-    let out = run_world(3, &[], &["restart", "2", "1", "1", "world-once"]);
+    let out = run_world(3, &[], &["restart", "2", "1", "1", &marker("world-once")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     assert!(stdout.contains("[0] ANSWERED generation 1 in"), "{stdout}");
@@ -215,12 +221,12 @@ fn a_restarted_rank_has_its_rank_and_answers_its_restarter_over_shm() {
         "{stderr}"
     );
     assert_no_segments(&stdout);
-    assert_no_rank_left("world-once");
+    assert_no_rank_left(&marker("world-once"));
 }
 
 #[test]
 fn a_rank_restarted_twice_by_two_survivors_at_once_starts_one_process_each_time() {
-    let out = run_world(4, &[], &["restart", "3", "2", "2", "world-twice"]);
+    let out = run_world(4, &[], &["restart", "3", "2", "2", &marker("world-twice")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for g in 1..=2 {
@@ -242,12 +248,12 @@ fn a_rank_restarted_twice_by_two_survivors_at_once_starts_one_process_each_time(
         "{stdout}"
     );
     assert_no_segments(&stdout);
-    assert_no_rank_left("world-twice");
+    assert_no_rank_left(&marker("world-twice"));
 }
 
 #[test]
 fn a_program_that_exits_during_its_restart_is_a_restart_error() {
-    let out = run_world(2, &[], &["exits", "1", "world-exits"]);
+    let out = run_world(2, &[], &["exits", "1", &marker("world-exits")]);
     let (stdout, stderr) = text(&out);
     assert!(
         stdout.contains(
@@ -256,13 +262,13 @@ fn a_program_that_exits_during_its_restart_is_a_restart_error() {
         "stdout {stdout}\nstderr {stderr}"
     );
     assert_no_segments(&stdout);
-    assert_no_rank_left("world-exits");
+    assert_no_rank_left(&marker("world-exits"));
 }
 
 #[test]
 fn over_the_fabric_route_a_restart_is_a_clear_error_for_now() {
     let env = [("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
-    let out = run_world(2, &env, &["expect-error", "1", "world-fabric"]);
+    let out = run_world(2, &env, &["expect-error", "1", &marker("world-fabric")]);
     let (stdout, stderr) = text(&out);
     assert!(
         stdout.contains("[0] RESTART ERROR: restart failed: restart of rank 1 failed: incarnation 1 of rank 1 exited with status 101 before it joined"),
@@ -272,5 +278,5 @@ fn over_the_fabric_route_a_restart_is_a_clear_error_for_now() {
         stderr.contains("restarts over the fabric route are not implemented yet"),
         "{stderr}"
     );
-    assert_no_rank_left("world-fabric");
+    assert_no_rank_left(&marker("world-fabric"));
 }

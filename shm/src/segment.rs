@@ -19,7 +19,7 @@ use crate::ring::{Cell, Consumer, ConsumerPos, Producer, ProducerPos, RingHeader
 use memmap2::MmapMut;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -225,6 +225,9 @@ pub struct Segment {
     geometry: Geometry,
     path: PathBuf,
     owned: bool,
+    /// The file's (device, inode), to tell it from a later file of the same name (a
+    /// restarted owner's).
+    file_id: (u64, u64),
 }
 
 impl Segment {
@@ -298,11 +301,13 @@ impl Segment {
             // SAFETY: a fresh private file of ours; others map it only once linked, and
             // every shared field is accessed through atomics.
             let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| io("mapping", e))?;
+            let meta = file.metadata().map_err(|e| io("inspecting", e))?;
             let mut segment = Segment {
                 map,
                 geometry,
                 path: path.clone(),
                 owned: false,
+                file_id: (meta.dev(), meta.ino()),
             };
             segment.init(job, rank, total, xpmem_segid, generation);
             std::fs::hard_link(&tmp, &path).map_err(|e| io("publishing", e))?;
@@ -355,14 +360,13 @@ impl Segment {
                 path: path.clone(),
                 source,
             })?;
-        let len = file
-            .metadata()
-            .map_err(|source| SegmentError::Io {
-                what: "inspecting",
-                path: path.clone(),
-                source,
-            })?
-            .len() as usize;
+        let meta = file.metadata().map_err(|source| SegmentError::Io {
+            what: "inspecting",
+            path: path.clone(),
+            source,
+        })?;
+        let len = meta.len() as usize;
+        let file_id = (meta.dev(), meta.ino());
         let invalid = |reason: String| SegmentError::Invalid {
             path: path.clone(),
             reason,
@@ -408,7 +412,19 @@ impl Segment {
             geometry,
             path,
             owned: false,
+            file_id,
         })
+    }
+
+    /// Removes the segment's name if it still names this segment's file (for a survivor
+    /// cleaning up after a dead owner: a restarted owner may have created a new file of
+    /// the same name since, which must stay).
+    pub fn remove_if_unchanged(&self) {
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            if (meta.dev(), meta.ino()) == self.file_id {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
     }
 
     /// The owner's incarnation.
