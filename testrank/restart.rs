@@ -7,7 +7,9 @@
 //!   concurrent requests); the leader then sends the new incarnation a message whose
 //!   content depends on its generation, which it checks and returns reversed; the
 //!   leader checks it and prints `ANSWERED generation G in <µs>` (from the kill order to
-//!   the answer). The first TIMES - 1 incarnations are killed again the same way. Rank 0
+//!   the answer). The first TIMES - 1 incarnations are killed again the same way. Each
+//!   incarnation killed first sends the leader two messages with the answer's tag that
+//!   the leader never receives: the answer it gets must be the new incarnation's. Rank 0
 //!   prints `SEGMENTS <prefix>`, the names of the job's shared-memory segments.
 //! - `exits VICTIM`: the restarted incarnation exits with status 3 before `World::init`;
 //!   the leader prints `RESTART ERROR: <error>`.
@@ -33,6 +35,15 @@ fn pattern(generation: u32) -> Vec<u8> {
     (0..3000u32)
         .map(|i| (i.wrapping_mul(31) ^ generation.wrapping_mul(7919)) as u8)
         .collect()
+}
+
+/// Sends the leader messages it never receives from this incarnation (an inline and
+/// an eager one, with the tag of the answer it will wait for from the next one), then
+/// dies: fencing must drop them.
+fn die_leaving_stale_messages(comm: &Comm, leader: u32) -> ! {
+    comm.send(leader, PONG, b"stale").unwrap();
+    comm.send(leader, PONG, &[0xee; 3000]).unwrap();
+    die()
 }
 
 fn die() -> ! {
@@ -91,7 +102,7 @@ fn main() {
     if me == victim {
         let mut buf = [0u8; 1];
         comm.recv(Some(leader), Some(KILL), &mut buf).unwrap();
-        die();
+        die_leaving_stale_messages(&comm, leader);
     }
     let (times, askers) = match mode.as_str() {
         "restart" => (arg(&args, 3), arg(&args, 4)),
@@ -176,7 +187,7 @@ fn restored(world: &World, comm: &Comm, args: &[String], leader: u32) {
     if g < times {
         let mut k = [0u8; 1];
         comm.recv(Some(leader), Some(KILL), &mut k).unwrap();
-        die();
+        die_leaving_stale_messages(comm, leader);
     }
     let mut done = [0u8; 1];
     comm.recv(Some(leader), Some(DONE), &mut done).unwrap();
