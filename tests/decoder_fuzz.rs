@@ -20,20 +20,39 @@ fn frame() -> impl Strategy<Value = Frame> {
     let key = "[a-z0-9/_-]{0,40}";
     let bytes = proptest::collection::vec(any::<u8>(), 0..300);
     prop_oneof![
-        (any::<u16>(), any::<u32>(), any::<[u8; 32]>()).prop_map(|(version, rank, secret)| {
-            Frame::Hello {
+        (any::<u16>(), any::<u32>(), any::<u32>(), any::<[u8; 32]>()).prop_map(
+            |(version, rank, generation, secret)| Frame::Hello {
                 version,
                 rank,
+                generation,
                 secret,
             }
-        }),
+        ),
         (key, bytes.clone()).prop_map(|(key, value)| Frame::Put { key, value }),
         (any::<u32>(), key).prop_map(|(rank, key)| Frame::Get { rank, key }),
         Just(Frame::Fence),
         Just(Frame::Ok),
         bytes.prop_map(Frame::Value),
         ".{0,60}".prop_map(Frame::Error),
-        (any::<u32>(), ".{0,60}").prop_map(|(rank, how)| Frame::Failed { rank, how }),
+        (any::<u32>(), any::<u32>(), ".{0,60}").prop_map(|(rank, generation, how)| {
+            Frame::Failed {
+                rank,
+                generation,
+                how,
+            }
+        }),
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(rank, generation)| Frame::Restart { rank, generation }),
+        Just(Frame::Joined),
+        (any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(rank, generation, pid)| {
+            Frame::Restarted {
+                rank,
+                generation,
+                pid,
+            }
+        }),
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(rank, generation)| Frame::Rejoined { rank, generation }),
     ]
 }
 

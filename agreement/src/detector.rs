@@ -249,6 +249,28 @@ impl Detector {
         }
     }
 
+    /// A new incarnation of the failed `rank` joined (a restart in place, see
+    /// `docs/restart.md`): it is in the ring again. If it is now our watched process,
+    /// its silence counts from `now`; if it is our watcher, it gets a heartbeat now.
+    pub fn on_rejoin(&mut self, rank: Rank, now: u64, out: &mut Vec<DetectorAction>) {
+        if rank == self.me || rank.0 >= self.n || !self.dead.remove(rank) {
+            return;
+        }
+        let watched = self.live_pred();
+        if watched != self.watched {
+            self.watched = watched;
+            self.heard_at = now;
+        }
+        let watcher = self.live_succ();
+        if watcher != self.watcher {
+            self.watcher = watcher;
+            if let Some(w) = watcher {
+                out.push(DetectorAction::Heartbeat { to: w });
+                self.next_beat_at = now.saturating_add(self.config.period_ns);
+            }
+        }
+    }
+
     fn mark_dead(&mut self, rank: Rank, now: u64, out: &mut Vec<DetectorAction>) {
         if !self.dead.insert(rank) {
             return;
@@ -289,6 +311,40 @@ mod tests {
         timeout_ns: 350,
         late_tick_ns: 175,
     };
+
+    #[test]
+    fn a_rejoined_rank_is_watched_and_heartbeaten_again() {
+        let mut d = Detector::new(Rank(2), 5, CFG).unwrap();
+        let mut out = Vec::new();
+        d.start(0, &mut out);
+        d.on_failure(Rank(1), 10, &mut out);
+        d.on_failure(Rank(3), 10, &mut out);
+        assert_eq!(d.watched(), Some(Rank(0)));
+        out.clear();
+        d.on_rejoin(Rank(3), 20, &mut out);
+        assert_eq!(out, vec![DetectorAction::Heartbeat { to: Rank(3) }]);
+        out.clear();
+        d.on_rejoin(Rank(1), 30, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(d.watched(), Some(Rank(1)));
+        assert!(!d.failed().contains(Rank(1)));
+        // Its silence counts from the rejoin (ticks often enough not to look late).
+        let mut t = 30;
+        while t < 30 + CFG.timeout_ns {
+            d.tick(t, &mut out);
+            t += 50;
+        }
+        d.tick(30 + CFG.timeout_ns, &mut out);
+        assert!(!out.contains(&DetectorAction::Suspect(Rank(1))));
+        d.tick(31 + CFG.timeout_ns, &mut out);
+        assert!(out.contains(&DetectorAction::Suspect(Rank(1))));
+        // A rank that never failed, oneself, out of range: nothing.
+        out.clear();
+        d.on_rejoin(Rank(0), 40, &mut out);
+        d.on_rejoin(Rank(2), 40, &mut out);
+        d.on_rejoin(Rank(9), 40, &mut out);
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn silence_is_suspected_and_the_ring_repaired() {

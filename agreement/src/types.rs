@@ -106,6 +106,17 @@ impl RankSet {
         }
     }
 
+    /// Removes `rank`; returns whether it was there.
+    pub fn remove(&mut self, rank: Rank) -> bool {
+        match self.ranks.binary_search(&rank) {
+            Ok(at) => {
+                self.ranks.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Adds every rank of `other`; returns whether the set grew.
     pub fn union_with(&mut self, other: &RankSet) -> bool {
         let before = self.ranks.len();

@@ -108,6 +108,11 @@ pub struct RingHeader {
     head: CachePadded<AtomicU64>,
     /// Cells ever popped; written by the consumer only.
     tail: CachePadded<AtomicU64>,
+    /// Which incarnation of the producer may push: 0 for whichever is current (the
+    /// ring was created after its producers started), `g + 1` for incarnation `g`
+    /// only, written by the consumer when it admits a restarted producer
+    /// ([`Consumer::admit`]); a restarted producer pushes only once it reads its own.
+    admitted: CachePadded<AtomicU64>,
 }
 
 impl RingHeader {
@@ -116,7 +121,15 @@ impl RingHeader {
         RingHeader {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
+            admitted: CachePadded::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Whether the consumer has admitted incarnation `generation` of the producer.
+    pub fn admits(&self, generation: u32) -> bool {
+        // ORDERING: Acquire; pairs with the Release store in `Consumer::admit`: the
+        // producer made after this sees the counters the consumer reset.
+        self.admitted.load(Ordering::Acquire) == u64::from(generation) + 1
     }
 }
 
@@ -323,6 +336,37 @@ impl<'a> Consumer<'a> {
         Ok(Some(r))
     }
 
+    /// Admits incarnation `generation` of this ring's producer, whose previous
+    /// incarnation is dead: every cell the dead one published and was not popped, and
+    /// any it was writing, is dropped (fencing: nothing of a dead incarnation reaches a
+    /// receive after its restart), both counters are set past them, and the new
+    /// incarnation may push from there. Call only once the old producer has exited.
+    pub fn admit(&mut self, generation: u32) {
+        let capacity = self.mask + 1;
+        // ORDERING: Acquire; the dead producer's last counter (it stores `head` after
+        // each stamp, so it may lag the last published cell by one: the scan below
+        // also skips published cells past it).
+        let mut pos = self.header.head.load(Ordering::Acquire).max(self.tail);
+        for _ in 0..capacity {
+            let cell = &self.cells[(pos & self.mask) as usize];
+            // ORDERING: Acquire, as in `ready`; only the stamp is read.
+            if cell.words[0].load(Ordering::Acquire) != pos.wrapping_add(1) {
+                break;
+            }
+            pos = pos.wrapping_add(1);
+        }
+        self.tail = pos;
+        // ORDERING: Relaxed on both counters: published by the Release store of
+        // `admitted` below, which the new producer reads with Acquire before it reads
+        // them (`RingHeader::admits`, then `Producer::new`).
+        self.header.tail.store(pos, Ordering::Relaxed);
+        self.header.head.store(pos, Ordering::Relaxed);
+        // ORDERING: Release; pairs with the Acquire load in `RingHeader::admits`.
+        self.header
+            .admitted
+            .store(u64::from(generation) + 1, Ordering::Release);
+    }
+
     /// Whether no cell is waiting (one Acquire load of the next cell's stamp; a
     /// corrupted ring counts as empty, `try_pop` reports it).
     pub fn is_empty(&mut self) -> bool {
@@ -355,6 +399,42 @@ mod tests {
                 next_out += 1;
             }
             assert!(c.is_empty());
+        }
+    }
+
+    #[test]
+    fn admitting_a_restarted_producer_drops_the_dead_ones_cells() {
+        for (pushed, popped, lagging_head) in [(3, 1, false), (5, 2, true), (4, 4, false)] {
+            let (h, cells) = ring(4);
+            let mut c = Consumer::new(&h, &cells);
+            {
+                let mut dead = Producer::new(&h, &cells);
+                for k in 0..pushed {
+                    assert!(dead.try_push(|cell| cell.set(0, 100 + k)));
+                    if c.pos().tail < popped {
+                        assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(100 + k)));
+                    }
+                }
+                if lagging_head {
+                    // Died between the stamp and the counter.
+                    h.head.store(pushed - 1, Ordering::Relaxed);
+                }
+                // ... and in the middle of filling the next cell.
+                cells[(pushed % 4) as usize].set(0, 666);
+            }
+            assert!(!h.admits(1));
+            c.admit(1);
+            assert!(h.admits(1) && !h.admits(2));
+            assert_eq!(
+                c.try_pop(|cell| cell.get(0)),
+                Ok(None),
+                "nothing of the dead one"
+            );
+            let mut new = Producer::new(&h, &cells);
+            for k in 0..6 {
+                assert!(new.try_push(|cell| cell.set(0, k)));
+                assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(k)));
+            }
         }
     }
 

@@ -19,14 +19,15 @@ use crate::ring::{Cell, Consumer, ConsumerPos, Producer, ProducerPos, RingHeader
 use memmap2::MmapMut;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "SFSHMSEG", little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
-/// Layout version; a segment of another version is refused.
-pub const VERSION: u32 = 4;
+/// Layout version; a segment of another version is refused (5: the owner's
+/// generation in the header, the admitted incarnation in each ring header).
+pub const VERSION: u32 = 5;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 
@@ -70,7 +71,8 @@ pub struct SegmentHeader {
     senders: u32,
     owner_rank: u32,
     owner_pid: u32,
-    _pad: u32,
+    /// The owner's incarnation (0 on first start; see `docs/restart.md`).
+    owner_generation: u32,
     job: u64,
     total_bytes: u64,
     /// The owner's XPMEM segment id (its whole address space), 0 without XPMEM.
@@ -223,6 +225,9 @@ pub struct Segment {
     geometry: Geometry,
     path: PathBuf,
     owned: bool,
+    /// The file's (device, inode), to tell it from a later file of the same name (a
+    /// restarted owner's).
+    file_id: (u64, u64),
 }
 
 impl Segment {
@@ -244,6 +249,21 @@ impl Segment {
         rank: u32,
         geometry: Geometry,
         xpmem_segid: i64,
+    ) -> Result<Segment, SegmentError> {
+        Segment::create_incarnation(job, rank, geometry, xpmem_segid, 0)
+    }
+
+    /// As [`create_with_xpmem`](Self::create_with_xpmem), by incarnation `generation`
+    /// of its owner (recorded in the header).
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_incarnation(
+        job: u64,
+        rank: u32,
+        geometry: Geometry,
+        xpmem_segid: i64,
+        generation: u32,
     ) -> Result<Segment, SegmentError> {
         let path = segment_path(job, rank);
         let total = match geometry.total_bytes() {
@@ -281,13 +301,15 @@ impl Segment {
             // SAFETY: a fresh private file of ours; others map it only once linked, and
             // every shared field is accessed through atomics.
             let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| io("mapping", e))?;
+            let meta = file.metadata().map_err(|e| io("inspecting", e))?;
             let mut segment = Segment {
                 map,
                 geometry,
                 path: path.clone(),
                 owned: false,
+                file_id: (meta.dev(), meta.ino()),
             };
-            segment.init(job, rank, total, xpmem_segid);
+            segment.init(job, rank, total, xpmem_segid, generation);
             std::fs::hard_link(&tmp, &path).map_err(|e| io("publishing", e))?;
             segment.owned = true;
             Ok(segment)
@@ -296,7 +318,7 @@ impl Segment {
         built
     }
 
-    fn init(&mut self, job: u64, rank: u32, total: usize, xpmem_segid: i64) {
+    fn init(&mut self, job: u64, rank: u32, total: usize, xpmem_segid: i64, generation: u32) {
         // The file is zero-filled: counters start at 0, cells are zero. Only the header
         // needs writing, through the mapping, before `ready` is published.
         let g = self.geometry;
@@ -312,6 +334,7 @@ impl Segment {
         h.senders = g.senders;
         h.owner_rank = rank;
         h.owner_pid = std::process::id();
+        h.owner_generation = generation;
         h.job = job;
         h.total_bytes = total as u64;
         h.xpmem_segid = xpmem_segid;
@@ -337,14 +360,13 @@ impl Segment {
                 path: path.clone(),
                 source,
             })?;
-        let len = file
-            .metadata()
-            .map_err(|source| SegmentError::Io {
-                what: "inspecting",
-                path: path.clone(),
-                source,
-            })?
-            .len() as usize;
+        let meta = file.metadata().map_err(|source| SegmentError::Io {
+            what: "inspecting",
+            path: path.clone(),
+            source,
+        })?;
+        let len = meta.len() as usize;
+        let file_id = (meta.dev(), meta.ino());
         let invalid = |reason: String| SegmentError::Invalid {
             path: path.clone(),
             reason,
@@ -390,7 +412,29 @@ impl Segment {
             geometry,
             path,
             owned: false,
+            file_id,
         })
+    }
+
+    /// Removes the segment's name if it still names this segment's file (for a survivor
+    /// cleaning up after a dead owner: a restarted owner may have created a new file of
+    /// the same name since, which must stay).
+    pub fn remove_if_unchanged(&self) {
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            if (meta.dev(), meta.ino()) == self.file_id {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+
+    /// The owner's incarnation.
+    pub fn owner_generation(&self) -> u32 {
+        self.header().owner_generation
+    }
+
+    /// Whether the owner admits incarnation `generation` of `sender` into its ring.
+    pub fn admits(&self, sender: u32, generation: u32) -> bool {
+        self.ring(sender).0.admits(generation)
     }
 
     /// The segment's sizes.

@@ -1,7 +1,7 @@
 //! The rank side of `steadfast-run`'s key-value service.
 
 use super::wire::{Frame, MAX_VALUE, PROTOCOL_VERSION, SECRET_LEN};
-use super::{Bootstrap, BootstrapError, FailureEvent};
+use super::{Bootstrap, BootstrapError, FailureEvent, Rejoin};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -13,8 +13,14 @@ pub const CONNECT_ATTEMPTS: u32 = 5;
 pub struct Builtin {
     rank: u32,
     size: u32,
+    generation: u32,
     stream: TcpStream,
     events: Vec<FailureEvent>,
+    rejoins: Vec<Rejoin>,
+    /// The rank of a restart asked for and not answered yet: the next answer frame is
+    /// its answer (the launcher answers a connection's requests in order).
+    restart_outstanding: Option<u32>,
+    restart_answer: Option<Result<Rejoin, BootstrapError>>,
 }
 
 fn env(name: &'static str) -> Result<String, BootstrapError> {
@@ -58,8 +64,8 @@ fn readable(stream: &TcpStream, wait: Duration) -> bool {
 }
 
 impl Builtin {
-    /// Connects using STEADFAST_RUN_ADDR, STEADFAST_RUN_SECRET, STEADFAST_RANK and
-    /// STEADFAST_SIZE.
+    /// Connects using STEADFAST_RUN_ADDR, STEADFAST_RUN_SECRET, STEADFAST_RANK,
+    /// STEADFAST_SIZE and STEADFAST_GENERATION (0 when unset: a first start).
     ///
     /// # Errors
     /// [`BootstrapError::BadEnv`] naming the variable; connection errors; a refusal.
@@ -77,7 +83,11 @@ impl Builtin {
                 why: format!("{rank} not below STEADFAST_SIZE {size}"),
             });
         }
-        Self::connect(&addr, rank, size, secret)
+        let generation: u32 = match std::env::var_os("STEADFAST_GENERATION") {
+            None => 0,
+            Some(_) => parse("STEADFAST_GENERATION")?,
+        };
+        Self::connect_as(&addr, rank, size, generation, secret)
     }
 
     /// Connects to the launcher at `addr` as `rank` of `size`, authenticated by
@@ -94,6 +104,21 @@ impl Builtin {
         size: u32,
         secret: [u8; SECRET_LEN],
     ) -> Result<Self, BootstrapError> {
+        Self::connect_as(addr, rank, size, 0, secret)
+    }
+
+    /// As [`connect`](Self::connect), as incarnation `generation` of `rank`.
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect); the launcher refuses a generation that is not the
+    /// rank's current one.
+    pub fn connect_as(
+        addr: &str,
+        rank: u32,
+        size: u32,
+        generation: u32,
+        secret: [u8; SECRET_LEN],
+    ) -> Result<Self, BootstrapError> {
         let mut attempt = 1;
         loop {
             let stream = TcpStream::connect(addr).map_err(|e| BootstrapError::BadEnv {
@@ -104,12 +129,17 @@ impl Builtin {
             let mut b = Builtin {
                 rank,
                 size,
+                generation,
                 stream,
                 events: Vec::new(),
+                rejoins: Vec::new(),
+                restart_outstanding: None,
+                restart_answer: None,
             };
             let hello = Frame::Hello {
                 version: PROTOCOL_VERSION,
                 rank,
+                generation,
                 secret,
             };
             match b.request(&hello) {
@@ -129,17 +159,76 @@ impl Builtin {
         }
     }
 
-    /// Sends a request and returns its answer, keeping failure events aside.
+    /// Sends a request and returns its answer, keeping events (and the answer of an
+    /// outstanding restart, which comes first) aside.
     fn request(&mut self, f: &Frame) -> Result<Frame, BootstrapError> {
         f.write_to(&mut self.stream)
             .map_err(super::wire::FrameError::from)?;
         loop {
-            match Frame::read_from(&mut self.stream)? {
-                Frame::Failed { rank, how } => self.events.push(FailureEvent { rank, how }),
-                Frame::Error(m) => return Err(BootstrapError::Refused(m)),
-                other => return Ok(other),
+            let frame = Frame::read_from(&mut self.stream)?;
+            if let Some(answer) = self.keep_aside(frame) {
+                return match answer {
+                    Frame::Error(m) => Err(BootstrapError::Refused(m)),
+                    other => Ok(other),
+                };
             }
         }
+    }
+
+    /// Keeps an event or a restart's answer aside; returns any other frame.
+    fn keep_aside(&mut self, frame: Frame) -> Option<Frame> {
+        match frame {
+            Frame::Failed {
+                rank,
+                generation,
+                how,
+            } => self.events.push(FailureEvent {
+                rank,
+                generation,
+                how,
+            }),
+            Frame::Rejoined { rank, generation } => self.rejoins.push(Rejoin {
+                rank,
+                generation,
+                pid: 0,
+            }),
+            answer if self.restart_outstanding.is_some() => {
+                let rank = self.restart_outstanding.take().unwrap_or_default();
+                self.restart_answer = Some(match answer {
+                    Frame::Restarted {
+                        rank,
+                        generation,
+                        pid,
+                    } => Ok(Rejoin {
+                        rank,
+                        generation,
+                        pid,
+                    }),
+                    Frame::Error(why) => Err(BootstrapError::RestartFailed { rank, why }),
+                    other => Err(BootstrapError::Refused(format!(
+                        "unexpected answer to restart: {other:?}"
+                    ))),
+                });
+            }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Reads every frame readable within `wait` (then without waiting), keeping them
+    /// aside; an answer nothing asked for is an error.
+    fn read_events(&mut self, wait: Duration) -> Result<(), BootstrapError> {
+        // A whole frame is read once its first byte is there (frames are written in
+        // one piece), so this never leaves the stream mid-frame.
+        let mut first_wait = wait;
+        while readable(&self.stream, first_wait) {
+            first_wait = Duration::ZERO;
+            let frame = Frame::read_from(&mut self.stream)?;
+            if let Some(other) = self.keep_aside(frame) {
+                return Err(BootstrapError::Refused(format!("unsolicited {other:?}")));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -207,20 +296,59 @@ impl Bootstrap for Builtin {
 
     fn failures(&mut self, wait: Duration) -> Result<Vec<FailureEvent>, BootstrapError> {
         // Wait (up to `wait`) only when nothing is queued; then take every frame that
-        // is there. A whole frame is read once its first byte is there (frames are
-        // written in one piece), so this never leaves the stream mid-frame.
-        let mut first_wait = if self.events.is_empty() {
+        // is there.
+        let wait = if self.events.is_empty() {
             wait
         } else {
             Duration::ZERO
         };
-        while readable(&self.stream, first_wait) {
-            first_wait = Duration::ZERO;
-            match Frame::read_from(&mut self.stream)? {
-                Frame::Failed { rank, how } => self.events.push(FailureEvent { rank, how }),
-                other => return Err(BootstrapError::Refused(format!("unsolicited {other:?}"))),
-            }
-        }
+        self.read_events(wait)?;
         Ok(std::mem::take(&mut self.events))
+    }
+
+    fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    fn restart_begin(&mut self, rank: u32, generation: u32) -> Result<(), BootstrapError> {
+        if self.restart_outstanding.is_some() || self.restart_answer.is_some() {
+            return Err(BootstrapError::Refused(
+                "a restart is already in progress from this process; poll it first".into(),
+            ));
+        }
+        if rank >= self.size || rank == self.rank {
+            return Err(BootstrapError::Refused(format!(
+                "cannot restart rank {rank}: not another rank of a job of {}",
+                self.size
+            )));
+        }
+        Frame::Restart { rank, generation }
+            .write_to(&mut self.stream)
+            .map_err(super::wire::FrameError::from)?;
+        self.restart_outstanding = Some(rank);
+        Ok(())
+    }
+
+    fn restart_poll(
+        &mut self,
+        wait: Duration,
+    ) -> Result<Option<Result<Rejoin, BootstrapError>>, BootstrapError> {
+        if self.restart_answer.is_none() && self.restart_outstanding.is_some() {
+            self.read_events(wait)?;
+        }
+        Ok(self.restart_answer.take())
+    }
+
+    fn joined(&mut self) -> Result<(), BootstrapError> {
+        match self.request(&Frame::Joined)? {
+            Frame::Ok => Ok(()),
+            other => Err(BootstrapError::Refused(format!(
+                "unexpected answer {other:?}"
+            ))),
+        }
+    }
+
+    fn rejoins(&mut self) -> Vec<Rejoin> {
+        std::mem::take(&mut self.rejoins)
     }
 }

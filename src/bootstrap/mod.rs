@@ -54,6 +54,22 @@ pub enum BootstrapError {
     /// The connection to the launcher failed.
     #[error(transparent)]
     Frame(#[from] wire::FrameError),
+    /// The launcher cannot start processes for this job (no spawner).
+    #[error("cannot restart rank {rank}: {why}")]
+    NoSpawner {
+        /// The rank asked for.
+        rank: u32,
+        /// Which launcher, and why it cannot.
+        why: String,
+    },
+    /// A restart was asked for, and failed (the launcher says why).
+    #[error("restart of rank {rank} failed: {why}")]
+    RestartFailed {
+        /// The rank asked for.
+        rank: u32,
+        /// What happened.
+        why: String,
+    },
 }
 
 /// A failure the launcher reported.
@@ -61,8 +77,22 @@ pub enum BootstrapError {
 pub struct FailureEvent {
     /// The dead rank.
     pub rank: u32,
+    /// Its incarnation (0 on first start; launchers without restarts report 0).
+    pub generation: u32,
     /// How it ended.
     pub how: String,
+}
+
+/// A restarted rank that has joined the job again (the launcher's answer to a restart,
+/// or its news to every other rank).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejoin {
+    /// The restarted rank.
+    pub rank: u32,
+    /// Its new incarnation.
+    pub generation: u32,
+    /// Its process id (0 when the launcher does not say).
+    pub pid: u32,
 }
 
 /// What every launcher offers a rank.
@@ -91,6 +121,53 @@ pub trait Bootstrap: Send {
     /// # Errors
     /// Connection failures.
     fn failures(&mut self, wait: Duration) -> Result<Vec<FailureEvent>, BootstrapError>;
+
+    /// This process's incarnation: 0 on first start, one more at each restart.
+    fn generation(&self) -> u32 {
+        0
+    }
+
+    /// Asks the launcher to start a new incarnation of `rank`, whose incarnation
+    /// `generation` failed; [`restart_poll`](Self::restart_poll) gives the outcome. One
+    /// restart at a time per process.
+    ///
+    /// # Errors
+    /// [`BootstrapError::NoSpawner`] when this launcher cannot start processes (the
+    /// default); connection failures.
+    fn restart_begin(&mut self, rank: u32, generation: u32) -> Result<(), BootstrapError> {
+        let _ = generation;
+        Err(BootstrapError::NoSpawner {
+            rank,
+            why: "this launcher has no spawner (only steadfast-run restarts ranks so far)".into(),
+        })
+    }
+
+    /// The outcome of the restart begun by [`restart_begin`](Self::restart_begin), if
+    /// it is known within `wait`.
+    ///
+    /// # Errors
+    /// Connection failures.
+    fn restart_poll(
+        &mut self,
+        wait: Duration,
+    ) -> Result<Option<Result<Rejoin, BootstrapError>>, BootstrapError> {
+        let _ = wait;
+        Ok(None)
+    }
+
+    /// A restarted process tells the launcher it has published its addresses.
+    ///
+    /// # Errors
+    /// Connection failures.
+    fn joined(&mut self) -> Result<(), BootstrapError> {
+        Ok(())
+    }
+
+    /// Restarted ranks that joined since the last call (learnt while reading the
+    /// launcher's other frames; never waits).
+    fn rejoins(&mut self) -> Vec<Rejoin> {
+        Vec::new()
+    }
 }
 
 /// Variables checked, in order, by [`from_env`].

@@ -399,6 +399,13 @@ impl Bootstrap for Pmi1 {
         // errors and heartbeats.
         Ok(Vec::new())
     }
+
+    fn restart_begin(&mut self, rank: u32, _generation: u32) -> Result<(), BootstrapError> {
+        Err(BootstrapError::NoSpawner {
+            rank,
+            why: "PMI-1 (mpiexec.hydra, srun --mpi=pmi2) has no way to start a process into a running job; run the job under steadfast-run to restart ranks".into(),
+        })
+    }
 }
 
 impl Drop for Pmi1 {

@@ -292,6 +292,13 @@ impl Bootstrap for Pmix {
         // transport errors and heartbeats.
         Ok(Vec::new())
     }
+
+    fn restart_begin(&mut self, rank: u32, _generation: u32) -> Result<(), BootstrapError> {
+        Err(BootstrapError::NoSpawner {
+            rank,
+            why: "restarting under PMIx (PMIx_Spawn into the running job) is not implemented yet; run the job under steadfast-run to restart ranks".into(),
+        })
+    }
 }
 
 impl Drop for Pmix {

@@ -15,11 +15,13 @@ pub const MAX_FRAME: usize = 1 << 20;
 pub const MAX_KEY: usize = 256;
 /// Largest value the launcher stores (a put of more is refused with an error).
 pub const MAX_VALUE: usize = 64 << 10;
-/// Version of this protocol, sent in `Hello` (1 was the unversioned format).
-pub const PROTOCOL_VERSION: u16 = 2;
+/// Version of this protocol, sent in `Hello` (1 was the unversioned format; 3 added
+/// incarnations: the generation in `Hello` and `Failed`, `Restart`, `Joined`,
+/// `Restarted` and `Rejoined`).
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Length of a `Hello` frame's body: the largest frame a connection may send before
 /// it is authenticated.
-pub const HELLO_LEN: usize = 1 + 2 + 4 + SECRET_LEN;
+pub const HELLO_LEN: usize = 1 + 2 + 4 + 4 + SECRET_LEN;
 /// Length of the job secret.
 pub const SECRET_LEN: usize = 32;
 
@@ -32,6 +34,8 @@ pub enum Frame {
         version: u16,
         /// The rank connecting.
         rank: u32,
+        /// Its incarnation: 0 on first start, one more at each restart.
+        generation: u32,
         /// The job secret from the environment.
         secret: [u8; SECRET_LEN],
     },
@@ -51,6 +55,17 @@ pub enum Frame {
     },
     /// Rank -> launcher: wait until every live rank has fenced.
     Fence,
+    /// Rank -> launcher: start a new incarnation of `rank`, whose incarnation
+    /// `generation` failed (answered with `Restarted` once the new one has joined, or
+    /// `Error`). Asking again for the same (rank, generation) waits for the same start.
+    Restart {
+        /// The rank to restart.
+        rank: u32,
+        /// The incarnation known failed.
+        generation: u32,
+    },
+    /// Restarted rank -> launcher: its addresses are published; it has joined the job.
+    Joined,
     /// Launcher -> rank: request done.
     Ok,
     /// Launcher -> rank: the value asked for.
@@ -61,8 +76,26 @@ pub enum Frame {
     Failed {
         /// The dead rank.
         rank: u32,
+        /// Its incarnation.
+        generation: u32,
         /// How it ended ("killed by signal 9", "exited with status 3").
         how: String,
+    },
+    /// Launcher -> rank: the answer to `Restart`: the new incarnation has joined.
+    Restarted {
+        /// The restarted rank.
+        rank: u32,
+        /// The new incarnation.
+        generation: u32,
+        /// Its process id.
+        pid: u32,
+    },
+    /// Launcher -> rank, unsolicited: a restarted rank has joined the job.
+    Rejoined {
+        /// The restarted rank.
+        rank: u32,
+        /// The new incarnation.
+        generation: u32,
     },
 }
 
@@ -131,11 +164,13 @@ impl Frame {
             Frame::Hello {
                 version,
                 rank,
+                generation,
                 secret,
             } => {
                 b.push(1);
                 b.extend_from_slice(&version.to_le_bytes());
                 b.extend_from_slice(&rank.to_le_bytes());
+                b.extend_from_slice(&generation.to_le_bytes());
                 b.extend_from_slice(secret);
             }
             Frame::Put { key, value } => {
@@ -149,6 +184,12 @@ impl Frame {
                 put_key(&mut b, key);
             }
             Frame::Fence => b.push(4),
+            Frame::Restart { rank, generation } => {
+                b.push(5);
+                b.extend_from_slice(&rank.to_le_bytes());
+                b.extend_from_slice(&generation.to_le_bytes());
+            }
+            Frame::Joined => b.push(6),
             Frame::Ok => b.push(10),
             Frame::Value(v) => {
                 b.push(11);
@@ -158,10 +199,30 @@ impl Frame {
                 b.push(12);
                 put_bytes(&mut b, m.as_bytes());
             }
-            Frame::Failed { rank, how } => {
+            Frame::Failed {
+                rank,
+                generation,
+                how,
+            } => {
                 b.push(13);
                 b.extend_from_slice(&rank.to_le_bytes());
+                b.extend_from_slice(&generation.to_le_bytes());
                 put_bytes(&mut b, how.as_bytes());
+            }
+            Frame::Restarted {
+                rank,
+                generation,
+                pid,
+            } => {
+                b.push(14);
+                b.extend_from_slice(&rank.to_le_bytes());
+                b.extend_from_slice(&generation.to_le_bytes());
+                b.extend_from_slice(&pid.to_le_bytes());
+            }
+            Frame::Rejoined { rank, generation } => {
+                b.push(15);
+                b.extend_from_slice(&rank.to_le_bytes());
+                b.extend_from_slice(&generation.to_le_bytes());
             }
         }
         let len = (b.len() - 4) as u32;
@@ -179,11 +240,13 @@ impl Frame {
             1 => {
                 let version = r.u16()?;
                 let rank = r.u32()?;
+                let generation = r.u32()?;
                 let mut secret = [0u8; SECRET_LEN];
                 secret.copy_from_slice(r.take(SECRET_LEN)?);
                 Frame::Hello {
                     version,
                     rank,
+                    generation,
                     secret,
                 }
             }
@@ -196,12 +259,27 @@ impl Frame {
                 key: r.key()?,
             },
             4 => Frame::Fence,
+            5 => Frame::Restart {
+                rank: r.u32()?,
+                generation: r.u32()?,
+            },
+            6 => Frame::Joined,
             10 => Frame::Ok,
             11 => Frame::Value(r.bytes()?),
             12 => Frame::Error(String::from_utf8_lossy(&r.bytes()?).into_owned()),
             13 => Frame::Failed {
                 rank: r.u32()?,
+                generation: r.u32()?,
                 how: String::from_utf8_lossy(&r.bytes()?).into_owned(),
+            },
+            14 => Frame::Restarted {
+                rank: r.u32()?,
+                generation: r.u32()?,
+                pid: r.u32()?,
+            },
+            15 => Frame::Rejoined {
+                rank: r.u32()?,
+                generation: r.u32()?,
             },
             _ => return Err(FrameError::Malformed("unknown op")),
         };
@@ -246,6 +324,7 @@ mod tests {
             Frame::Hello {
                 version: PROTOCOL_VERSION,
                 rank: 3,
+                generation: 2,
                 secret: [7; SECRET_LEN],
             },
             Frame::Put {
@@ -262,7 +341,22 @@ mod tests {
             Frame::Error("no".into()),
             Frame::Failed {
                 rank: 2,
+                generation: 1,
                 how: "killed by signal 9".into(),
+            },
+            Frame::Restart {
+                rank: 2,
+                generation: 1,
+            },
+            Frame::Joined,
+            Frame::Restarted {
+                rank: 2,
+                generation: 2,
+                pid: 4242,
+            },
+            Frame::Rejoined {
+                rank: 2,
+                generation: 2,
             },
         ];
         assert_eq!(frames[0].encode().len(), 4 + HELLO_LEN);

@@ -19,6 +19,7 @@ mod inter;
 mod nonblocking;
 mod owned;
 mod p2p;
+mod restart;
 mod window;
 mod world;
 
@@ -26,6 +27,7 @@ pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
+pub use restart::RestartRequest;
 pub use window::Window;
 
 use std::sync::Arc;
@@ -128,6 +130,17 @@ pub enum CommError {
     /// A peer is reached through the fabric, but this process has no fabric endpoint.
     #[error("a peer is reached through the fabric, but this process has no fabric endpoint")]
     NoFabricEndpoint,
+    /// A restart in place could not be done (no spawner, the new process ended before
+    /// it joined, the rank is alive, ...).
+    #[error("restart failed: {0}")]
+    Restart(String),
+    /// This process is a restarted incarnation: agreement-based operations on its
+    /// world communicator are not available (its world's agreement state cannot match
+    /// the survivors', who hold its previous incarnation failed; see `docs/restart.md`).
+    #[error(
+        "this process is a restarted incarnation: agreement, shrink and finalize's agreement are not available on its world communicator yet"
+    )]
+    RestoredWorld,
 }
 
 /// The explanation added to an `EPERM` of single-copy access.
@@ -146,6 +159,8 @@ impl PartialEq for CommError {
         match (self, other) {
             (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
             (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
+            (Restart(a), Restart(b)) => a == b,
+            (RestoredWorld, RestoredWorld) => true,
             (Revoked, Revoked) | (Excluded, Excluded) | (NoFabricEndpoint, NoFabricEndpoint) => {
                 true
             }
@@ -404,9 +419,13 @@ impl Comm {
     /// was excluded.
     ///
     /// # Errors
-    /// [`CommError::Excluded`].
+    /// [`CommError::Excluded`]; [`CommError::RestoredWorld`] on the world communicator
+    /// of a restarted process.
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
         let mut e = self.engine.lock();
+        if self.id == crate::world::WORLD_COMM && e.generation() > 0 {
+            return Err(CommError::RestoredWorld);
+        }
         let seq = e.start_agreement(self.id, flag);
         let mut spin = Spin::new(&e);
         loop {

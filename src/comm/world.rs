@@ -17,9 +17,12 @@ impl World {
     /// first, so that no rank leaves while another still works with it (a rank that
     /// has left looks failed to the others). The agreement never waits on a dead rank
     /// (nor on a rank this one was excluded by); dropping the world without finalize
-    /// skips it.
+    /// skips it. A restarted process (see [`World::is_restored`]) skips it too: the
+    /// survivors' world agreement does not count it (see `docs/restart.md`).
     pub fn finalize(self) {
-        let _ = self.comm().agree_full(1);
+        if !self.is_restored() {
+            let _ = self.comm().agree_full(1);
+        }
         drop(self);
     }
 }

@@ -76,10 +76,19 @@ pub(super) struct EventLoop<'a> {
 impl<'a> EventLoop<'a> {
     pub(super) fn new(svc: &'a Service, listener: TcpListener) -> io::Result<Self> {
         listener.set_nonblocking(true)?;
+        let mut store = Store::new(svc.size, svc.limits.clone());
+        if svc
+            .spawn_hook
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            store.allow_spawns();
+        }
         Ok(EventLoop {
             svc,
             listener,
-            store: Store::new(svc.size, svc.limits.clone()),
+            store,
             conns: Vec::new(),
             by_rank: vec![None; svc.size as usize],
             accept_paused_until: None,
@@ -166,9 +175,8 @@ impl<'a> EventLoop<'a> {
             let at = match &c.who {
                 Who::Stranger { since } => Some(*since + self.svc.limits.hello_timeout),
                 Who::Rank {
-                    pending: Some(Pending::Get { deadline, .. }),
-                    ..
-                } => Some(*deadline),
+                    pending: Some(p), ..
+                } => self.store.deadline(p),
                 Who::Rank { .. } => None,
             };
             next = match (next, at) {
@@ -184,20 +192,67 @@ impl<'a> EventLoop<'a> {
         let deaths =
             std::mem::take(&mut *self.svc.deaths.lock().unwrap_or_else(|p| p.into_inner()));
         let any = !deaths.is_empty();
-        for (rank, how) in deaths {
-            if rank >= self.svc.size {
+        for (rank, generation, how) in deaths {
+            if !self.store.rank_died(rank, generation, &how) {
                 continue;
             }
-            self.store.rank_died(rank, &how);
             if let Some(i) = self.by_rank[rank as usize] {
                 self.close(i);
             }
-            let event = Frame::Failed { rank, how };
+            let event = Frame::Failed {
+                rank,
+                generation: self.store.generation(rank),
+                how,
+            };
             for i in self.by_rank.clone().into_iter().flatten() {
                 self.send(i, &event);
             }
         }
         any
+    }
+
+    /// Starts the incarnations the store asked for (a spawn that fails is the death of
+    /// that incarnation, which answers its restarts), and announces the ones that
+    /// joined. Returns whether a spawn failed (waiting requests must be looked at).
+    fn spawn_and_announce(&mut self) -> bool {
+        let mut failed = false;
+        for (rank, generation) in self.store.take_spawns() {
+            let result = {
+                let mut hook = self
+                    .svc
+                    .spawn_hook
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                match hook.as_mut() {
+                    Some(spawn) => spawn(rank, generation),
+                    None => Err("this launcher service has no spawner".into()),
+                }
+            };
+            match result {
+                Ok(pid) => {
+                    log::debug!("launcher service: rank {rank} restarted as incarnation {generation} (pid {pid})");
+                    self.store.spawned(rank, generation, pid);
+                }
+                Err(why) => {
+                    log::warn!("launcher service: cannot restart rank {rank}: {why}");
+                    self.store.rank_died(
+                        rank,
+                        Some(generation),
+                        &format!("could not be started ({why})"),
+                    );
+                    failed = true;
+                }
+            }
+        }
+        for (rank, generation) in self.store.take_rejoined() {
+            let event = Frame::Rejoined { rank, generation };
+            for (r, i) in self.by_rank.clone().into_iter().enumerate() {
+                if let (Some(i), true) = (i, r as u32 != rank) {
+                    self.send(i, &event);
+                }
+            }
+        }
+        failed
     }
 
     fn accept(&mut self) {
@@ -383,13 +438,14 @@ impl<'a> EventLoop<'a> {
     }
 
     fn hello(&mut self, i: usize, frame: Frame) {
-        let (version, rank) = match frame {
+        let (version, rank, generation) = match frame {
             Frame::Hello {
                 version,
                 rank,
+                generation,
                 secret,
             } if constant_time_eq(&secret, &self.svc.secret) && rank < self.svc.size => {
-                (version, rank)
+                (version, rank, generation)
             }
             // Wrong secret, bad rank or not a Hello: say nothing useful, hang up.
             _ => return self.refuse(i, "refused".into()),
@@ -401,6 +457,13 @@ impl<'a> EventLoop<'a> {
                     "bootstrap protocol version {version}, but this steadfast-run speaks version {PROTOCOL_VERSION}"
                 ),
             );
+        }
+        let current = self.store.generation(rank);
+        if generation != current {
+            // Fencing: an old incarnation never gets back in once replaced.
+            let why =
+                format!("rank {rank} incarnation {generation} is not the current one ({current})");
+            return self.refuse(i, why);
         }
         if let Some(how) = self.store.dead(rank) {
             let why = format!("rank {rank} has already ended ({how})");
@@ -418,6 +481,17 @@ impl<'a> EventLoop<'a> {
             };
         }
         self.send(i, &Frame::Ok);
+        // A rank that connects after others died (a restarted one) learns of them.
+        for (dead, generation, how) in self.store.dead_ranks() {
+            if dead != rank {
+                let event = Frame::Failed {
+                    rank: dead,
+                    generation,
+                    how,
+                };
+                self.send(i, &event);
+            }
+        }
     }
 
     fn request(&mut self, i: usize, rank: u32, frame: Frame, now: Instant) {
@@ -457,9 +531,13 @@ impl<'a> EventLoop<'a> {
         }
     }
 
-    /// Answers every waiting request that can be answered, until none can.
+    /// Answers every waiting request that can be answered, until none can; starts
+    /// the restarts asked for.
     fn answer_waiting(&mut self, now: Instant) {
         loop {
+            if self.spawn_and_announce() {
+                continue;
+            }
             let mut answered = Vec::new();
             for i in self.by_rank.iter().flatten().copied() {
                 let Some(Conn {
@@ -475,7 +553,7 @@ impl<'a> EventLoop<'a> {
                     answered.push((i, answer));
                 }
             }
-            if answered.is_empty() {
+            if answered.is_empty() && !self.spawn_and_announce() {
                 return;
             }
             for (i, answer) in answered {

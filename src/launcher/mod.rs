@@ -52,6 +52,12 @@ pub struct Limits {
     /// Bytes queued to one rank that is not reading before its connection is closed
     /// (default 16 MiB).
     pub max_queued_bytes: usize,
+    /// How long a restart waits for the launcher to see the old incarnation's death
+    /// (a survivor may learn of it first) before it is refused as a restart of a live
+    /// rank (default 5 s).
+    pub restart_death_wait: Duration,
+    /// How long a restarted incarnation has to join (default 60 s).
+    pub restart_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -65,6 +71,8 @@ impl Default for Limits {
             max_bytes_per_rank: 1 << 20,
             max_total_bytes: 256 << 20,
             max_queued_bytes: 16 << 20,
+            restart_death_wait: Duration::from_secs(5),
+            restart_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -72,6 +80,12 @@ impl Default for Limits {
 /// Called on the service's thread after each accepted put, with the rank, key and
 /// value, before the put is answered.
 pub type PutHook = Box<dyn FnMut(u32, &str, &[u8]) + Send>;
+
+/// Starts incarnation `generation` of `rank` (same program, arguments and environment
+/// as the first, with `STEADFAST_GENERATION` set); returns its process id or why it
+/// could not be started. Called on the service's thread: it must not wait for the new
+/// process.
+pub type SpawnHook = Box<dyn FnMut(u32, u32) -> Result<u32, String> + Send>;
 
 /// The key-value service of one job.
 ///
@@ -89,12 +103,14 @@ pub struct Service {
     size: u32,
     secret: [u8; SECRET_LEN],
     limits: Limits,
-    /// Deaths reported by [`Service::rank_died`], not yet seen by the event loop.
-    deaths: Mutex<Vec<(u32, String)>>,
+    /// Deaths reported by [`Service::rank_died`], not yet seen by the event loop:
+    /// rank, incarnation (`None`: the current one), how.
+    deaths: Mutex<Vec<(u32, Option<u32>, String)>>,
     /// Written by [`Service::rank_died`] to wake the event loop; read by it.
     wake_tx: UnixStream,
     wake_rx: UnixStream,
     put_hook: Mutex<Option<PutHook>>,
+    spawn_hook: Mutex<Option<SpawnHook>>,
 }
 
 impl Service {
@@ -114,6 +130,7 @@ impl Service {
             wake_tx,
             wake_rx,
             put_hook: Mutex::new(None),
+            spawn_hook: Mutex::new(None),
         }))
     }
 
@@ -121,6 +138,13 @@ impl Service {
     /// [`Service::serve`] to see every put.
     pub fn on_put(&self, hook: impl FnMut(u32, &str, &[u8]) + Send + 'static) {
         *self.put_hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
+    }
+
+    /// Sets the spawner that restarts failed ranks (see [`SpawnHook`]); without one,
+    /// a restart is answered with an error saying so. Set it before
+    /// [`Service::serve`].
+    pub fn on_restart(&self, hook: impl FnMut(u32, u32) -> Result<u32, String> + Send + 'static) {
+        *self.spawn_hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
     }
 
     /// Serves connections on `listener` (run it on its own thread); returns only if
@@ -132,12 +156,24 @@ impl Service {
         event_loop::EventLoop::new(self, listener)?.run()
     }
 
-    /// Records that `rank` ended (`how` says how) and tells every other connected rank.
+    /// Records that `rank`'s current incarnation ended (`how` says how) and tells
+    /// every other connected rank.
     pub fn rank_died(&self, rank: u32, how: &str) {
-        self.deaths
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((rank, how.to_string()));
+        self.push_death(rank, None, how);
+    }
+
+    /// Records that incarnation `generation` of `rank` ended; ignored if that
+    /// incarnation was already replaced.
+    pub fn incarnation_died(&self, rank: u32, generation: u32, how: &str) {
+        self.push_death(rank, Some(generation), how);
+    }
+
+    fn push_death(&self, rank: u32, generation: Option<u32>, how: &str) {
+        self.deaths.lock().unwrap_or_else(|p| p.into_inner()).push((
+            rank,
+            generation,
+            how.to_string(),
+        ));
         // A full socket buffer means a wake-up is already pending.
         let _ = (&self.wake_tx).write(&[1]);
     }

@@ -30,6 +30,15 @@ pub(crate) enum Pending {
         /// The fence generation when the rank entered.
         generation: u64,
     },
+    /// A restart of `rank`, whose incarnation `generation` failed, asked at `asked`.
+    Restart {
+        /// The rank to restart.
+        rank: u32,
+        /// The incarnation the asker knows failed.
+        generation: u32,
+        /// When it was asked.
+        asked: Instant,
+    },
 }
 
 /// What a request turned into.
@@ -60,6 +69,18 @@ pub(crate) struct Store {
     dead: HashMap<u32, String>,
     fence_generation: u64,
     fenced: Vec<bool>,
+    /// Each rank's current incarnation.
+    generations: Vec<u32>,
+    /// Whether each rank's current incarnation has joined (first starts have).
+    joined: Vec<bool>,
+    /// Each rank's process id, when a restart told it.
+    pids: Vec<u32>,
+    /// Whether a spawner exists (restarts are refused otherwise).
+    can_spawn: bool,
+    /// Incarnations to start, (rank, generation), for the event loop.
+    spawns: Vec<(u32, u32)>,
+    /// Incarnations that joined, (rank, generation), to announce to the others.
+    rejoined: Vec<(u32, u32)>,
 }
 
 impl Store {
@@ -74,7 +95,68 @@ impl Store {
             dead: HashMap::new(),
             fence_generation: 0,
             fenced: vec![false; size as usize],
+            generations: vec![0; size as usize],
+            joined: vec![true; size as usize],
+            pids: vec![0; size as usize],
+            can_spawn: false,
+            spawns: Vec::new(),
+            rejoined: Vec::new(),
         }
+    }
+
+    /// Restarts are possible (the service has a spawner).
+    pub(crate) fn allow_spawns(&mut self) {
+        self.can_spawn = true;
+    }
+
+    /// `rank`'s current incarnation.
+    pub(crate) fn generation(&self, rank: u32) -> u32 {
+        self.generations.get(rank as usize).copied().unwrap_or(0)
+    }
+
+    /// Every rank that has ended, with its incarnation and how.
+    pub(crate) fn dead_ranks(&self) -> Vec<(u32, u32, String)> {
+        let mut d: Vec<(u32, u32, String)> = self
+            .dead
+            .iter()
+            .map(|(&r, how)| (r, self.generation(r), how.clone()))
+            .collect();
+        d.sort();
+        d
+    }
+
+    /// Incarnations to start now (each is then [`spawned`](Self::spawned) or
+    /// [`rank_died`](Self::rank_died) with why it could not start).
+    pub(crate) fn take_spawns(&mut self) -> Vec<(u32, u32)> {
+        std::mem::take(&mut self.spawns)
+    }
+
+    /// Incarnations that joined since the last call.
+    pub(crate) fn take_rejoined(&mut self) -> Vec<(u32, u32)> {
+        std::mem::take(&mut self.rejoined)
+    }
+
+    /// Incarnation `generation` of `rank` was started as process `pid`.
+    pub(crate) fn spawned(&mut self, rank: u32, generation: u32, pid: u32) {
+        if self.generation(rank) == generation {
+            self.pids[rank as usize] = pid;
+        }
+    }
+
+    /// Starts incarnation `generation + 1` of the dead `rank`: its values are dropped
+    /// (a get waits for the new incarnation's), it is alive and not joined yet.
+    fn respawn(&mut self, rank: u32, generation: u32) {
+        let r = rank as usize;
+        let freed: usize = self.values[r].iter().map(|(k, v)| k.len() + v.len()).sum();
+        self.values[r].clear();
+        self.usage[r] = Usage::default();
+        self.total_bytes -= freed;
+        self.dead.remove(&rank);
+        self.fenced[r] = false;
+        self.generations[r] = generation + 1;
+        self.joined[r] = false;
+        self.pids[r] = 0;
+        self.spawns.push((rank, generation + 1));
     }
 
     /// How `rank` ended, if it has.
@@ -87,11 +169,15 @@ impl Store {
         self.values.get(rank as usize)?.get(key).map(Vec::as_slice)
     }
 
-    /// Records that `rank` ended (`how` says how); its values stay readable.
-    pub(crate) fn rank_died(&mut self, rank: u32, how: &str) {
-        if rank < self.size {
-            self.dead.insert(rank, how.to_string());
+    /// Records that incarnation `generation` of `rank` ended (`how` says how; `None`:
+    /// the current one); its values stay readable. The end of an incarnation already
+    /// replaced is ignored. Returns whether it was the current one.
+    pub(crate) fn rank_died(&mut self, rank: u32, generation: Option<u32>, how: &str) -> bool {
+        if rank >= self.size || generation.is_some_and(|g| g != self.generation(rank)) {
+            return false;
         }
+        self.dead.insert(rank, how.to_string());
+        true
     }
 
     /// Handles one request of the authenticated `rank`.
@@ -121,6 +207,36 @@ impl Store {
                     generation: self.fence_generation,
                 };
                 self.step(rank, pending, now)
+            }
+            Frame::Restart {
+                rank: target,
+                generation,
+            } => {
+                if target >= self.size || target == rank {
+                    return Step::Answer(Frame::Error(format!(
+                        "cannot restart rank {target}: not another rank of a job of {}",
+                        self.size
+                    )));
+                }
+                if !self.can_spawn {
+                    return Step::Answer(Frame::Error(format!(
+                        "cannot restart rank {target}: this launcher service has no spawner"
+                    )));
+                }
+                let pending = Pending::Restart {
+                    rank: target,
+                    generation,
+                    asked: now,
+                };
+                self.step(rank, pending, now)
+            }
+            Frame::Joined => {
+                let r = rank as usize;
+                if !self.joined[r] {
+                    self.joined[r] = true;
+                    self.rejoined.push((rank, self.generations[r]));
+                }
+                Step::Answer(Frame::Ok)
             }
             other => Step::Answer(Frame::Error(format!("not a request: {other:?}"))),
         }
@@ -179,7 +295,82 @@ impl Store {
                 }
                 None
             }
+            Pending::Restart {
+                rank,
+                generation,
+                asked,
+            } => self.poll_restart(*rank, *generation, *asked, now),
         }
+    }
+
+    /// When a waiting request must be looked at again by its deadline (`None`: only
+    /// after a change).
+    pub(crate) fn deadline(&self, pending: &Pending) -> Option<Instant> {
+        match pending {
+            Pending::Get { deadline, .. } => Some(*deadline),
+            Pending::Fence { .. } => None,
+            Pending::Restart {
+                rank,
+                generation,
+                asked,
+            } => Some(if self.generation(*rank) == *generation {
+                *asked + self.limits.restart_death_wait
+            } else {
+                *asked + self.limits.restart_timeout
+            }),
+        }
+    }
+
+    fn poll_restart(
+        &mut self,
+        rank: u32,
+        generation: u32,
+        asked: Instant,
+        now: Instant,
+    ) -> Option<Frame> {
+        let current = self.generation(rank);
+        if current < generation {
+            return Some(Frame::Error(format!(
+                "rank {rank} has no incarnation {generation} (its current one is {current})"
+            )));
+        }
+        if current == generation {
+            if self.dead.contains_key(&rank) {
+                // Two survivors asking for the same incarnation: the first starts it,
+                // the second finds `current` above `generation` and waits with it.
+                self.respawn(rank, generation);
+                return None;
+            }
+            if now >= asked + self.limits.restart_death_wait {
+                return Some(Frame::Error(format!(
+                    "rank {rank} (incarnation {generation}) is alive: only a failed rank is restarted"
+                )));
+            }
+            // The launcher may learn of the death after the asker did.
+            return None;
+        }
+        let r = rank as usize;
+        // An incarnation that joined and died since is still an answer: the restart
+        // worked (the asker will see the new death as a failure).
+        if self.joined[r] {
+            return Some(Frame::Restarted {
+                rank,
+                generation: current,
+                pid: self.pids[r],
+            });
+        }
+        if let Some(how) = self.dead.get(&rank) {
+            return Some(Frame::Error(format!(
+                "incarnation {current} of rank {rank} {how} before it joined"
+            )));
+        }
+        if now >= asked + self.limits.restart_timeout {
+            return Some(Frame::Error(format!(
+                "incarnation {current} of rank {rank} did not join within {:?}",
+                self.limits.restart_timeout
+            )));
+        }
+        None
     }
 
     fn put(&mut self, rank: u32, key: String, value: Vec<u8>) -> Result<(), String> {
@@ -278,7 +469,7 @@ mod tests {
         let Step::Wait(p) = get(&mut s, 0, 1, "never", now) else {
             panic!("answered at once")
         };
-        s.rank_died(1, "exited");
+        s.rank_died(1, None, "exited");
         assert_eq!(
             s.poll(0, &p, now),
             Some(Frame::Error("dead: exited".into()))
@@ -299,7 +490,7 @@ mod tests {
         let Step::Wait(p0) = s.request(0, Frame::Fence, now) else {
             panic!("fence of one of three completed")
         };
-        s.rank_died(2, "killed by signal 9");
+        s.rank_died(2, None, "killed by signal 9");
         assert_eq!(s.poll(0, &p0, now), None);
         assert_eq!(s.request(1, Frame::Fence, now), Step::Answer(Frame::Ok));
         assert_eq!(s.poll(0, &p0, now), Some(Frame::Ok));
@@ -334,6 +525,83 @@ mod tests {
             ),
             Step::Answer(Frame::Value(vec![7; 90]))
         );
+    }
+
+    fn restart(s: &mut Store, asker: u32, rank: u32, generation: u32, now: Instant) -> Step {
+        s.request(asker, Frame::Restart { rank, generation }, now)
+    }
+
+    #[test]
+    fn a_restart_without_a_spawner_is_refused_by_name() {
+        let mut s = Store::new(3, Limits::default());
+        s.rank_died(2, None, "killed by signal 9");
+        let step = restart(&mut s, 0, 2, 0, Instant::now());
+        assert!(is_error(&step, "has no spawner"), "{step:?}");
+    }
+
+    #[test]
+    fn two_restarts_of_one_incarnation_start_one_process_and_both_are_answered() {
+        let mut s = Store::new(3, Limits::default());
+        s.allow_spawns();
+        let now = Instant::now();
+        put(&mut s, 2, "addr", 4);
+        s.rank_died(2, None, "killed by signal 9");
+        let Step::Wait(p0) = restart(&mut s, 0, 2, 0, now) else {
+            panic!("answered before the new incarnation joined")
+        };
+        let Step::Wait(p1) = restart(&mut s, 1, 2, 0, now) else {
+            panic!("answered before the new incarnation joined")
+        };
+        assert_eq!(s.take_spawns(), vec![(2, 1)]);
+        assert_eq!(s.generation(2), 1);
+        // The old incarnation's values are gone: a get waits for the new one's.
+        assert_eq!(s.value(2, "addr"), None);
+        assert_eq!(s.poll(0, &p0, now), None);
+        s.spawned(2, 1, 77);
+        // The old incarnation's death reported late changes nothing.
+        assert!(!s.rank_died(2, Some(0), "late"));
+        assert_eq!(s.dead(2), None);
+        assert_eq!(s.request(2, Frame::Joined, now), Step::Answer(Frame::Ok));
+        assert_eq!(s.take_rejoined(), vec![(2, 1)]);
+        let joined = Frame::Restarted {
+            rank: 2,
+            generation: 1,
+            pid: 77,
+        };
+        assert_eq!(s.poll(0, &p0, now), Some(joined.clone()));
+        assert_eq!(s.poll(1, &p1, now), Some(joined.clone()));
+        assert!(s.take_spawns().is_empty());
+        // Asked again later for the same incarnation: the same answer at once.
+        assert_eq!(restart(&mut s, 1, 2, 0, now), Step::Answer(joined));
+    }
+
+    #[test]
+    fn a_restart_that_dies_before_joining_or_of_a_live_rank_is_an_error() {
+        let mut s = Store::new(2, Limits::default());
+        s.allow_spawns();
+        let now = Instant::now();
+        s.rank_died(1, None, "killed by signal 9");
+        let Step::Wait(p) = restart(&mut s, 0, 1, 0, now) else {
+            panic!("answered at once")
+        };
+        assert_eq!(s.take_spawns(), vec![(1, 1)]);
+        assert!(s.rank_died(1, Some(1), "exited with status 3"));
+        assert!(
+            matches!(s.poll(0, &p, now), Some(Frame::Error(m)) if m.contains("exited with status 3 before it joined"))
+        );
+        // A live incarnation: waits for its death a while, then refused.
+        let mut s = Store::new(2, Limits::default());
+        s.allow_spawns();
+        let Step::Wait(p) = restart(&mut s, 0, 1, 0, now) else {
+            panic!("answered at once")
+        };
+        assert_eq!(s.poll(0, &p, now), None);
+        let late = now + Limits::default().restart_death_wait;
+        assert!(matches!(s.poll(0, &p, late), Some(Frame::Error(m)) if m.contains("is alive")));
+        // An incarnation that does not exist yet; oneself; out of range.
+        assert!(is_error(&restart(&mut s, 0, 1, 5, now), "no incarnation 5"));
+        assert!(is_error(&restart(&mut s, 0, 0, 0, now), "not another rank"));
+        assert!(is_error(&restart(&mut s, 0, 9, 0, now), "not another rank"));
     }
 
     fn get_frame(owner: u32, key: &str) -> Frame {

@@ -12,9 +12,15 @@ use std::time::{Duration, Instant};
 const SECRET: [u8; 32] = [5; 32];
 
 fn start(size: u32, limits: Limits) -> (Arc<Service>, String) {
+    start_with(size, limits, |_| {})
+}
+
+/// A service set up by `setup` before it serves.
+fn start_with(size: u32, limits: Limits, setup: impl FnOnce(&Service)) -> (Arc<Service>, String) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let service = Service::new(size, SECRET, limits).unwrap();
+    setup(&service);
     let s = service.clone();
     // The thread ends with the test process.
     std::thread::spawn(move || s.serve(listener));
@@ -69,6 +75,7 @@ fn an_oversize_put_is_refused_by_the_service_and_the_client() {
     let hello = Frame::Hello {
         version: PROTOCOL_VERSION,
         rank: 0,
+        generation: 0,
         secret: SECRET,
     };
     hello.write_to(&mut raw).unwrap();
@@ -143,10 +150,75 @@ fn a_wrong_secret_or_version_is_refused() {
     let hello = Frame::Hello {
         version: PROTOCOL_VERSION + 1,
         rank: 0,
+        generation: 0,
         secret: SECRET,
     };
     hello.write_to(&mut raw).unwrap();
     assert!(
         matches!(Frame::read_from(&mut raw).unwrap(), Frame::Error(m) if m.contains("version"))
     );
+}
+
+#[test]
+fn a_restart_is_refused_without_a_spawner_and_an_old_incarnation_is_fenced_out() {
+    let (service, addr) = start(2, Limits::default());
+    let mut a = Builtin::connect(&addr, 0, 2, SECRET).unwrap();
+    let _b = Builtin::connect(&addr, 1, 2, SECRET).unwrap();
+    service.rank_died(1, "killed by signal 9");
+    a.restart_begin(1, 0).unwrap();
+    let answer = loop {
+        if let Some(x) = a.restart_poll(Duration::from_millis(100)).unwrap() {
+            break x;
+        }
+    };
+    let err = answer.unwrap_err();
+    assert!(err.to_string().contains("has no spawner"), "{err}");
+    // An incarnation that is not the current one never gets in.
+    let err = Builtin::connect_as(&addr, 1, 2, 1, SECRET).unwrap_err();
+    assert!(err.to_string().contains("not the current one"), "{err}");
+}
+
+#[test]
+fn a_spawned_incarnation_joins_and_everyone_hears_of_it() {
+    let spawned = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&spawned);
+    let (service, addr2) = start_with(3, Limits::default(), |s| {
+        s.on_restart(move |rank, generation| {
+            seen.lock().unwrap().push((rank, generation));
+            Ok(4242)
+        })
+    });
+    let mut a = Builtin::connect(&addr2, 0, 3, SECRET).unwrap();
+    let mut c = Builtin::connect(&addr2, 2, 3, SECRET).unwrap();
+    service.rank_died(1, "killed by signal 9");
+    a.restart_begin(1, 0).unwrap();
+    // The new incarnation connects as generation 1, learns of the dead, joins.
+    let start = Instant::now();
+    let mut new = loop {
+        match Builtin::connect_as(&addr2, 1, 3, 1, SECRET) {
+            Ok(b) => break b,
+            Err(_) if start.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    new.put("addr", b"new").unwrap();
+    new.joined().unwrap();
+    let answer = loop {
+        if let Some(x) = a.restart_poll(Duration::from_millis(100)).unwrap() {
+            break x;
+        }
+    };
+    let j = answer.unwrap();
+    assert_eq!((j.rank, j.generation, j.pid), (1, 1, 4242));
+    assert_eq!(*spawned.lock().unwrap(), vec![(1, 1)]);
+    assert_eq!(a.get(1, "addr").unwrap(), b"new");
+    // Rank 2 hears of the death (generation 0), then of the rejoin.
+    let start = Instant::now();
+    while c.rejoins().is_empty() {
+        let f = c.failures(Duration::from_millis(50)).unwrap();
+        assert!(f.iter().all(|f| f.rank == 1 && f.generation == 0), "{f:?}");
+        assert!(start.elapsed() < Duration::from_secs(10), "no rejoin event");
+    }
 }

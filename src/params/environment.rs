@@ -33,6 +33,10 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
     ),
     ("STEADFAST_JOB_ID", "steadfast-run -> rank: the job's id"),
     (
+        "STEADFAST_GENERATION",
+        "steadfast-run -> restarted rank: its incarnation (0 or unset on first start)",
+    ),
+    (
         "STEADFAST_INITIAL_ERRHANDLER",
         "steadfast-run -> rank: the error handler the job starts with",
     ),
@@ -213,6 +217,7 @@ mod tests {
             "STEADFAST_RANK",
             "STEADFAST_SIZE",
             "STEADFAST_JOB_ID",
+            "STEADFAST_GENERATION",
         ] {
             assert!(unknown_variables([v.to_string()]).is_empty(), "{v}");
         }

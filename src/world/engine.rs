@@ -19,6 +19,9 @@ use steadfast_shm::Endpoint as ShmEndpoint;
 
 use super::matching::Matching;
 use super::tags::{CONTEXT_BITS, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS};
+use rejoin::RestartState;
+
+mod rejoin;
 use crate::bootstrap::Bootstrap;
 
 /// How a peer is reached.
@@ -117,6 +120,15 @@ pub(crate) struct Engine {
     /// Failed sends of control messages, reported once the outputs are drained.
     send_failures: Vec<(u32, String)>,
     stats: Stats,
+    /// Each world rank's incarnation as known here (this process's own included).
+    generations: Vec<u32>,
+    /// Restarted ranks that joined and are not admitted here yet: (rank, generation).
+    rejoins: Vec<(u32, u32)>,
+    /// The restart this process asked the launcher for, until admitted.
+    restart: Option<RestartState>,
+    /// Per world rank, the newest incarnation a restart asked from here was answered
+    /// with (a replacement newer than it was made by another survivor).
+    restart_answered: Vec<u32>,
 }
 
 /// What [`Engine::new`] needs.
@@ -131,6 +143,7 @@ pub(crate) struct EngineParts {
     pub detector: Detector,
     pub detectors: Detectors,
     pub yield_when_idle: bool,
+    pub generations: Vec<u32>,
 }
 
 /// Which failure reports the engine consults (parameter `detectors`).
@@ -172,6 +185,10 @@ impl Engine {
             shm_dead: Vec::new(),
             send_failures: Vec::new(),
             stats: Stats::default(),
+            generations: parts.generations,
+            rejoins: Vec::new(),
+            restart: None,
+            restart_answered: vec![0; parts.size as usize],
         };
         e.post_fabric_control()?;
         Ok(e)
@@ -392,13 +409,32 @@ impl Engine {
         self.drive();
     }
 
-    /// The launcher's failure events, local pids, fabric peer failures.
+    /// The launcher's failure events, local pids, fabric peer failures; restarted
+    /// ranks that joined.
     fn other_detectors(&mut self) {
         if let Ok(events) = self.boot.failures(std::time::Duration::ZERO) {
             for ev in events {
-                self.control
-                    .report_failure(ev.rank, format!("launcher: {}", ev.how));
+                let Some(&known) = self.generations.get(ev.rank as usize) else {
+                    continue;
+                };
+                // The end of an incarnation already replaced here is old news; the end
+                // of one not admitted here yet means it is gone before we could.
+                if ev.generation > known {
+                    self.generations[ev.rank as usize] = ev.generation;
+                    self.rejoins
+                        .retain(|&(w, g)| w != ev.rank || g > ev.generation);
+                }
+                if ev.generation >= known {
+                    self.control
+                        .report_failure(ev.rank, format!("launcher: {}", ev.how));
+                }
             }
+        }
+        for j in self.boot.rejoins() {
+            self.rejoins.push((j.rank, j.generation));
+        }
+        if !self.rejoins.is_empty() {
+            self.admit_rejoins();
         }
         if self.detectors != Detectors::Launcher {
             if let Some(shm) = self.shm.as_mut() {
@@ -420,6 +456,11 @@ impl Engine {
             }
         }
         self.drive();
+    }
+
+    /// This process's incarnation.
+    pub fn generation(&self) -> u32 {
+        self.generations[self.rank as usize]
     }
 
     /// A failure of world rank `w` learnt from `how` (applied at the next progress;

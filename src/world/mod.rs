@@ -52,6 +52,10 @@ pub enum InitError {
     /// The progress thread could not be started.
     #[error("cannot start the progress thread: {0}")]
     Thread(#[source] std::io::Error),
+    /// This process is a restarted incarnation, and something it needs to rejoin the
+    /// job is not available (see `docs/restart.md`).
+    #[error("cannot rejoin the job as a restarted process: {0}")]
+    Rejoin(String),
     /// A peer published something unusable.
     #[error("rank {rank} published a bad {what}")]
     BadPeerData {
@@ -113,6 +117,7 @@ fn fresh_job_id() -> u64 {
 /// that created it.
 pub struct World {
     engine: Arc<Shared>,
+    generation: u32,
     params: Params,
     provider: Option<String>,
     progress_thread: Option<ProgressThread>,
@@ -160,6 +165,10 @@ impl World {
     /// [`InitError`] naming what failed.
     pub fn init_with(mut boot: Box<dyn Bootstrap>, params: Params) -> Result<World, InitError> {
         let (rank, size) = (boot.rank(), boot.size());
+        // A restarted incarnation (see `docs/restart.md`) joins the surviving job:
+        // the others are past their fences, so it never fences.
+        let generation = boot.generation();
+        let restored = generation > 0;
         if params.provider_environment() {
             // Before the first libfabric call (`provider_environment`, default on).
             steadfast_fabric::apply_quirk_environment();
@@ -190,11 +199,48 @@ impl World {
         let host = steadfast_fabric::liveness::host_identity().to_le_bytes();
         boot.put("host", &host)?;
         boot.put(params::consistency::KEY, &params.agreed_encoding())?;
+        boot.put("gen", &generation.to_le_bytes())?;
         if rank == 0 {
-            let job = launcher_job_id().unwrap_or_else(fresh_job_id);
+            let job = match (launcher_job_id(), restored) {
+                (Some(job), _) => job,
+                (None, false) => fresh_job_id(),
+                (None, true) => {
+                    return Err(InitError::Rejoin(
+                        "rank 0 restarted without STEADFAST_JOB_ID: its job id is lost".into(),
+                    ))
+                }
+            };
             boot.put("job", &job.to_le_bytes())?;
         }
-        boot.fence()?;
+        // A restarted process: the ranks dead now (the launcher tells a connecting
+        // rank, before the answers above), with their incarnations.
+        let mut dead: Vec<(u32, u32)> = Vec::new();
+        if restored {
+            for ev in boot.failures(Duration::ZERO)? {
+                dead.push((ev.rank, ev.generation));
+            }
+        } else {
+            boot.fence()?;
+        }
+        let is_dead = |r: u32| dead.iter().any(|&(d, _)| d == r);
+        let mut generations = vec![0u32; size as usize];
+        generations[rank as usize] = generation;
+        if restored {
+            for r in 0..size {
+                if let Some(&(_, g)) = dead.iter().find(|&&(d, _)| d == r) {
+                    generations[r as usize] = g;
+                } else if r != rank {
+                    let g = boot.get(r, "gen")?;
+                    generations[r as usize] =
+                        u32::from_le_bytes(g.as_slice().try_into().map_err(|_| {
+                            InitError::BadPeerData {
+                                rank: r,
+                                what: "generation",
+                            }
+                        })?);
+                }
+            }
+        }
         // Every rank compares every rank's values, so a mismatch stops them all here.
         let agreed = (0..size)
             .map(|r| {
@@ -257,6 +303,12 @@ impl World {
         // Fabric, only when some peer needs it.
         let mut fab = None;
         let mut provider = None;
+        if needs_fabric && restored {
+            return Err(InitError::Rejoin(
+                "some peer is reached through the fabric, and restarts over the fabric route are not implemented yet (shared memory only)"
+                    .into(),
+            ));
+        }
         if needs_fabric {
             let mut fc = FabricConfig::new(params.provider());
             if let Some(domain) = params.domain() {
@@ -288,7 +340,12 @@ impl World {
             let mut cfg = EndpointConfig::new(seg_job, me, local_world.len() as u32);
             cfg.eager_max = params.shm_eager_max();
             cfg.split_copy = params.shm_split_copy();
+            cfg.generation = generation;
             let mut ep = ShmEndpoint::open(cfg)?;
+            let local_dead: Vec<u32> = (0..local_world.len() as u32)
+                .filter(|&l| is_dead(local_world[l as usize]))
+                .collect();
+            ep.assume_dead(&local_dead);
             ep.connect()?;
             shm = Some(ep);
         }
@@ -309,9 +366,19 @@ impl World {
             detector,
             detectors,
             yield_when_idle,
+            generations,
         })?;
-        // Every rank's transports are up before anyone sends.
-        engine.boot_mut().fence()?;
+        if restored {
+            for &(d, g) in &dead {
+                engine.report_failure(d, format!("launcher: dead at restart (incarnation {g})"));
+            }
+            engine.apply_failures();
+            // Our segment exists: the survivors can admit us.
+            engine.boot_mut().joined()?;
+        } else {
+            // Every rank's transports are up before anyone sends.
+            engine.boot_mut().fence()?;
+        }
         engine.start_detector();
         let key = CommKey {
             comm: WORLD_COMM,
@@ -327,6 +394,7 @@ impl World {
         };
         Ok(World {
             engine,
+            generation,
             params,
             provider,
             progress_thread,
@@ -342,6 +410,19 @@ impl World {
     /// Number of ranks.
     pub fn size(&self) -> u32 {
         self.engine.lock().size()
+    }
+
+    /// This process's incarnation: 0 on first start, one more at each restart in
+    /// place (see `docs/restart.md`).
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Whether this process is a restarted incarnation of its rank (the MPI Forum
+    /// draft's `MPIX_Is_restored_rank`): it runs `main` from the beginning and has its
+    /// old rank, but not its old memory.
+    pub fn is_restored(&self) -> bool {
+        self.generation > 0
     }
 
     /// The engine every communicator of this world shares (`World::comm`, defined

@@ -372,6 +372,24 @@ impl ControlPlane {
         }
     }
 
+    /// A new incarnation of the failed world rank `w` joined (a restart in place, see
+    /// `docs/restart.md`): it is no longer failed for the transports and the detector,
+    /// and failures reported about it and not applied yet (about the dead incarnation)
+    /// are dropped. Communicators keep it failed: their agreement, revoke and
+    /// acknowledgement state is about the dead incarnation, as ULFM requires. Returns
+    /// whether `w` was failed.
+    pub fn readmit(&mut self, w: u32, now: u64) -> bool {
+        if w == self.me || !self.failed.remove(Rank(w)) {
+            return false;
+        }
+        self.reports.pending.retain(|(r, _)| *r != w);
+        let mut out = std::mem::take(&mut self.det_out);
+        self.detector.on_rejoin(Rank(w), now, &mut out);
+        self.det_out = out;
+        self.run_detector_actions();
+        true
+    }
+
     /// Registers a communicator over `group` (comm rank -> world rank) with the
     /// runtime's opaque `context`; returns this process's comm rank, or `None` when it
     /// is not a member. Control messages that arrived for it early are handled now.

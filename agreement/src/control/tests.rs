@@ -183,3 +183,37 @@ fn a_removed_communicator_is_forgotten_with_the_messages_held_for_it() {
     c.set_context(6);
     assert_eq!(cps[1].comm(CommId(9)).unwrap().context(), 6);
 }
+
+#[test]
+fn a_readmitted_rank_is_alive_for_the_transports_but_failed_in_old_communicators() {
+    let mut cps = planes(3);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(7), 0, (0..3).collect());
+    }
+    // Rank 2 dies; rank 0 learns it, and a second report of it is still pending.
+    cps[0].report_failure(2, "launcher".into());
+    cps[0].apply_failures(0);
+    assert!(cps[0].is_failed(2));
+    cps[0].report_failure(2, "late report about the dead incarnation".into());
+    assert!(cps[0].readmit(2, 10));
+    assert!(!cps[0].is_failed(2));
+    assert!(!cps[0].readmit(2, 10), "already admitted");
+    assert!(!cps[0].readmit(0, 10), "oneself");
+    // The pending report was about the dead incarnation: dropped.
+    cps[0].apply_failures(20);
+    assert!(!cps[0].is_failed(2));
+    // The old communicator still holds rank 2 failed: an agreement of the survivors
+    // decides without it.
+    cps[1].report_failure(2, "launcher".into());
+    let s0 = cps[0].start_agreement(CommId(7), 1).unwrap();
+    let s1 = cps[1].start_agreement(CommId(7), 1).unwrap();
+    settle(&mut cps, &[2]);
+    for (r, s) in [(0, s0), (1, s1)] {
+        let d = cps[r]
+            .comm_mut(CommId(7))
+            .unwrap()
+            .take_decision(s)
+            .unwrap();
+        assert_eq!(d.failed.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2]);
+    }
+}

@@ -21,6 +21,7 @@
 mod arrivals;
 mod peers;
 mod recv;
+mod rejoin;
 mod send;
 
 pub use arrivals::{Arrival, ArrivalData, PullTicket};
@@ -70,6 +71,10 @@ pub struct EndpointConfig {
     /// Share the copy of messages of [`split::SPLIT_MIN`](crate::split::SPLIT_MIN) bytes
     /// or more with the sender while it waits (see [`crate::split`]).
     pub split_copy: bool,
+    /// This process's incarnation (0 on first start). A restarted one pushes into a
+    /// peer's older segment only once that peer admitted it (see
+    /// [`Endpoint::readmit`]).
+    pub generation: u32,
 }
 
 /// How large messages travel to a peer.
@@ -99,6 +104,7 @@ impl EndpointConfig {
             numa_place: true,
             xpmem: true,
             split_copy: true,
+            generation: 0,
         }
     }
 }
@@ -175,6 +181,9 @@ struct Peer {
     path: CopyPath,
     /// XPMEM access to the peer's memory, where both sides have the device.
     apid: Option<i64>,
+    /// This process is a restarted incarnation and the peer's segment is older: push
+    /// only once the peer admits us (its ring then starts past the dead one's cells).
+    awaiting_admission: bool,
 }
 
 /// The shared-memory endpoint of one local rank.
@@ -241,7 +250,13 @@ impl Endpoint {
         };
         let xpmem = if config.xpmem { Xpmem::open() } else { None };
         let segid = xpmem.as_ref().map_or(0, Xpmem::segid);
-        let own = Segment::create_with_xpmem(config.job, config.rank, geometry, segid)?;
+        let own = Segment::create_incarnation(
+            config.job,
+            config.rank,
+            geometry,
+            segid,
+            config.generation,
+        )?;
         if config.numa_place && crate::topology::numa_nodes_from_sysfs() > 1 {
             // Senders write into it, we read it: it belongs near us. Best effort: a
             // refusal leaves the kernel's first-touch placement.
@@ -292,7 +307,7 @@ impl Endpoint {
     pub fn connect(&mut self) -> Result<(), ShmError> {
         let deadline = Instant::now() + self.config.connect_timeout;
         for r in 0..self.config.ranks {
-            if r == self.config.rank || self.peers[r as usize].is_some() {
+            if r == self.config.rank || self.peers[r as usize].is_some() || self.dead[r as usize] {
                 continue;
             }
             let segment = loop {
@@ -334,6 +349,7 @@ impl Endpoint {
                 tx,
                 path: CopyPath::SingleCopy,
                 apid,
+                awaiting_admission: self.config.generation > 0,
             });
         }
         Ok(())

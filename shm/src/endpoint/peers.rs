@@ -64,8 +64,9 @@ impl Endpoint {
             if peer_gone(p) {
                 self.dead[rank as usize] = true;
                 // Its owner cannot remove it any more; every survivor tries (the first
-                // succeeds), keeping /dev/shm clean.
-                let _ = std::fs::remove_file(p.segment.path());
+                // succeeds), keeping /dev/shm clean; a restarted owner's new file of the
+                // same name stays.
+                p.segment.remove_if_unchanged();
             }
         }
         self.dead[rank as usize]

@@ -16,10 +16,19 @@ impl Endpoint {
         dest: u32,
         fill: impl FnOnce(&Cell),
     ) -> Result<bool, ShmError> {
-        let me = self.config.rank;
+        let (me, generation) = (self.config.rank, self.config.generation);
         let peer = self.peers[dest as usize]
             .as_mut()
             .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        if peer.awaiting_admission {
+            // A restarted process: the peer's ring still holds the dead incarnation's
+            // cells until it admits us (as if full until then).
+            if !peer.segment.admits(me, generation) {
+                return Ok(false);
+            }
+            peer.tx = peer.segment.producer(me).pos();
+            peer.awaiting_admission = false;
+        }
         let mut p = peer.segment.producer_at(me, peer.tx);
         let pushed = p.try_push(fill);
         peer.tx = p.pos();

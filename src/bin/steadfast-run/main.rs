@@ -13,9 +13,11 @@
 mod cli;
 mod reaper;
 mod relay;
+mod spawner;
 
 use cli::{ExitStatusPolicy, Options, WithFt};
 use reaper::Reaper;
+use spawner::Spawner;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -191,6 +193,8 @@ impl JobSegments {
 fn main() {
     let o = <Options as clap::Parser>::try_parse_from(cli::normalise(std::env::args()))
         .unwrap_or_else(|e| e.exit());
+    // For the whole run: the spawner builds restarted ranks' commands from it.
+    let o: &'static Options = Box::leak(Box::new(o));
     if let Err(why) = o.check() {
         fail(2, why.as_str());
     }
@@ -227,6 +231,23 @@ fn main() {
     }
     let service = Service::new(o.n, secret, limits)
         .unwrap_or_else(|e| fail(1, &format!("cannot start the bootstrap service: {e}")));
+    let spawner = {
+        let (addr, secret_hex) = (addr.clone(), secret_hex.clone());
+        Arc::new(Spawner::new(
+            Box::new(move |rank| rank_command(o, rank, &addr, &secret_hex, job)),
+            o.tag_output,
+        ))
+    };
+    {
+        let (sp, segs) = (Arc::clone(&spawner), Arc::clone(&job_segments));
+        service.on_restart(move |rank, generation| {
+            let child = sp.spawn(rank, generation)?;
+            let pid = child.id();
+            segs.rank_started(pid);
+            sp.started(rank, generation, child);
+            Ok(pid)
+        });
+    }
     {
         let segs = Arc::clone(&job_segments);
         service.on_put(move |_rank, key, value| {
@@ -249,7 +270,7 @@ fn main() {
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut taggers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     for rank in 0..o.n {
-        let mut cmd = rank_command(&o, rank, &addr, &secret_hex, job);
+        let mut cmd = rank_command(o, rank, &addr, &secret_hex, job);
         match cmd.spawn() {
             Ok(mut child) => {
                 job_segments.rank_started(child.id());
@@ -272,14 +293,14 @@ fn main() {
             }
         }
     }
-    let (outcomes, interrupted) = supervise(&o, &service, children);
+    let ended = supervise(o, &service, &spawner, children);
     // Every rank has exited, so their pipes are closed: let the taggers print the rest
     // before we exit (lines would otherwise be lost).
-    for t in taggers {
+    for t in taggers.into_iter().chain(spawner.take_taggers()) {
         let _ = t.join();
     }
     job_segments.clean_up();
-    std::process::exit(summarise(&o, &outcomes, interrupted));
+    std::process::exit(summarise(o, &ended));
 }
 
 /// The command of one rank: the program, its environment, death with the launcher.
@@ -327,17 +348,46 @@ fn rank_command(o: &Options, rank: u32, addr: &str, secret_hex: &str, job: u64) 
     cmd
 }
 
-/// Waits for every rank, relaying signals and deaths; returns each rank's status and
-/// the signal that interrupted the launcher (0: none).
+/// How the job ended.
+struct Ended {
+    /// Each rank's last incarnation's status.
+    outcomes: Vec<ExitStatus>,
+    /// Incarnations that ended and were replaced by a restart: rank, generation, status.
+    replaced: Vec<(u32, u32, ExitStatus)>,
+    /// The signal that interrupted the launcher (0: none).
+    interrupted: i32,
+}
+
+/// Waits for every rank (restarted ones included), relaying signals and deaths.
 fn supervise(
     o: &Options,
     service: &Service,
+    spawner: &Spawner,
     mut children: Vec<Option<Child>>,
-) -> (Vec<ExitStatus>, i32) {
+) -> Ended {
     let mut outcomes: Vec<Option<ExitStatus>> = vec![None; o.n as usize];
+    let mut generations: Vec<u32> = vec![0; o.n as usize];
+    let mut replaced = Vec::new();
     let mut killing = false;
     let mut interrupted = 0;
-    while outcomes.iter().any(Option::is_none) {
+    loop {
+        for new in spawner.adopt() {
+            let r = new.rank as usize;
+            if killing || interrupted != 0 {
+                let mut child = new.child;
+                let _ = child.kill();
+                let _ = child.wait();
+                continue;
+            }
+            if let Some(status) = outcomes[r].take() {
+                replaced.push((new.rank, generations[r], status));
+            }
+            generations[r] = new.generation;
+            children[r] = Some(new.child);
+        }
+        if outcomes.iter().all(Option::is_some) {
+            break;
+        }
         // ORDERING: Relaxed, as in `on_signal`: nothing else is published with it.
         let sig = SIGNALLED.swap(0, Ordering::Relaxed);
         if sig != 0 {
@@ -355,15 +405,16 @@ fn supervise(
                 progressed = true;
                 outcomes[rank] = Some(status);
                 *slot = None;
+                let generation = generations[rank];
                 if !status.success() {
-                    service.rank_died(rank as u32, &describe(status));
+                    service.incarnation_died(rank as u32, generation, &describe(status));
                     if o.kill_on_bad_exit() && !killing {
                         killing = true;
                         kill_all = true;
                     }
                 } else {
                     // A clean exit is not a failure, but nobody can get from it now.
-                    service.rank_died(rank as u32, "exited");
+                    service.incarnation_died(rank as u32, generation, "exited");
                 }
             }
         }
@@ -376,11 +427,25 @@ fn supervise(
             wait_for_exit(&children);
         }
     }
-    (outcomes.into_iter().flatten().collect(), interrupted)
+    Ended {
+        outcomes: outcomes.into_iter().flatten().collect(),
+        replaced,
+        interrupted,
+    }
 }
 
-/// Prints who failed and how; returns the job's exit status (see `--help`).
-fn summarise(o: &Options, outcomes: &[ExitStatus], interrupted: i32) -> i32 {
+/// Prints who failed and how; returns the job's exit status (see `--help`): it
+/// depends on each rank's last incarnation only (a failed rank restarted counts by
+/// how its restart ended), and the summary lists the replaced incarnations too.
+fn summarise(o: &Options, ended: &Ended) -> i32 {
+    let (outcomes, interrupted) = (&ended.outcomes, ended.interrupted);
+    for (r, g, s) in &ended.replaced {
+        say(&format!(
+            "steadfast-run: rank {r} incarnation {g} {}; restarted as incarnation {}",
+            describe(*s),
+            g + 1
+        ));
+    }
     if interrupted != 0 {
         say(&format!(
             "steadfast-run: interrupted by signal {interrupted} ({}), relayed to every rank",

@@ -1,0 +1,146 @@
+//! Restart in place, the engine's part (see `docs/restart.md`): asking the launcher for
+//! a restart and following it, and admitting restarted ranks that joined.
+
+use std::time::Instant;
+
+use super::{Engine, Route};
+
+/// A restart asked for by this process.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum RestartState {
+    /// Asked the launcher to restart this rank; no answer yet.
+    Asked(u32),
+    /// The launcher says this incarnation joined; admitting it here by the deadline.
+    Admitting(u32, u32, Instant),
+}
+
+/// How long a joined incarnation's route may take to appear here (its segment is
+/// created before it joins, so this is only a bound).
+const ADMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Engine {
+    /// Admits the restarted ranks that joined (see `docs/restart.md`): their route is
+    /// reconnected (shared memory: their new segment mapped, the dead incarnation's
+    /// cells dropped), and the control plane readmits them. A rank whose new segment is
+    /// not visible yet stays pending for the next round.
+    pub(super) fn admit_rejoins(&mut self) {
+        let now = self.now_ns();
+        // The old incarnation's failure is applied first (reported in the same batch).
+        self.control.apply_failures(now);
+        self.drive();
+        let mut still = Vec::new();
+        for (w, g) in std::mem::take(&mut self.rejoins) {
+            if g <= self.generations[w as usize] || w == self.rank {
+                continue;
+            }
+            let admitted = match self.routes[w as usize] {
+                Route::Shm(l) => match self.shm.as_mut().map(|s| s.readmit(l, g)) {
+                    Some(Ok(done)) => done,
+                    Some(Err(e)) => {
+                        log::warn!("rank {w} incarnation {g} cannot be admitted: {e}");
+                        continue;
+                    }
+                    None => false,
+                },
+                Route::Fabric | Route::Local => {
+                    log::warn!(
+                        "rank {w} restarted as incarnation {g}, but restarts over the fabric route are not implemented yet: it stays failed here"
+                    );
+                    continue;
+                }
+            };
+            if admitted {
+                self.generations[w as usize] = g;
+                self.control.readmit(w, now);
+                log::debug!("rank {w} admitted as incarnation {g}");
+            } else {
+                still.push((w, g));
+            }
+        }
+        self.rejoins = still;
+        self.drive();
+    }
+
+    /// Asks the launcher to restart world rank `w` (failed here) in place.
+    ///
+    /// # Errors
+    /// Why it cannot be asked: `w` is this process or not failed, a restart is in
+    /// flight already, the launcher has no spawner.
+    pub fn restart_begin(&mut self, w: u32) -> Result<(), String> {
+        if w >= self.size || w == self.rank {
+            return Err(format!(
+                "rank {w} is not another rank of a world of {}",
+                self.size
+            ));
+        }
+        self.apply_failures();
+        // A restart whose request was dropped finishes here (its new incarnation is
+        // admitted through the launcher's Rejoined event like at any survivor).
+        let _ = self.restart_test();
+        let current = self.generations[w as usize];
+        // The incarnation to restart: the failed one; or, when another survivor's
+        // restart was admitted here before this process asked (it may never have seen
+        // the rank failed), the one it replaced: the launcher then answers at once with
+        // the current incarnation, so concurrent askers all complete.
+        let failed = if self.control.is_failed(w) {
+            current
+        } else if current > self.restart_answered[w as usize] {
+            current - 1
+        } else {
+            return Err(format!(
+                "rank {w} is alive: only a failed rank can be restarted"
+            ));
+        };
+        if let Some(RestartState::Asked(other) | RestartState::Admitting(other, ..)) = self.restart
+        {
+            return Err(format!(
+                "the restart of rank {other} is in flight: one restart at a time per process"
+            ));
+        }
+        self.boot
+            .restart_begin(w, failed)
+            .map_err(|e| e.to_string())?;
+        self.restart = Some(RestartState::Asked(w));
+        Ok(())
+    }
+
+    /// The outcome of the restart in flight, once known: the new incarnation, admitted
+    /// here, or why it failed. `None` while it runs (call again after progress).
+    pub fn restart_test(&mut self) -> Option<Result<u32, String>> {
+        if let RestartState::Asked(w) = self.restart? {
+            match self.boot.restart_poll(std::time::Duration::ZERO) {
+                Ok(None) => return None,
+                Ok(Some(Ok(j))) => {
+                    self.rejoins.push((j.rank, j.generation));
+                    let deadline = Instant::now() + ADMIT_WAIT;
+                    self.restart = Some(RestartState::Admitting(w, j.generation, deadline));
+                }
+                Ok(Some(Err(e))) => {
+                    self.restart = None;
+                    return Some(Err(e.to_string()));
+                }
+                Err(e) => {
+                    self.restart = None;
+                    return Some(Err(format!("the launcher connection failed: {e}")));
+                }
+            }
+        }
+        let Some(RestartState::Admitting(w, g, deadline)) = self.restart else {
+            return None;
+        };
+        self.admit_rejoins();
+        if self.generations[w as usize] >= g {
+            self.restart = None;
+            let answered = &mut self.restart_answered[w as usize];
+            *answered = (*answered).max(g);
+            return Some(Ok(g));
+        }
+        if Instant::now() >= deadline {
+            self.restart = None;
+            return Some(Err(format!(
+                "incarnation {g} of rank {w} joined but its route could not be set up within {ADMIT_WAIT:?}"
+            )));
+        }
+        None
+    }
+}

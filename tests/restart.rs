@@ -1,0 +1,282 @@
+//! Restart in place under steadfast-run, at the bootstrap level (real processes,
+//! SIGKILL): a survivor asks the launcher to restart a dead rank, the new incarnation
+//! joins the surviving job with the next generation and its old rank, two askers get
+//! one process, a restarted rank killed again is restarted again, a program that exits
+//! during its restart is a clear error, and no process is left behind.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
+
+/// Runs `steadfast-run -n N --tag-output bootstrap-test-rank ARGS`, killed past 120 s.
+fn run(n: u32, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", &n.to_string(), "--tag-output"])
+        .arg(env!("CARGO_BIN_EXE_bootstrap-test-rank"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .die_with_parent();
+    let child = cmd.spawn().expect("start steadfast-run");
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let watchdog = std::thread::spawn(move || {
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            // SAFETY: signal 0 only asks whether the process exists.
+            if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                return;
+            }
+        }
+        // SAFETY: killing the launcher we started; its ranks die with it.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("wait for steadfast-run");
+    let _ = watchdog.join();
+    out
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An argument that tells this run's processes apart from any other's (the test binary
+/// may run beside another copy of itself).
+fn marker(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
+/// No process of this test's rank program is left (every incarnation was reaped).
+fn assert_no_orphans(marker: &str) {
+    let ps = Command::new("ps")
+        .args(["-eo", "pid,args"])
+        .output()
+        .unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let left: Vec<&str> = ps
+        .lines()
+        .filter(|l| l.contains("bootstrap-test-rank") && l.contains(marker))
+        .collect();
+    assert!(left.is_empty(), "processes left: {left:?}");
+}
+
+#[test]
+fn a_killed_rank_is_restarted_with_its_rank_and_the_next_generation() {
+    let out = run(3, &["restart", "2", "1", "1", &marker("single")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    assert!(
+        stdout.contains("rank 0 restarted rank 2 as incarnation 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[2] rank 2 incarnation 1: joined and acknowledged"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "rank 2 incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
+        ),
+        "{stderr}"
+    );
+    assert_no_orphans(&marker("single"));
+}
+
+#[test]
+fn a_restarted_rank_killed_again_is_restarted_again() {
+    let out = run(3, &["restart", "1", "3", "1", &marker("thrice")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for g in 1..=3 {
+        assert!(
+            stdout.contains(&format!("rank 0 restarted rank 1 as incarnation {g}")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("rank 1 incarnation 3: joined and acknowledged"),
+        "{stdout}"
+    );
+    assert_no_orphans(&marker("thrice"));
+}
+
+#[test]
+fn two_survivors_restarting_one_rank_at_once_start_one_process() {
+    let out = run(4, &["restart", "3", "2", "3", &marker("together")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for g in 1..=2 {
+        // Every asker got the same incarnation and the same process.
+        let pids: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.contains(&format!("restarted rank 3 as incarnation {g} pid")))
+            .map(|l| l.split(" pid ").nth(1).unwrap().split(' ').next().unwrap())
+            .collect();
+        assert_eq!(pids.len(), 3, "{stdout}");
+        assert!(pids.iter().all(|p| *p == pids[0] && *p != "0"), "{stdout}");
+        let starts = stderr
+            .matches(&format!("restarted as incarnation {g}"))
+            .count();
+        assert_eq!(starts, 1, "{stderr}");
+    }
+    assert_no_orphans(&marker("together"));
+}
+
+#[test]
+fn a_program_that_exits_during_its_restart_is_a_clear_error() {
+    let out = run(2, &["restart-exits", "1", &marker("exits")]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains(
+            "rank 0: restart error: restart of rank 1 failed: incarnation 1 of rank 1 exited with status 3 before it joined"
+        ),
+        "stdout {stdout}\nstderr {stderr}"
+    );
+    // The last incarnation of rank 1 failed: the job did.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_no_orphans(&marker("exits"));
+}
+
+/// Runs `steadfast-run -n N --tag-output restart-test-rank ARGS` with `env`.
+fn run_world(n: u32, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", &n.to_string(), "--tag-output"])
+        .arg(env!("CARGO_BIN_EXE_restart-test-rank"))
+        .args(args)
+        .envs(env.iter().copied());
+    run_cmd(cmd)
+}
+
+/// Runs a prepared launcher command, killed past 120 s.
+fn run_cmd(mut cmd: Command) -> Output {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .die_with_parent();
+    let child = cmd.spawn().expect("start steadfast-run");
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let watchdog = std::thread::spawn(move || {
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            // SAFETY: signal 0 only asks whether the process exists.
+            if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                return;
+            }
+        }
+        // SAFETY: killing the launcher we started; its ranks die with it.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().expect("wait for steadfast-run");
+    let _ = watchdog.join();
+    out
+}
+
+/// No shared-memory segment of the job (named by rank 0's `SEGMENTS` line) is left.
+fn assert_no_segments(stdout: &str) {
+    let prefix = stdout
+        .lines()
+        .find_map(|l| l.split("SEGMENTS ").nth(1))
+        .unwrap_or_else(|| panic!("no SEGMENTS line: {stdout}"))
+        .trim()
+        .to_string();
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "segments left: {left:?}");
+}
+
+/// The processes of one run of restart-test-rank, told apart by a marker argument.
+fn assert_no_rank_left(marker: &str) {
+    let ps = Command::new("ps")
+        .args(["-eo", "pid,args"])
+        .output()
+        .unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let left: Vec<&str> = ps
+        .lines()
+        .filter(|l| l.contains("restart-test-rank") && l.contains(marker))
+        .collect();
+    assert!(left.is_empty(), "processes left: {left:?}");
+}
+
+#[test]
+fn a_restarted_rank_has_its_rank_and_answers_its_restarter_over_shm() {
+    let out = run_world(3, &[], &["restart", "2", "1", "1", &marker("world-once")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    assert!(stdout.contains("[0] ANSWERED generation 1 in"), "{stdout}");
+    assert!(
+        stdout.contains("[2] RESTORED rank 2 generation 1 done"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "rank 2 incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
+        ),
+        "{stderr}"
+    );
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("world-once"));
+}
+
+#[test]
+fn a_rank_restarted_twice_by_two_survivors_at_once_starts_one_process_each_time() {
+    let out = run_world(4, &[], &["restart", "3", "2", "2", &marker("world-twice")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for g in 1..=2 {
+        assert!(
+            stdout.contains(&format!("[0] ANSWERED generation {g} in")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("[1] RESTARTED generation {g} by rank 1")),
+            "{stdout}"
+        );
+        let starts = stderr
+            .matches(&format!("restarted as incarnation {g}"))
+            .count();
+        assert_eq!(starts, 1, "{stderr}");
+    }
+    assert!(
+        stdout.contains("[3] RESTORED rank 3 generation 2 done"),
+        "{stdout}"
+    );
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("world-twice"));
+}
+
+#[test]
+fn a_program_that_exits_during_its_restart_is_a_restart_error() {
+    let out = run_world(2, &[], &["exits", "1", &marker("world-exits")]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains(
+            "[0] RESTART ERROR: restart failed: restart of rank 1 failed: incarnation 1 of rank 1 exited with status 3 before it joined"
+        ),
+        "stdout {stdout}\nstderr {stderr}"
+    );
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("world-exits"));
+}
+
+#[test]
+fn over_the_fabric_route_a_restart_is_a_clear_error_for_now() {
+    let env = [("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
+    let out = run_world(2, &env, &["expect-error", "1", &marker("world-fabric")]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("[0] RESTART ERROR: restart failed: restart of rank 1 failed: incarnation 1 of rank 1 exited with status 101 before it joined"),
+        "stdout {stdout}\nstderr {stderr}"
+    );
+    assert!(
+        stderr.contains("restarts over the fabric route are not implemented yet"),
+        "{stderr}"
+    );
+    assert_no_rank_left(&marker("world-fabric"));
+}
