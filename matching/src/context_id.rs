@@ -438,6 +438,7 @@ mod tests {
         /// is the lowest id free at all of them, no two live communicators of a process
         /// share an id, and exhaustion is reported exactly when no common id is free.
         #[test]
+        #[cfg_attr(miri, ignore = "minutes interpreted; no unsafe code, run natively by scripts/test.sh")]
         fn live_communicators_never_share_an_id(ops in prop::collection::vec(op(), 1..300), bits in 5u32..14) {
             let reserved = 20;
             let mut procs: Vec<ContextAllocator> =
@@ -572,6 +573,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "walks the whole id space; no unsafe code, run natively by scripts/test.sh"
+    )]
     fn windows_cover_the_space_and_and_of_words_is_combine() {
         // 2^13 ids = 2 windows; fill the first window at one member only.
         let mut procs: Vec<ContextAllocator> = (0..2)
