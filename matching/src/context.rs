@@ -265,6 +265,35 @@ impl<R, P> Context<R, P> {
         Ok(())
     }
 
+    /// A new incarnation of `rank` replaces the failed one: the failure is forgotten here
+    /// (an acknowledged one uncounted) and every message of the old incarnation still
+    /// waiting is dropped into `events`; returns how many.
+    pub(crate) fn readmit(
+        &mut self,
+        rank: Rank,
+        events: &mut VecDeque<Event<R, P>>,
+    ) -> Result<usize, MatchError> {
+        self.check_rank(rank)?;
+        if std::mem::replace(&mut self.failed[rank.0 as usize], false) {
+            if let Some(i) = self.failed_order.iter().position(|&r| r == rank) {
+                self.failed_order.remove(i);
+                if i < self.acked {
+                    self.acked -= 1;
+                }
+            }
+        }
+        let error = MatchError::ProcFailed {
+            context: self.id,
+            rank,
+        };
+        let mut dropped = 0;
+        while let Some(message) = self.unexpected.take_from(rank) {
+            events.push_back(Event::MessageDropped { message, error });
+            dropped += 1;
+        }
+        Ok(dropped)
+    }
+
     /// Acknowledges every failure known now; returns how many are acknowledged.
     pub(crate) fn ack(&mut self) -> usize {
         self.acked = self.failed_order.len();

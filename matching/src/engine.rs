@@ -360,6 +360,25 @@ impl<R, P> Engine<R, P> {
         Ok(())
     }
 
+    /// A new incarnation of the failed `rank` of `context` takes its place (restart in
+    /// place): the failure is forgotten in this context, so receives naming the rank
+    /// post and match again and wildcard receives no longer report it pending; every
+    /// message of the old incarnation still waiting is dropped
+    /// ([`Event::MessageDropped`] with `ProcFailed`), so none reaches a receive meant for
+    /// the new one. Returns how many were dropped. The transport must deliver nothing of
+    /// the old incarnation after this call (its fencing), and messages held for a context
+    /// not open yet are not looked at.
+    ///
+    /// # Errors
+    /// `UnknownContext`, `RankOutOfRange`.
+    pub fn readmit(&mut self, context: ContextId, rank: Rank) -> Result<usize, MatchError> {
+        let ctx = self
+            .contexts
+            .get_mut(&context)
+            .ok_or(MatchError::UnknownContext(context))?;
+        ctx.readmit(rank, &mut self.events)
+    }
+
     /// `MPI_Comm_failure_ack`: acknowledges every failure known now, so wildcard-source
     /// receives stop reporting `ProcFailedPending` for them. Returns how many failures are
     /// acknowledged.

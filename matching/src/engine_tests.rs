@@ -330,3 +330,55 @@ fn close_fails_what_is_left() {
     );
     assert_eq!(e.close_context(C), Err(MatchError::UnknownContext(C)));
 }
+
+#[test]
+fn a_readmitted_rank_is_live_again_and_its_old_messages_are_dropped() {
+    let mut e = engine();
+    // Two failures, the first acknowledged; the old incarnation of 2 left two messages.
+    e.deliver(msg(2, 4, 20)).unwrap();
+    e.deliver(msg(1, 4, 10)).unwrap();
+    e.deliver(msg(2, 7, 21)).unwrap();
+    e.notify_failure(C, Rank(2)).unwrap();
+    assert_eq!(e.ack_failures(C).unwrap(), 1);
+    e.notify_failure(C, Rank(3)).unwrap();
+    events(&mut e);
+    assert_eq!(e.readmit(C, Rank(2)).unwrap(), 2);
+    let err = MatchError::ProcFailed {
+        context: C,
+        rank: Rank(2),
+    };
+    assert_eq!(
+        events(&mut e),
+        [
+            Event::MessageDropped {
+                message: msg(2, 4, 20),
+                error: err
+            },
+            Event::MessageDropped {
+                message: msg(2, 7, 21),
+                error: err
+            }
+        ]
+    );
+    assert_eq!(e.failed_ranks(C).unwrap(), [Rank(3)]);
+    assert!(e.failure_pending(C).unwrap(), "3 is still unacknowledged");
+    assert_eq!(
+        e.ack_failures(C).unwrap(),
+        1,
+        "only 3 is left to acknowledge"
+    );
+    // A receive naming 2 posts again and takes the new incarnation's message, not an old one.
+    let (_, pending) = posted(e.post_recv(C, spec(Some(2), None), "new").unwrap());
+    assert!(!pending);
+    assert_eq!(matched(e.deliver(msg(2, 4, 22)).unwrap()), ("new", 22));
+    // Rank 1's message stayed.
+    assert!(e.has_message_from(C, Rank(1)).unwrap());
+    assert_eq!(
+        e.readmit(C, Rank(9)).unwrap_err(),
+        MatchError::RankOutOfRange {
+            context: C,
+            rank: Rank(9),
+            size: 4
+        }
+    );
+}

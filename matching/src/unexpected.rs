@@ -117,6 +117,14 @@ impl<P> UnexpectedQueue<P> {
         Some(self.slab.remove(slot).env)
     }
 
+    /// Takes out the earliest message from `source`, whatever its tag.
+    pub(crate) fn take_from(&mut self, source: Rank) -> Option<Envelope<P>> {
+        self.take(RecvSpec {
+            source: SourceSpec::Rank(source),
+            tag: TagSpec::Any,
+        })
+    }
+
     /// Whether a message from `source` is waiting.
     pub(crate) fn has_from(&self, source: Rank) -> bool {
         self.by_source

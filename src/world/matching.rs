@@ -493,6 +493,27 @@ impl Matching {
         self.handle_events();
     }
 
+    /// World rank `w` was restarted and its new incarnation admitted: every open context
+    /// holding it forgets the failure and drops what the old incarnation left waiting.
+    pub(crate) fn readmit(&mut self, w: u32) {
+        let hits: Vec<(u32, u32)> = self
+            .ctxs
+            .iter()
+            .filter_map(|(&c, info)| {
+                let r = *info.to_comm.get(w as usize)?;
+                (r != u32::MAX).then_some((c, r))
+            })
+            .collect();
+        for (c, r) in hits {
+            if let Ok(n) = self.matcher.readmit(ContextId(c), Rank(r)) {
+                if n > 0 {
+                    log::debug!("matching: dropped {n} messages of rank {w}'s old incarnation");
+                }
+            }
+        }
+        self.handle_events();
+    }
+
     /// `MPIX_Comm_failure_ack` on `ctx`.
     pub(crate) fn ack(&mut self, ctx: u64) {
         let _ = self.matcher.ack_failures(ContextId(ctx as u32));

@@ -52,6 +52,9 @@ impl Engine {
             if admitted {
                 self.generations[w as usize] = g;
                 self.control.readmit(w, now);
+                // What the dead incarnation left in the matcher's unexpected queues goes
+                // too (the ring's cells were dropped by `readmit` above).
+                self.matching.readmit(w);
                 log::debug!("rank {w} admitted as incarnation {g}");
             } else {
                 still.push((w, g));
