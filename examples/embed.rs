@@ -82,10 +82,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Err(CommError::Revoked) => {}
         other => return Err(format!("expected ProcFailed, got {other:?}").into()),
     }
-    // A wildcard receive reports the failure until it is acknowledged.
+    // A blocking wildcard receive fails while the failure is not acknowledged (a
+    // non-blocking one would report `ProcFailedPending` and stay posted).
     match comm.recv(ANY_SOURCE, Some(3), &mut byte) {
-        Err(CommError::ProcFailedPending { .. } | CommError::Revoked) => {}
-        other => return Err(format!("expected ProcFailedPending, got {other:?}").into()),
+        Err(CommError::ProcFailed { ranks }) if ranks.contains(&victim) => {}
+        Err(CommError::Revoked) => {}
+        other => return Err(format!("expected ProcFailed, got {other:?}").into()),
     }
     comm.ack_failed();
     // 6. Revoke (every survivor's pending and future operations on `comm` fail with
