@@ -14,34 +14,20 @@
 //! one agreement over the union seals it. A process whose side said no contributes 0 to
 //! that last agreement without waiting (its engine answers in the background), so the
 //! other side never waits for it, and every surviving process of both sides returns
-//! the same outcome; on failure the union communicator is revoked.
+//! the same outcome; on failure the union communicator is revoked. The recipe is the
+//! agreement crate's sans-IO state machine
+//! ([`steadfast_agreement::control::intercomm`]), which the simulator runs with crashes
+//! at every stage; this module performs its steps with blocking point-to-point calls
+//! and agreements.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use steadfast_agreement::pair::{PairAction, PairAgreement};
-use steadfast_agreement::{CommId, CommKey, Rank};
+pub use steadfast_agreement::control::intercomm::Stage;
+use steadfast_agreement::control::intercomm::{IntercommCreate, PairMsg, Step, Waiting};
+use steadfast_agreement::{CommId, CommKey};
 
 use super::{Comm, CommError, Status};
-
-/// The points of a uniform creation, reported to an observer (for instrumentation and
-/// failure-injection tests).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
-    /// Entering the creation.
-    Start,
-    /// The groups were exchanged and handed out.
-    Exchanged,
-    /// The first local agreement decided.
-    FirstLocalAgreement,
-    /// This leader sent its flag to the remote leader (leaders only).
-    LeaderFlagSent,
-    /// The leaders' two-party agreement decided (leaders only).
-    LeaderPair,
-    /// The second local agreement decided.
-    SecondLocalAgreement,
-    /// The union agreement decided: the creation returns.
-    Done,
-}
 
 /// An inter-communicator (see the module doc).
 #[derive(Debug, Clone)]
@@ -69,6 +55,12 @@ fn decode_group(b: &[u8], world_size: u32) -> Option<Vec<u32>> {
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
     g.iter().all(|&r| r < world_size).then_some(g)
+}
+
+/// The state machine asked for nothing this driver can give (a broken invariant of
+/// the agreement crate; reported, not a panic).
+fn stalled() -> CommError {
+    CommError::InvalidArgument("inter-communicator creation stalled".into())
 }
 
 const PAIR_VALUE: u8 = 1;
@@ -110,92 +102,123 @@ impl Comm {
         tag: u32,
         observe: &mut dyn FnMut(Stage),
     ) -> Result<InterComm, CommError> {
-        observe(Stage::Start);
         let me = self.rank();
-        let n = self.size();
-        if local_leader >= n || remote_leader >= bridge.size() {
+        if remote_leader >= bridge.size() {
             return Err(CommError::InvalidArgument(
                 "leader outside its communicator".into(),
             ));
         }
+        let Some(mut ic) = IntercommCreate::new(self.world_group(), me, local_leader) else {
+            return Err(CommError::InvalidArgument(
+                "leader outside its communicator".into(),
+            ));
+        };
         let world_size = self.engine.lock().size();
-        let leader = me == local_leader;
-        let local_group = self.world_group();
-        // 1. Create: the leaders swap groups; each hands the remote group out.
-        let remote_group: Option<Vec<u32>> = if leader {
-            let mine = encode_group(&local_group);
-            let mut buf = vec![0u8; 4 * world_size as usize];
-            let my_world = local_group[me as usize];
-            let peer_world = bridge.world_rank(remote_leader).unwrap_or(u32::MAX);
-            let got = if my_world < peer_world {
-                bridge
-                    .send(remote_leader, tag, &mine)
-                    .and_then(|_| bridge.recv(Some(remote_leader), Some(tag), &mut buf))
-            } else {
-                bridge
-                    .recv(Some(remote_leader), Some(tag), &mut buf)
-                    .and_then(|st| bridge.send(remote_leader, tag, &mine).map(|_| st))
-            };
-            let remote = got
-                .ok()
-                .and_then(|st| decode_group(&buf[..st.len], world_size));
-            let remote = remote.filter(|g| g.iter().all(|r| !local_group.contains(r)));
-            let out = remote.as_deref().map(encode_group).unwrap_or_default();
-            for r in (0..n).filter(|&r| r != me) {
-                // A member that cannot be told fails the first agreement anyway.
-                let _ = self.send(r, tag, &out);
+        let mut steps = VecDeque::new();
+        let mut more = Vec::new();
+        let mut inter: Option<InterComm> = None;
+        ic.start(&mut more);
+        loop {
+            steps.extend(more.drain(..));
+            while let Some(step) = steps.pop_front() {
+                match step {
+                    Step::Observe(stage) => observe(stage),
+                    Step::ExchangeGroups(mine) => {
+                        let remote = self.exchange_groups(bridge, remote_leader, tag, &mine);
+                        ic.on_remote_group(
+                            remote.and_then(|b| decode_group(&b, world_size)),
+                            &mut more,
+                        );
+                    }
+                    Step::HandOut { to, group } => {
+                        let out = group.as_deref().map(encode_group).unwrap_or_default();
+                        // A member that cannot be told fails the first agreement anyway.
+                        let _ = self.send(to, tag, &out);
+                    }
+                    Step::AgreeLocal(value) => {
+                        let a = self.agree_full(value)?;
+                        ic.on_local_decision(a.value, a.all_acked, &mut more);
+                    }
+                    Step::SendPair(msg) => {
+                        let b = match msg {
+                            PairMsg::Value(v) => [PAIR_VALUE, v as u8],
+                            PairMsg::Ack => [PAIR_ACK, 0],
+                        };
+                        // A failed send shows as the receive's failure.
+                        let _ = bridge.send(remote_leader, tag, &b);
+                    }
+                    Step::AgreeUnion {
+                        union,
+                        low_side,
+                        value,
+                    } => {
+                        let built = self.build_inter(self.size(), union, low_side, tag)?;
+                        if value == 0 {
+                            // Say no to the other side without waiting for it.
+                            self.engine.lock().start_agreement(built.union.id, 0);
+                        } else {
+                            let a = built.union.agree_full(1)?;
+                            ic.on_union_decision(a.value, a.all_acked, &mut more);
+                        }
+                        inter = Some(built);
+                    }
+                    Step::RevokeUnion => {
+                        if let Some(inter) = &inter {
+                            inter.union.revoke();
+                        }
+                    }
+                    Step::Done(Some(_)) => {
+                        let inter = inter.take().ok_or_else(stalled)?;
+                        // Every survivor of both sides sealed it, so all of them get
+                        // here. The two groups share no communicator to reduce over:
+                        // the union agrees on its context through its own agreements
+                        // (`context.rs`), keyed by its id (the same at every member of
+                        // both groups).
+                        super::context::set_agreed_context(&inter.union, inter.union.id.0)?;
+                        observe(Stage::Done);
+                        return Ok(inter);
+                    }
+                    Step::Done(None) => {
+                        observe(Stage::Done);
+                        return Err(self.creation_failed());
+                    }
+                }
+                steps.extend(more.drain(..));
             }
-            remote
-        } else {
-            let mut buf = vec![0u8; 4 * world_size as usize];
-            self.recv(Some(local_leader), Some(tag), &mut buf)
-                .ok()
-                .and_then(|st| decode_group(&buf[..st.len], world_size))
-        };
-        observe(Stage::Exchanged);
-        // 2. First local agreement: does every member know the remote group?
-        let a1 = self.agree_full(remote_group.is_some() as u64)?;
-        let d1 = a1.all_acked && a1.value == 1;
-        observe(Stage::FirstLocalAgreement);
-        // 3. The leaders' two-party agreement over the bridge.
-        let flag2 = if leader {
-            self.leader_pair(bridge, remote_leader, tag, d1, observe)?
-        } else {
-            d1
-        };
-        if leader {
-            observe(Stage::LeaderPair);
-        }
-        // 4. Second local agreement: the pair's outcome to every member.
-        let a2 = self.agree_full(flag2 as u64)?;
-        let d2 = a2.all_acked && a2.value == 1;
-        observe(Stage::SecondLocalAgreement);
-        // 5. One agreement over the union seals the outcome on both sides.
-        let Some(remote_group) = remote_group else {
-            return Err(self.creation_failed());
-        };
-        let inter = self.build_inter(&local_group, &remote_group, tag)?;
-        if !d2 {
-            // Say no to the other side without waiting for it, then revoke.
-            let mut e = self.engine.lock();
-            e.start_agreement(inter.union.id, 0);
-            drop(e);
-            inter.union.revoke();
-            return Err(self.creation_failed());
-        }
-        let a = inter.union.agree_full(1)?;
-        if a.all_acked && a.value == 1 {
-            // Every survivor of both sides sealed it, so all of them get here. The two
-            // groups share no communicator to reduce over: the union agrees on its
-            // context through its own agreements (`context.rs`), keyed by its id (the
-            // same at every member of both groups).
-            super::context::set_agreed_context(&inter.union, inter.union.id.0)?;
-            observe(Stage::Done);
-            Ok(inter)
-        } else {
-            observe(Stage::Done);
-            inter.union.revoke();
-            Err(self.creation_failed())
+            match ic.waiting() {
+                Waiting::RemoteGroup => {
+                    // A member: the leader hands the remote group out.
+                    let mut buf = vec![0u8; 4 * world_size as usize];
+                    let got = self
+                        .recv(Some(local_leader), Some(tag), &mut buf)
+                        .ok()
+                        .and_then(|st| decode_group(&buf[..st.len], world_size));
+                    ic.on_remote_group(got, &mut more);
+                }
+                Waiting::PairMessage => {
+                    let mut b = [0u8; 2];
+                    match bridge.recv(Some(remote_leader), Some(tag), &mut b) {
+                        Ok(st) if st.len == 2 && b[0] == PAIR_VALUE && b[1] <= 1 => {
+                            ic.on_pair_message(PairMsg::Value(b[1] == 1), &mut more)
+                        }
+                        Ok(st) if st.len == 2 && b[0] == PAIR_ACK => {
+                            ic.on_pair_message(PairMsg::Ack, &mut more)
+                        }
+                        Ok(_) => {
+                            return Err(CommError::InvalidArgument("malformed pair message".into()))
+                        }
+                        Err(CommError::Excluded) => return Err(CommError::Excluded),
+                        // The remote leader failed, or the bridge was revoked: decide
+                        // without it.
+                        Err(_) => ic.on_pair_failure(&mut more),
+                    }
+                }
+                // Agreements are performed where they are asked for, and the machine
+                // ends with `Done`, so nothing else can be awaited here.
+                Waiting::LocalDecision | Waiting::UnionDecision | Waiting::Nothing => {
+                    return Err(stalled())
+                }
+            }
         }
     }
 
@@ -205,60 +228,44 @@ impl Comm {
         }
     }
 
-    /// Drives the two-party agreement with the remote leader over `bridge`.
-    fn leader_pair(
+    /// A leader's half of the exchange of groups with the remote leader over `bridge`:
+    /// the remote group's bytes, or `None` when the remote leader could not be reached.
+    fn exchange_groups(
         &self,
         bridge: &Comm,
         remote_leader: u32,
         tag: u32,
-        flag: bool,
-        observe: &mut dyn FnMut(Stage),
-    ) -> Result<bool, CommError> {
-        let mut pair = PairAgreement::new(Rank(remote_leader));
-        let mut out = Vec::new();
-        pair.start(flag, &mut out);
-        let mut sent_flag = false;
-        loop {
-            for a in out.drain(..) {
-                let msg = match a {
-                    PairAction::SendValue(v) => [PAIR_VALUE, v as u8],
-                    PairAction::SendAck => [PAIR_ACK, 0],
-                    PairAction::Decided { value, .. } => return Ok(value),
-                };
-                // A failed send shows as the receive's failure below.
-                let _ = bridge.send(remote_leader, tag, &msg);
-                if msg[0] == PAIR_VALUE && !sent_flag {
-                    sent_flag = true;
-                    observe(Stage::LeaderFlagSent);
-                }
-            }
-            if let Some(v) = pair.decided() {
-                return Ok(v);
-            }
-            let mut b = [0u8; 2];
-            match bridge.recv(Some(remote_leader), Some(tag), &mut b) {
-                Ok(st) if st.len == 2 && b[0] == PAIR_VALUE && b[1] <= 1 => {
-                    pair.on_value(Rank(remote_leader), b[1] == 1, &mut out)
-                }
-                Ok(st) if st.len == 2 && b[0] == PAIR_ACK => {
-                    pair.on_ack(Rank(remote_leader), &mut out)
-                }
-                Ok(_) => return Err(CommError::InvalidArgument("malformed pair message".into())),
-                Err(CommError::Excluded) => return Err(CommError::Excluded),
-                // The remote leader failed, or the bridge was revoked: decide without it.
-                Err(_) => pair.on_failure(Rank(remote_leader), &mut out),
-            }
-        }
+        mine: &[u32],
+    ) -> Option<Vec<u8>> {
+        let world_size = self.engine.lock().size();
+        let bytes = encode_group(mine);
+        let mut buf = vec![0u8; 4 * world_size as usize];
+        let my_world = mine[self.rank() as usize];
+        let peer_world = bridge.world_rank(remote_leader).unwrap_or(u32::MAX);
+        // The lower world rank sends first, so two blocking leaders never wait on each
+        // other.
+        let got = if my_world < peer_world {
+            bridge
+                .send(remote_leader, tag, &bytes)
+                .and_then(|_| bridge.recv(Some(remote_leader), Some(tag), &mut buf))
+        } else {
+            bridge
+                .recv(Some(remote_leader), Some(tag), &mut buf)
+                .and_then(|st| bridge.send(remote_leader, tag, &bytes).map(|_| st))
+        };
+        got.ok().map(|st| buf[..st.len].to_vec())
     }
 
-    fn build_inter(&self, local: &[u32], remote: &[u32], tag: u32) -> Result<InterComm, CommError> {
-        let low_side = local.iter().min() < remote.iter().min();
-        let (first, second) = if low_side {
-            (local, remote)
-        } else {
-            (remote, local)
-        };
-        let union: Vec<u32> = first.iter().chain(second).copied().collect();
+    /// Registers the union communicator (`union`: lower side first; this side holds
+    /// `local_len` of its ranks).
+    fn build_inter(
+        &self,
+        local_len: u32,
+        union: Vec<u32>,
+        low_side: bool,
+        tag: u32,
+    ) -> Result<InterComm, CommError> {
+        let remote_len = union.len() as u32 - local_len;
         let mut words = encode_group(&union);
         words.extend_from_slice(&tag.to_le_bytes());
         let id = CommId(steadfast_os::fnv1a64(&words).max(2));
@@ -276,14 +283,14 @@ impl Comm {
             .ok_or(CommError::Excluded)?;
         drop(e);
         let (local_offset, remote_offset) = if low_side {
-            (0, local.len() as u32)
+            (0, local_len)
         } else {
-            (remote.len() as u32, 0)
+            (remote_len, 0)
         };
         Ok(InterComm {
             union: Comm::new(Arc::clone(&self.engine), id),
-            local_size: local.len() as u32,
-            remote_size: remote.len() as u32,
+            local_size: local_len,
+            remote_size: remote_len,
             remote_offset,
             local_offset,
             low_side,

@@ -23,10 +23,14 @@
 //! simulator: virtual time).
 //!
 //! The runtime drives it over real transports (`src/world/engine.rs`); the simulator
-//! (`sim::control`, which depends on this module, not the reverse) drives many of them over a simulated network with crashes
-//! and checks that every survivor decides the same.
+//! (`sim::control`, `sim::intercomm`, `sim::concurrent`, which depend on this module,
+//! not the reverse) drives many of them over a simulated network with crashes and
+//! checks that every survivor decides the same. [`intercomm`] holds the uniform
+//! inter-communicator creation, a state machine over a communicator's agreements that
+//! both drive the same way.
 
 mod comm;
+pub mod intercomm;
 pub mod two_party;
 
 pub use comm::CommFt;
