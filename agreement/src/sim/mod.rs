@@ -7,10 +7,19 @@
 //!
 //! Processes exchange real encoded bytes: each message goes through [`crate::wire`] and
 //! [`Era::on_bytes`], as in the runtime.
+//!
+//! Whole runtime scenarios run the control plane ([`crate::control`]) rather than ERA
+//! alone: [`control`] (agreements, a revoke, the shrink loop, the two-party exchange),
+//! [`intercomm`] (uniform inter-communicator creation with crashes at every stage) and
+//! [`concurrent`] (many operations in flight on overlapping communicators), the last two
+//! over the network of `net.rs`.
 
 mod check;
+pub mod concurrent;
 pub mod control;
 mod ft;
+pub mod intercomm;
+mod net;
 mod queue;
 mod rng;
 mod scenario;
