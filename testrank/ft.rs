@@ -686,6 +686,53 @@ fn stream(world: &World, comm: &Comm, ms: u64) {
     println!("STREAM OK sends={sent} puts={puts}");
 }
 
+/// The data of [`big_put`] at rank 0 (`STEADFAST_RANK`, read before `World::init`):
+/// `mib` MiB where byte `i` is `i % 251`, made before `World::init` (it takes a second or
+/// more on a loaded host, and between library calls no heartbeat goes out: a rank busy
+/// making it would rightly be suspected). Other ranks get nothing.
+fn big_put_data(mib: u64) -> Vec<u8> {
+    if std::env::var("STEADFAST_RANK").as_deref() != Ok("0") {
+        return Vec::new();
+    }
+    let len = (mib as usize) << 20;
+    let block: Vec<u8> = (0..251 * 4096).map(|i| (i % 251) as u8).collect();
+    let mut data = Vec::with_capacity(len);
+    while data.len() < len {
+        data.extend_from_slice(&block[..block.len().min(len - data.len())]);
+    }
+    data
+}
+
+/// Rank 0 writes `mib` MiB (`data`) into rank 1's window in one put (rank 1 waits in the
+/// fence, then checks pieces of it) and prints how long it took: with a detection
+/// timeout shorter than the put, both ranks must still see no failure (the heartbeats go
+/// out while the put is in flight).
+fn big_put(world: &World, comm: &Comm, mib: u64, data: &[u8]) {
+    let me = comm.rank();
+    let fail = |e: CommError| -> ! { panic!("rank {me}: {e}: {:?}", world.failures()) };
+    let len = (mib as usize) << 20;
+    let win = comm.window_allocate(len).unwrap_or_else(|e| fail(e));
+    let mut elapsed = Duration::ZERO;
+    if me == 0 {
+        assert_eq!(data.len(), len, "rank 0 made the data");
+        let start = Instant::now();
+        win.put(1, 0, data).unwrap_or_else(|e| fail(e));
+        elapsed = start.elapsed();
+    }
+    win.fence().unwrap_or_else(|e| fail(e));
+    if me == 1 {
+        let mut got = vec![0u8; 4096];
+        for at in [0, len / 2 + 17, len - 4096] {
+            win.read_local(at, &mut got).unwrap_or_else(|e| fail(e));
+            let want: Vec<u8> = (at..at + 4096).map(|i| (i % 251) as u8).collect();
+            assert!(got == want, "rank 1: the put's data at {at}");
+        }
+    }
+    win.free().unwrap_or_else(|e| fail(e));
+    assert!(world.failures().is_empty(), "{:?}", world.failures());
+    println!("BIGPUT OK ms={}", elapsed.as_millis());
+}
+
 /// The tag of every mark: a mark of another communicator is told apart by its stamp.
 const MARK_TAG: u32 = 5;
 
@@ -829,6 +876,10 @@ fn exhaust(comm: &Comm) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let big_data = match args.get(1).map(String::as_str) {
+        Some("bigput") => big_put_data(args[2].parse().expect("numeric argument")),
+        _ => Vec::new(),
+    };
     let world = World::init().unwrap_or_else(|e| {
         eprintln!("init: {e}");
         std::process::exit(3)
@@ -847,6 +898,7 @@ fn main() {
         Some("compute") => compute(&world, &comm, arg(2) as u32),
         Some("stream") => stream(&world, &comm, arg(2)),
         Some("window") => window(&world, &comm, arg(2) as u32),
+        Some("bigput") => big_put(&world, &comm, arg(2), &big_data),
         Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
         Some("contexts") => contexts(&world, &comm, arg(2), arg(3)),
         Some("exhaust") => exhaust(&comm),

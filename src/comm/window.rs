@@ -19,6 +19,7 @@
 use std::marker::PhantomData;
 
 use steadfast_fabric::{Error as FabricError, Exposure, RemoteRegion};
+use steadfast_os::SpinWait;
 
 use super::{Comm, CommError};
 use crate::world::engine::{Engine, Route};
@@ -223,6 +224,128 @@ fn fabric_error(e: FabricError, world: u32, engine: &mut Engine) -> CommError {
     }
 }
 
+/// `len` zero bytes from the allocator's zeroed allocation: for a large window the
+/// pages come zeroed from the kernel when first touched, instead of a memset of the
+/// whole length that keeps this process away from its heartbeats (a second per
+/// gigabyte on a loaded host).
+fn zeroed_memory(len: usize) -> Result<Vec<u8>, CommError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len)
+        .map_err(|e| CommError::InvalidArgument(format!("window of {len} bytes: {e}")))?;
+    // SAFETY: `layout` has a non-zero size.
+    let base = unsafe { std::alloc::alloc_zeroed(layout) };
+    if base.is_null() {
+        return Err(CommError::InvalidArgument(format!(
+            "window of {len} bytes: out of memory"
+        )));
+    }
+    // SAFETY: `base` was allocated by the global allocator with the layout of `len`
+    // bytes (capacity `len`), all of them initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(base, len, len) })
+}
+
+/// A fabric put or get moves at most this many bytes per RMA operation.
+const RMA_CHUNK: usize = 4 << 20;
+/// RMA operations of one put or get in flight at once. One: with two or more in
+/// flight over tcp (`ofi_rxm`), a 256 MiB put on a loaded 2-core host still held the
+/// heartbeats back past a 300 ms timeout in about half the runs; with one, in none
+/// (and at the same speed: 4 MiB per operation keeps the round trips few).
+const RMA_IN_FLIGHT: usize = 1;
+
+/// One put or get over the fabric, complete when it returns.
+///
+/// Waited for here, with the engine's progress between polls, rather than inside the
+/// messenger (where no heartbeat went out for the whole transfer), and cut into chunks
+/// of [`RMA_CHUNK`] with [`RMA_IN_FLIGHT`] in flight: a transfer of hundreds of
+/// megabytes over tcp shares one connection with this process's heartbeats, and as one
+/// operation it would hold them back for its whole length (the target then suspects
+/// this process, and this one the target). If the target dies meanwhile, what is in
+/// flight is cancelled.
+fn fabric_access(
+    e: &mut Engine,
+    world: u32,
+    region: &RemoteRegion,
+    offset: u64,
+    mut access: Access<'_>,
+) -> Result<(), CommError> {
+    let len = match &access {
+        Access::Put(data) => data.len(),
+        Access::Get(buf) => buf.len(),
+    };
+    let mut in_flight: [Option<steadfast_fabric::Request>; RMA_IN_FLIGHT] = [None; RMA_IN_FLIGHT];
+    let mut next = 0usize;
+    let mut result = Ok(());
+    let mut spin = SpinWait::default();
+    loop {
+        let fab = e.fab_mut().ok_or(CommError::NoFabricEndpoint)?;
+        // Post chunks while there is room.
+        while result.is_ok() && next < len {
+            let Some(free) = in_flight.iter_mut().find(|r| r.is_none()) else {
+                break;
+            };
+            let end = len.min(next + RMA_CHUNK);
+            let at = offset + next as u64;
+            // SAFETY: `access` borrows the data or buffer for this whole function,
+            // which returns only once every chunk's request has finished (`test` gave
+            // its outcome, or `cancel` returned: it waits until libfabric lets go).
+            let started = unsafe {
+                match &mut access {
+                    Access::Put(data) => {
+                        fab.start_rma_write_delivered(world, &data[next..end], region, at)
+                    }
+                    Access::Get(buf) => fab.start_rma_read(world, &mut buf[next..end], region, at),
+                }
+            };
+            match started {
+                Ok(request) => *free = request,
+                Err(err) => result = Err(err),
+            }
+            next = end;
+        }
+        let mut pending = false;
+        for slot in in_flight.iter_mut() {
+            if let Some(request) = *slot {
+                match fab.test(request) {
+                    Ok(None) => pending = true,
+                    Ok(Some(_)) => *slot = None,
+                    Err(err) => {
+                        *slot = None;
+                        if result.is_ok() {
+                            result = Err(err);
+                        }
+                    }
+                }
+            }
+        }
+        if !pending && (next >= len || result.is_err()) {
+            return result.map_err(|err| fabric_error(err, world, e));
+        }
+        if result.is_err() || e.is_failed(world) {
+            // Give up what is still in flight; each cancel returns once the buffer is
+            // ours again.
+            let fab = e.fab_mut().ok_or(CommError::NoFabricEndpoint)?;
+            for slot in in_flight.iter_mut() {
+                if let Some(request) = slot.take() {
+                    if let Err(err) = fab.cancel(request) {
+                        if result.is_ok() {
+                            result = Err(err);
+                        }
+                    }
+                }
+            }
+            return match result {
+                Ok(()) => Err(CommError::ProcFailed { ranks: Vec::new() }),
+                Err(err) => Err(fabric_error(err, world, e)),
+            };
+        }
+        // Heartbeats go out and failures are learnt while the transfer runs.
+        e.progress();
+        spin.pause();
+    }
+}
+
 impl Comm {
     /// Exposes `buf` for one-sided access by every rank of the communicator
     /// (`MPI_Win_create`). Collective: every rank calls it (buffers may differ in
@@ -254,11 +377,7 @@ impl Comm {
     /// As [`window`](Self::window); `InvalidArgument` when `len` bytes cannot be
     /// allocated.
     pub fn window_allocate(&self, len: usize) -> Result<Window<'static>, CommError> {
-        let mut memory = Vec::new();
-        memory
-            .try_reserve_exact(len)
-            .map_err(|e| CommError::InvalidArgument(format!("window of {len} bytes: {e}")))?;
-        memory.resize(len, 0);
+        let memory = zeroed_memory(len)?;
         let mut memory = std::mem::ManuallyDrop::new(memory);
         let (base, capacity) = (memory.as_mut_ptr(), memory.capacity());
         // SAFETY: the window owns the Vec's memory from here on (rebuilt and freed in its
@@ -483,14 +602,7 @@ impl Window<'_> {
             }
             (Target::Fabric { world, region, .. }, access) => {
                 e.stats_mut().one_sided_fabric += 1;
-                let fab = e.fab_mut().expect("fabric target without fabric");
-                match access {
-                    Access::Put(data) => {
-                        fab.rma_write_delivered(world, data, &region, offset as u64)
-                    }
-                    Access::Get(buf) => fab.rma_read(world, buf, &region, offset as u64),
-                }
-                .map_err(|err| fabric_error(err, world, e))
+                fabric_access(e, world, &region, offset as u64, access)
             }
         };
         result.map_err(|err| fill_ranks(err, target))

@@ -8,7 +8,7 @@ use crate::PeerId;
 use steadfast_fabric_sys as sys;
 
 use super::slots::{Completion, Op};
-use super::Messenger;
+use super::{Messenger, Request};
 
 /// What a peer needs to access an exposed region: base address, key and length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,19 +323,62 @@ impl Messenger {
         offset: u64,
         delivered: bool,
     ) -> Result<()> {
+        // SAFETY: `data` is borrowed until the request is waited for, here.
+        match unsafe { self.start_write(peer, data, remote, offset, delivered) }? {
+            Some(request) => self.wait_blocking(request).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts [`rma_write_delivered`](Self::rma_write_delivered) without waiting for
+    /// it; `None` when there is nothing to write. Finish the request with
+    /// [`test`](Self::test) (until it returns `Some` or an error),
+    /// [`wait`](Self::wait) or [`cancel`](Self::cancel). A caller that waits with
+    /// `test` keeps doing its own work (a runtime's heartbeats) meanwhile.
+    ///
+    /// # Errors
+    /// As [`rma_write`](Self::rma_write).
+    ///
+    /// # Safety
+    /// The NIC reads `data` until the request has finished: the memory must stay valid
+    /// and unchanged until `test` returned `Some` or an error, or `wait` or `cancel`
+    /// returned (a leaked request keeps it in use for good).
+    pub unsafe fn start_rma_write_delivered(
+        &mut self,
+        peer: PeerId,
+        data: &[u8],
+        remote: &RemoteRegion,
+        offset: u64,
+    ) -> Result<Option<Request>> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.start_write(peer, data, remote, offset, true) }
+    }
+
+    /// Posts a write; see [`start_rma_write_delivered`](Self::start_rma_write_delivered).
+    ///
+    /// # Safety
+    /// As `start_rma_write_delivered`.
+    unsafe fn start_write(
+        &mut self,
+        peer: PeerId,
+        data: &[u8],
+        remote: &RemoteRegion,
+        offset: u64,
+        delivered: bool,
+    ) -> Result<Option<Request>> {
         remote.check_range(offset, data.len())?;
         if data.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let dest = self.peer_addr(peer)?;
         let index = self.slots.take(Op::Rma, Some(peer))?;
-        let result = self.post_rma(
+        self.start_rma(
             index,
             data.as_ptr().cast_mut(),
             data.len(),
             |m, buf, len, desc, ctx| {
                 let at = remote.addr + offset;
-                // SAFETY: data outlives the operation: post_rma waits for completion.
+                // SAFETY: the caller keeps `data` until the request finishes.
                 unsafe {
                     if delivered {
                         m.endpoint
@@ -346,8 +389,8 @@ impl Messenger {
                     }
                 }
             },
-        );
-        result.map(|_| ())
+        )
+        .map(Some)
     }
 
     /// Reads `buf.len()` bytes of `peer`'s region at `offset` into `buf`.
@@ -361,29 +404,72 @@ impl Messenger {
         remote: &RemoteRegion,
         offset: u64,
     ) -> Result<()> {
+        // SAFETY: `buf` is borrowed until the request is waited for, here.
+        match unsafe { self.start_rma_read(peer, buf, remote, offset) }? {
+            Some(request) => self.wait_blocking(request).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts [`rma_read`](Self::rma_read) without waiting for it; `None` when there is
+    /// nothing to read. Finish the request as
+    /// [`start_rma_write_delivered`](Self::start_rma_write_delivered) says.
+    ///
+    /// # Errors
+    /// As [`rma_read`](Self::rma_read).
+    ///
+    /// # Safety
+    /// The NIC writes `buf` until the request has finished: the memory must stay valid
+    /// and untouched until `test` returned `Some` or an error, or `wait` or `cancel`
+    /// returned (a leaked request keeps it in use for good).
+    pub unsafe fn start_rma_read(
+        &mut self,
+        peer: PeerId,
+        buf: &mut [u8],
+        remote: &RemoteRegion,
+        offset: u64,
+    ) -> Result<Option<Request>> {
         remote.check_range(offset, buf.len())?;
         if buf.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let src = self.peer_addr(peer)?;
         let index = self.slots.take(Op::Rma, Some(peer))?;
-        let result = self.post_rma(
+        self.start_rma(
             index,
             buf.as_mut_ptr(),
             buf.len(),
             |m, ptr, len, desc, ctx| {
-                // SAFETY: buf outlives the operation: post_rma waits for completion.
+                // SAFETY: the caller keeps `buf` until the request finishes.
                 unsafe {
                     m.endpoint
                         .post_read(ptr, len, desc, src, remote.addr + offset, remote.key, ctx)
                 }
             },
-        );
-        result.map(|_| ())
+        )
+        .map(Some)
     }
 
     /// Posts an RMA operation from a taken slot and waits for it.
     fn post_rma(
+        &mut self,
+        index: u32,
+        buf: *mut u8,
+        len: usize,
+        post: impl FnMut(
+            &mut Self,
+            *mut u8,
+            usize,
+            *mut std::ffi::c_void,
+            *mut std::ffi::c_void,
+        ) -> Result<crate::Posted>,
+    ) -> Result<Completion> {
+        let request = self.start_rma(index, buf, len, post)?;
+        self.wait_blocking(request)
+    }
+
+    /// Posts an RMA operation from a taken slot (released again on an error).
+    fn start_rma(
         &mut self,
         index: u32,
         buf: *mut u8,
@@ -395,7 +481,7 @@ impl Messenger {
             *mut std::ffi::c_void,
             *mut std::ffi::c_void,
         ) -> Result<crate::Posted>,
-    ) -> Result<Completion> {
+    ) -> Result<Request> {
         let peer = self.slots.get(index).peer;
         let slot = self.slots.get_mut(index);
         slot.buf = buf;
@@ -417,8 +503,7 @@ impl Messenger {
             return Err(e);
         }
         self.slots.get_mut(index).posted = true;
-        let request = self.request(index);
-        self.wait_blocking(request)
+        Ok(self.request(index))
     }
 
     fn check_atomic(&self, op: sys::fi_op, flags: u64, what: &str) -> Result<()> {
