@@ -51,7 +51,7 @@ impl Engine {
             };
             if admitted {
                 self.generations[w as usize] = g;
-                self.control.readmit(w, now);
+                self.control.readmit(w, g, now);
                 // What the dead incarnation left in the matcher's unexpected queues goes
                 // too (the ring's cells were dropped by `readmit` above).
                 self.matching.readmit(w);
