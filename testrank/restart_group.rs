@@ -1,0 +1,159 @@
+//! The `group` and `abort` modes of the restart test rank (see the crate doc).
+
+use std::time::{Duration, Instant};
+use steadfast::{Comm, CommError, World};
+
+use super::{die, pattern, restart};
+
+const KILL: u32 = 21;
+const PING: u32 = 22;
+const PONG: u32 = 23;
+const NEVER: u32 = 24;
+const DONE: u32 = 25;
+/// The group's victim (group rank; world rank 3).
+const VICTIM: u32 = 2;
+
+/// `group TIMES`.
+pub fn run(world: &World, times: u32) {
+    let me = world.rank();
+    if world.is_restored() {
+        let grp = world
+            .rejoin("grp")
+            .unwrap_or_else(|e| panic!("rank {me}: rejoin: {e}"));
+        assert_eq!((grp.rank(), grp.size()), (VICTIM, 3));
+        restored(world, &grp, times);
+        return;
+    }
+    let wc = world.comm();
+    let grp = wc.split(u32::from(me != 0), me).unwrap();
+    if me == 0 {
+        // Outside the group: waits for the end.
+        let mut d = [0u8; 1];
+        wc.recv(Some(1), Some(DONE), &mut d).unwrap();
+        return;
+    }
+    grp.save("grp").unwrap();
+    if grp.rank() == VICTIM {
+        let mut k = [0u8; 1];
+        grp.recv(Some(0), Some(KILL), &mut k).unwrap();
+        die();
+    }
+    for g in 1..=times {
+        if grp.rank() == 0 {
+            grp.send(VICTIM, KILL, b"k").unwrap();
+            let got = restart(world, &grp, VICTIM).unwrap();
+            assert_eq!(got, g);
+        }
+        let back = grp
+            .readmit()
+            .unwrap_or_else(|e| panic!("rank {me}: readmit {g}: {e}"));
+        assert_eq!(
+            back,
+            vec![VICTIM],
+            "rank {me}: readmitted at generation {g}"
+        );
+        // Both ways, then an agreement over all three.
+        let mine = pattern(g + grp.rank());
+        grp.send(VICTIM, PING, &mine).unwrap();
+        let mut buf = vec![0u8; 3000];
+        let st = grp.recv(Some(VICTIM), Some(PONG), &mut buf).unwrap();
+        let mut want = mine;
+        want.reverse();
+        assert_eq!((st.len, &buf), (3000, &want), "generation {g}'s answer");
+        agree(world, &grp, g);
+    }
+    final_phase(world, &grp);
+    if grp.rank() == 0 {
+        wc.send(0, DONE, b"d").unwrap();
+    }
+}
+
+/// The agreement over the three, each taking one bit out.
+fn agree(world: &World, grp: &Comm, g: u32) {
+    let v = grp
+        .agree(!(1u64 << grp.rank()))
+        .unwrap_or_else(|e| panic!("rank {}: agree at generation {g}: {e}", world.rank()));
+    assert_eq!(v, !0b111u64);
+    println!("AGREED generation {g} value {v:#x}");
+}
+
+/// A restarted member: answers both survivors, agrees, then dies again or ends.
+fn restored(world: &World, grp: &Comm, times: u32) {
+    let g = world.generation();
+    for from in [0, 1] {
+        let mut buf = vec![0u8; 3000];
+        let st = grp.recv(Some(from), Some(PING), &mut buf).unwrap();
+        assert_eq!((st.len, &buf), (3000, &pattern(g + from)), "from {from}");
+        buf.reverse();
+        grp.send(from, PONG, &buf).unwrap();
+    }
+    agree(world, grp, g);
+    if g < times {
+        let mut k = [0u8; 1];
+        grp.recv(Some(0), Some(KILL), &mut k).unwrap();
+        die();
+    }
+    final_phase(world, grp);
+}
+
+/// The restarted member revokes the group; the others' blocked receives end; all three
+/// shrink it and agree.
+fn final_phase(world: &World, grp: &Comm) {
+    if grp.rank() == VICTIM {
+        grp.revoke();
+    } else {
+        let mut b = [0u8; 1];
+        assert_eq!(
+            grp.recv(Some(VICTIM), Some(NEVER), &mut b),
+            Err(CommError::Revoked)
+        );
+    }
+    assert!(grp.is_revoked());
+    let s = grp.shrink().unwrap();
+    assert_eq!(s.size(), 3);
+    let v = s.agree(5).unwrap();
+    println!(
+        "SHRUNK size {} agreed {v} (world rank {} incarnation {})",
+        s.size(),
+        world.rank(),
+        world.generation()
+    );
+}
+
+/// `abort`.
+pub fn abort(world: &World) {
+    let me = world.rank();
+    let wc = world.comm();
+    let grp = wc.split(u32::from(me >= 2), me).unwrap();
+    // Everyone is past the split before the group goes (a barrier could still be
+    // finishing elsewhere when the group dies).
+    if me < 2 {
+        wc.send(2, DONE, b"r").unwrap();
+    }
+    if me >= 2 {
+        if grp.rank() == 0 {
+            for r in [0, 1] {
+                let mut d = [0u8; 1];
+                wc.recv(Some(r), Some(DONE), &mut d).unwrap();
+            }
+            let e = grp.abort(7);
+            panic!("abort refused: {e}");
+        }
+        // Killed by the abort; waits for it.
+        loop {
+            world.progress_for(Duration::from_millis(10));
+        }
+    }
+    let start = Instant::now();
+    while wc.failed_ranks() != [2, 3] {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the group never failed"
+        );
+        world.progress_for(Duration::from_millis(1));
+    }
+    let s = wc.shrink().unwrap();
+    assert_eq!(s.size(), 2);
+    let v = s.agree(3).unwrap();
+    println!("SURVIVED rank {me} size {} agreed {v}", s.size());
+}
