@@ -15,13 +15,12 @@
 //!   the leader prints `RESTART ERROR: <error>`.
 //! - `expect-error VICTIM`: as `exits`, but the restarted incarnation runs normally
 //!   (for setups where its init must fail, e.g. the fabric route).
-//! - `group TIMES` (4 ranks): world ranks 1, 2, 3 split into a group and save it;
-//!   world rank 3 (group rank 2) is killed TIMES times, restarted by group rank 0 and
-//!   readmitted by the survivors while its new incarnation rejoins the saved group;
-//!   each time the three exchange messages both ways and agree (`AGREED generation G
-//!   value V`); after the last, the restarted rank revokes the group (the others'
-//!   blocked receives end `Revoked`) and all three shrink it and agree (`SHRUNK`).
-//!   World rank 0 stays outside the group.
+//! - `group TIMES` (n ranks): world ranks 1 to n - 1 split into a group and save it;
+//!   the last one is killed TIMES times, restarted by group rank 0 and readmitted by
+//!   the survivors while its new incarnation rejoins the saved group; each time they
+//!   exchange messages both ways and agree (`AGREED generation G value V`); after the
+//!   last, the restarted rank revokes the group (the others' blocked receives end
+//!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
 //! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
 //!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
 

@@ -10,17 +10,21 @@ const PING: u32 = 22;
 const PONG: u32 = 23;
 const NEVER: u32 = 24;
 const DONE: u32 = 25;
-/// The group's victim (group rank; world rank 3).
-const VICTIM: u32 = 2;
-
-/// `group TIMES`.
+/// `group TIMES`: world ranks 1 to n - 1 form the group; its last rank is the victim.
 pub fn run(world: &World, times: u32) {
     let me = world.rank();
+    let victim = world.size() - 2;
     if world.is_restored() {
+        match world.rejoin("other") {
+            Err(CommError::InvalidArgument(m)) => {
+                assert!(m.contains("no communicator was saved as \"other\""), "{m}")
+            }
+            other => panic!("rejoin of a name never saved: {other:?}"),
+        }
         let grp = world
             .rejoin("grp")
             .unwrap_or_else(|e| panic!("rank {me}: rejoin: {e}"));
-        assert_eq!((grp.rank(), grp.size()), (VICTIM, 3));
+        assert_eq!((grp.rank(), grp.size()), (victim, victim + 1));
         restored(world, &grp, times);
         return;
     }
@@ -33,15 +37,26 @@ pub fn run(world: &World, times: u32) {
         return;
     }
     grp.save("grp").unwrap();
-    if grp.rank() == VICTIM {
+    // Misuse is refused by name; nothing restarted yet: nothing to readmit.
+    assert!(matches!(
+        world.rejoin("grp"),
+        Err(CommError::InvalidArgument(m)) if m.contains("first incarnation")
+    ));
+    assert!(matches!(wc.save("w"), Err(CommError::InvalidArgument(_))));
+    assert!(matches!(
+        grp.save("a b"),
+        Err(CommError::InvalidArgument(_))
+    ));
+    assert_eq!(grp.readmit(), Ok(vec![]));
+    if grp.rank() == victim {
         let mut k = [0u8; 1];
         grp.recv(Some(0), Some(KILL), &mut k).unwrap();
         die();
     }
     for g in 1..=times {
         if grp.rank() == 0 {
-            grp.send(VICTIM, KILL, b"k").unwrap();
-            let got = restart(world, &grp, VICTIM).unwrap();
+            grp.send(victim, KILL, b"k").unwrap();
+            let got = restart(world, &grp, victim).unwrap();
             assert_eq!(got, g);
         }
         let back = grp
@@ -49,14 +64,14 @@ pub fn run(world: &World, times: u32) {
             .unwrap_or_else(|e| panic!("rank {me}: readmit {g}: {e}"));
         assert_eq!(
             back,
-            vec![VICTIM],
+            vec![victim],
             "rank {me}: readmitted at generation {g}"
         );
         // Both ways, then an agreement over all three.
         let mine = pattern(g + grp.rank());
-        grp.send(VICTIM, PING, &mine).unwrap();
+        grp.send(victim, PING, &mine).unwrap();
         let mut buf = vec![0u8; 3000];
-        let st = grp.recv(Some(VICTIM), Some(PONG), &mut buf).unwrap();
+        let st = grp.recv(Some(victim), Some(PONG), &mut buf).unwrap();
         let mut want = mine;
         want.reverse();
         assert_eq!((st.len, &buf), (3000, &want), "generation {g}'s answer");
@@ -68,19 +83,19 @@ pub fn run(world: &World, times: u32) {
     }
 }
 
-/// The agreement over the three, each taking one bit out.
+/// The agreement over the whole group, each member taking one bit out.
 fn agree(world: &World, grp: &Comm, g: u32) {
     let v = grp
         .agree(!(1u64 << grp.rank()))
         .unwrap_or_else(|e| panic!("rank {}: agree at generation {g}: {e}", world.rank()));
-    assert_eq!(v, !0b111u64);
+    assert_eq!(v, !((1u64 << grp.size()) - 1));
     println!("AGREED generation {g} value {v:#x}");
 }
 
 /// A restarted member: answers both survivors, agrees, then dies again or ends.
 fn restored(world: &World, grp: &Comm, times: u32) {
     let g = world.generation();
-    for from in [0, 1] {
+    for from in 0..grp.rank() {
         let mut buf = vec![0u8; 3000];
         let st = grp.recv(Some(from), Some(PING), &mut buf).unwrap();
         assert_eq!((st.len, &buf), (3000, &pattern(g + from)), "from {from}");
@@ -96,21 +111,22 @@ fn restored(world: &World, grp: &Comm, times: u32) {
     final_phase(world, grp);
 }
 
-/// The restarted member revokes the group; the others' blocked receives end; all three
-/// shrink it and agree.
+/// The restarted member revokes the group; the others' blocked receives end; all of
+/// them shrink it and agree.
 fn final_phase(world: &World, grp: &Comm) {
-    if grp.rank() == VICTIM {
+    let victim = grp.size() - 1;
+    if grp.rank() == victim {
         grp.revoke();
     } else {
         let mut b = [0u8; 1];
         assert_eq!(
-            grp.recv(Some(VICTIM), Some(NEVER), &mut b),
+            grp.recv(Some(victim), Some(NEVER), &mut b),
             Err(CommError::Revoked)
         );
     }
     assert!(grp.is_revoked());
     let s = grp.shrink().unwrap();
-    assert_eq!(s.size(), 3);
+    assert_eq!(s.size(), grp.size());
     let v = s.agree(5).unwrap();
     println!(
         "SHRUNK size {} agreed {v} (world rank {} incarnation {})",

@@ -326,6 +326,27 @@ fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_an
 }
 
 #[test]
+fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
+    let out = run_world(3, &[], &["group", "1", &marker("pair")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for w in 1..=2 {
+        assert!(
+            stdout.contains(&format!(
+                "[{w}] AGREED generation 1 value 0xfffffffffffffffc"
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("[2] SHRUNK size 2 agreed 5 (world rank 2 incarnation 1)"),
+        "{stdout}"
+    );
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("pair"));
+}
+
+#[test]
 fn aborting_a_group_of_two_leaves_the_other_two_able_to_shrink_and_agree() {
     let out = run_world_no_kill(4, &["abort", &marker("abort")]);
     let (stdout, stderr) = text(&out);

@@ -621,7 +621,9 @@ impl ControlPlane {
         if let Some(two) = c.two.as_mut() {
             let peer = 1 - c.me;
             let w = c.group[peer as usize];
-            let failed = self.failed.contains(Rank(w));
+            // A peer replaced by a later incarnation is not in this epoch.
+            let failed = self.failed.contains(Rank(w))
+                || c.incarnations[peer as usize] < self.generations[w as usize];
             let acked = c.acked.contains(Rank(peer));
             let mut steps = std::mem::take(&mut self.two_steps);
             two.start(seq, value, (peer, failed, acked), &mut steps);

@@ -288,3 +288,26 @@ fn a_new_epoch_brings_a_restarted_rank_back_into_agreement() {
     assert_eq!(cps[0].stats().stale, before + 1);
     assert!(!cps[0].comm(CommId(7)).unwrap().revoked());
 }
+
+#[test]
+fn a_two_member_communicator_agrees_alone_once_its_peer_is_replaced() {
+    let mut cps = planes(2);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(9), 0, vec![0, 1]);
+    }
+    cps[0].report_failure(1, "launcher".into());
+    cps[0].apply_failures(0);
+    assert!(cps[0].readmit(1, 1, 5));
+    // The old epoch's peer is the dead incarnation: decided without it, at once.
+    let s = cps[0].start_agreement(CommId(9), 3).unwrap();
+    let d = cps[0]
+        .comm_mut(CommId(9))
+        .unwrap()
+        .take_decision(s)
+        .expect("decided alone");
+    assert_eq!(
+        (d.value, d.failed.iter().map(|r| r.0).collect::<Vec<_>>()),
+        (3, vec![1])
+    );
+    assert!(!cps[0].is_failed(1));
+}
