@@ -21,9 +21,15 @@ pub fn run(world: &World, times: u32) {
             }
             other => panic!("rejoin of a name never saved: {other:?}"),
         }
+        let t = Instant::now();
         let grp = world
             .rejoin("grp")
             .unwrap_or_else(|e| panic!("rank {me}: rejoin: {e}"));
+        println!(
+            "REJOINED generation {} in {} us",
+            world.generation(),
+            t.elapsed().as_micros()
+        );
         assert_eq!((grp.rank(), grp.size()), (victim, victim + 1));
         restored(world, &grp, times);
         return;
@@ -54,14 +60,17 @@ pub fn run(world: &World, times: u32) {
         die();
     }
     for g in 1..=times {
+        let killed = Instant::now();
         if grp.rank() == 0 {
             grp.send(victim, KILL, b"k").unwrap();
             let got = restart(world, &grp, victim).unwrap();
             assert_eq!(got, g);
         }
+        let readmit = Instant::now();
         let back = grp
             .readmit()
             .unwrap_or_else(|e| panic!("rank {me}: readmit {g}: {e}"));
+        let readmit_us = readmit.elapsed().as_micros();
         assert_eq!(
             back,
             vec![victim],
@@ -76,6 +85,13 @@ pub fn run(world: &World, times: u32) {
         want.reverse();
         assert_eq!((st.len, &buf), (3000, &want), "generation {g}'s answer");
         agree(world, &grp, g);
+        if grp.rank() == 0 {
+            println!(
+                "READMITTED generation {g}: readmit call {} us; kill to agreement over all {} us",
+                readmit_us,
+                killed.elapsed().as_micros()
+            );
+        }
     }
     final_phase(world, &grp);
     if grp.rank() == 0 {

@@ -33,12 +33,14 @@ const VERSION: u32 = 1;
 pub const MAX_NAME: usize = 128;
 /// Rounds of [`Comm::readmit`] (two agreements each) before it gives up.
 const READMIT_ROUNDS: u32 = 5000;
-/// Pause between two rounds of [`Comm::readmit`] that did not agree.
-const ROUND_PAUSE: Duration = Duration::from_millis(2);
+/// First pause between two rounds of [`Comm::readmit`] that did not agree, and between
+/// two polls of the stores by [`World::rejoin`]; it doubles up to [`MAX_PAUSE`]. A
+/// survivor hears of a rejoined rank within 200 µs (the engine's slow checks).
+const FIRST_PAUSE: Duration = Duration::from_micros(100);
+/// Longest pause between rounds or polls.
+const MAX_PAUSE: Duration = Duration::from_millis(10);
 /// How long [`World::rejoin`] waits for the survivors' readmission.
 const REJOIN_WAIT: Duration = Duration::from_secs(300);
-/// Pause between two polls of the stores by [`World::rejoin`].
-const POLL_PAUSE: Duration = Duration::from_millis(2);
 
 /// A communicator as saved in the launcher's store: what a restarted member needs to
 /// take its place in it again.
@@ -200,6 +202,7 @@ impl Comm {
                 "the world communicator is not readmitted: save and readmit a dup of it".into(),
             ));
         }
+        let mut pause = FIRST_PAUSE;
         for _ in 0..READMIT_ROUNDS {
             let candidates = {
                 let mut e = self.engine.lock();
@@ -216,11 +219,12 @@ impl Comm {
                 }
                 return self.switch_epoch(&candidates);
             }
-            let end = Instant::now() + ROUND_PAUSE;
+            let end = Instant::now() + pause;
             while Instant::now() < end {
                 self.engine.lock().progress();
                 std::thread::yield_now();
             }
+            pause = (pause * 2).min(MAX_PAUSE);
         }
         Err(CommError::Restart(format!(
             "the survivors of communicator {:#x} did not all admit the same restarted members within {READMIT_ROUNDS} rounds",
@@ -305,6 +309,7 @@ impl World {
         }
         let key = epoch_key(saved.id, me, generation);
         let deadline = Instant::now() + REJOIN_WAIT;
+        let mut pause = FIRST_PAUSE;
         let record = loop {
             if let Some(bytes) = self.poll_members(&saved.group, &key).map_err(launcher)? {
                 break Saved::decode(&bytes).map_err(|p| {
@@ -316,7 +321,8 @@ impl World {
                     "the survivors of communicator {name:?} did not readmit rank {me} incarnation {generation} within {REJOIN_WAIT:?} (do they call Comm::readmit?)"
                 )));
             }
-            self.progress_for(POLL_PAUSE);
+            self.progress_for(pause);
+            pause = (pause * 2).min(MAX_PAUSE);
         };
         let r = record.group.iter().position(|&w| w == me);
         if record.id != saved.id
