@@ -15,9 +15,20 @@
 //!   the leader prints `RESTART ERROR: <error>`.
 //! - `expect-error VICTIM`: as `exits`, but the restarted incarnation runs normally
 //!   (for setups where its init must fail, e.g. the fabric route).
+//! - `group TIMES` (n ranks): world ranks 1 to n - 1 split into a group and save it;
+//!   the last one is killed TIMES times, restarted by group rank 0 and readmitted by
+//!   the survivors while its new incarnation rejoins the saved group; each time they
+//!   exchange messages both ways and agree (`AGREED generation G value V`); after the
+//!   last, the restarted rank revokes the group (the others' blocked receives end
+//!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
+//! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
+//!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
 
 use std::time::Instant;
 use steadfast::{Comm, CommError, World};
+
+#[path = "restart_group.rs"]
+mod group;
 
 const KILL: u32 = 1;
 const PING: u32 = 7;
@@ -78,6 +89,18 @@ fn main() {
         std::process::exit(3);
     }
     let world = World::init().unwrap_or_else(|e| panic!("init: {e}"));
+    if mode == "group" || mode == "abort" {
+        if world.rank() == 0 {
+            print_segments();
+        }
+        if mode == "group" {
+            group::run(&world, arg(&args, 2));
+        } else {
+            group::abort(&world);
+        }
+        world.finalize();
+        return;
+    }
     let comm = world.comm();
     let (me, size) = (comm.rank(), comm.size());
     let victim = arg(&args, 2);
@@ -88,16 +111,7 @@ fn main() {
         return;
     }
     if me == 0 {
-        let node = format!(
-            "{}/{}",
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .unwrap_or_default()
-                .trim(),
-            steadfast_os::boot_id()
-        );
-        let job = u64::from_str_radix(&std::env::var("STEADFAST_JOB_ID").unwrap(), 16).unwrap();
-        let id = steadfast::launcher::segments::segment_job(job, node.as_bytes());
-        println!("SEGMENTS steadfast-{id:016x}-");
+        print_segments();
     }
     if me == victim {
         let mut buf = [0u8; 1];
@@ -113,6 +127,20 @@ fn main() {
         ask(&world, &comm, &mode, victim, leader, times, askers);
     }
     world.finalize();
+}
+
+/// Prints the prefix of the job's shared-memory segment names.
+fn print_segments() {
+    let node = format!(
+        "{}/{}",
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap_or_default()
+            .trim(),
+        steadfast_os::boot_id()
+    );
+    let job = u64::from_str_radix(&std::env::var("STEADFAST_JOB_ID").unwrap(), 16).unwrap();
+    let id = steadfast::launcher::segments::segment_job(job, node.as_bytes());
+    println!("SEGMENTS steadfast-{id:016x}-");
 }
 
 /// The other askers (not the leader).

@@ -30,6 +30,7 @@ fn frame() -> impl Strategy<Value = Frame> {
         ),
         (key, bytes.clone()).prop_map(|(key, value)| Frame::Put { key, value }),
         (any::<u32>(), key).prop_map(|(rank, key)| Frame::Get { rank, key }),
+        (any::<u32>(), key).prop_map(|(rank, key)| Frame::Lookup { rank, key }),
         Just(Frame::Fence),
         Just(Frame::Ok),
         bytes.prop_map(Frame::Value),

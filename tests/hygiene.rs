@@ -79,11 +79,17 @@ fn library_code_neither_prints_nor_aborts() {
         "abort()",
         "process::exit",
     ];
+    // `Comm::abort` ends its caller because the caller asked for it (`MPI_Abort` on a
+    // communicator: the members die, the caller last, with its code); nothing else may.
+    let requested_exit = root().join("src/comm/abort.rs");
     let mut found = Vec::new();
     for file in library_files() {
         let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in code_lines(&text) {
             if let Some(f) = forbidden.iter().find(|f| line.contains(*f)) {
+                if file == requested_exit && *f == "process::exit" {
+                    continue;
+                }
                 found.push(format!("{}:{n}: {f}", relative(&file)));
             }
         }

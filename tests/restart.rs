@@ -280,3 +280,84 @@ fn over_the_fabric_route_a_restart_is_a_clear_error_for_now() {
     );
     assert_no_rank_left(&marker("world-fabric"));
 }
+
+/// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS`.
+fn run_world_no_kill(n: u32, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", &n.to_string(), "--no-kill", "--tag-output"])
+        .arg(env!("CARGO_BIN_EXE_restart-test-rank"))
+        .args(args);
+    run_cmd(cmd)
+}
+
+#[test]
+fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_and_shrinks() {
+    let out = run_world(4, &[], &["group", "2", &marker("group")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for g in 1..=2 {
+        // The three members of the group, the restarted one included, agree.
+        for w in 1..=3 {
+            assert!(
+                stdout.contains(&format!(
+                    "[{w}] AGREED generation {g} value 0xfffffffffffffff8"
+                )),
+                "rank {w} generation {g}: {stdout}\n{stderr}"
+            );
+        }
+    }
+    for w in 1..=3 {
+        let incarnation = if w == 3 { 2 } else { 0 };
+        assert!(
+            stdout.contains(&format!(
+                "[{w}] SHRUNK size 3 agreed 5 (world rank {w} incarnation {incarnation})"
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stderr.contains(
+            "rank 3 incarnation 1 killed by signal 9 (SIGKILL); restarted as incarnation 2"
+        ),
+        "{stderr}"
+    );
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("group"));
+}
+
+#[test]
+fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
+    let out = run_world(3, &[], &["group", "1", &marker("pair")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for w in 1..=2 {
+        assert!(
+            stdout.contains(&format!(
+                "[{w}] AGREED generation 1 value 0xfffffffffffffffc"
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("[2] SHRUNK size 2 agreed 5 (world rank 2 incarnation 1)"),
+        "{stdout}"
+    );
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("pair"));
+}
+
+#[test]
+fn aborting_a_group_of_two_leaves_the_other_two_able_to_shrink_and_agree() {
+    let out = run_world_no_kill(4, &["abort", &marker("abort")]);
+    let (stdout, stderr) = text(&out);
+    for w in 0..2 {
+        assert!(
+            stdout.contains(&format!("[{w}] SURVIVED rank {w} size 2 agreed 3")),
+            "stdout {stdout}\nstderr {stderr}"
+        );
+    }
+    assert!(stderr.contains("rank 2: exited with status 7"), "{stderr}");
+    assert!(stderr.contains("rank 3: killed by signal 9"), "{stderr}");
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker("abort"));
+}

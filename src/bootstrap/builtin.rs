@@ -285,6 +285,20 @@ impl Bootstrap for Builtin {
         }
     }
 
+    fn lookup(&mut self, rank: u32, key: &str) -> Result<Option<Vec<u8>>, BootstrapError> {
+        match self.request(&Frame::Lookup {
+            rank,
+            key: key.into(),
+        }) {
+            Ok(Frame::Value(v)) => Ok(Some(v)),
+            Ok(other) => Err(BootstrapError::Refused(format!(
+                "unexpected answer {other:?}"
+            ))),
+            Err(BootstrapError::Refused(m)) if m.starts_with("absent") => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn fence(&mut self) -> Result<(), BootstrapError> {
         match self.request(&Frame::Fence)? {
             Frame::Ok => Ok(()),

@@ -72,6 +72,11 @@ pub enum BootstrapError {
     },
 }
 
+/// Keys under this prefix outlive their owner's incarnation in `steadfast-run`'s store:
+/// a restarted process reads back the communicators its earlier incarnation saved
+/// (`Comm::save`, `docs/restart.md`).
+pub const SAVED_PREFIX: &str = "sf.saved.";
+
 /// A failure the launcher reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureEvent {
@@ -111,6 +116,16 @@ pub trait Bootstrap: Send {
     /// # Errors
     /// [`BootstrapError::RankDied`] when `rank` dies first; connection failures.
     fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, BootstrapError>;
+    /// The value `rank` published under `key`, if it is there now (never waits).
+    ///
+    /// # Errors
+    /// Connection failures; launchers without it (the default) refuse by name.
+    fn lookup(&mut self, rank: u32, key: &str) -> Result<Option<Vec<u8>>, BootstrapError> {
+        let _ = (rank, key);
+        Err(BootstrapError::Refused(
+            "this launcher has no lookup without waiting (only steadfast-run has)".into(),
+        ))
+    }
     /// Waits until every live rank has reached the fence (dead ranks do not block it).
     ///
     /// # Errors

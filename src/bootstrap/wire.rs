@@ -17,8 +17,8 @@ pub const MAX_KEY: usize = 256;
 pub const MAX_VALUE: usize = 64 << 10;
 /// Version of this protocol, sent in `Hello` (1 was the unversioned format; 3 added
 /// incarnations: the generation in `Hello` and `Failed`, `Restart`, `Joined`,
-/// `Restarted` and `Rejoined`).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// `Restarted` and `Rejoined`; 4 added `Lookup`).
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Length of a `Hello` frame's body: the largest frame a connection may send before
 /// it is authenticated.
 pub const HELLO_LEN: usize = 1 + 2 + 4 + 4 + SECRET_LEN;
@@ -48,6 +48,14 @@ pub enum Frame {
     },
     /// Rank -> launcher: the value `rank` stored under `key` (waits until it exists).
     Get {
+        /// Owner rank.
+        rank: u32,
+        /// Key.
+        key: String,
+    },
+    /// Rank -> launcher: the value `rank` stored under `key` if it is there now
+    /// (answered at once: `Value`, or `Error` starting with `absent`).
+    Lookup {
         /// Owner rank.
         rank: u32,
         /// Key.
@@ -190,6 +198,11 @@ impl Frame {
                 b.extend_from_slice(&generation.to_le_bytes());
             }
             Frame::Joined => b.push(6),
+            Frame::Lookup { rank, key } => {
+                b.push(7);
+                b.extend_from_slice(&rank.to_le_bytes());
+                put_key(&mut b, key);
+            }
             Frame::Ok => b.push(10),
             Frame::Value(v) => {
                 b.push(11);
@@ -264,6 +277,10 @@ impl Frame {
                 generation: r.u32()?,
             },
             6 => Frame::Joined,
+            7 => Frame::Lookup {
+                rank: r.u32()?,
+                key: r.key()?,
+            },
             10 => Frame::Ok,
             11 => Frame::Value(r.bytes()?),
             12 => Frame::Error(String::from_utf8_lossy(&r.bytes()?).into_owned()),
@@ -336,6 +353,10 @@ mod tests {
                 key: "addr".into(),
             },
             Frame::Fence,
+            Frame::Lookup {
+                rank: 2,
+                key: "sf.saved.x".into(),
+            },
             Frame::Ok,
             Frame::Value(vec![9; 100]),
             Frame::Error("no".into()),

@@ -13,12 +13,14 @@
 //! - contexts: every communicator's message context is agreed among its members at
 //!   creation, so two live communicators never share one; [`Comm::free`] releases it.
 
+mod abort;
 mod collective;
 mod context;
 mod inter;
 mod nonblocking;
 mod owned;
 mod p2p;
+mod rejoin;
 mod restart;
 mod window;
 mod world;
@@ -141,6 +143,10 @@ pub enum CommError {
         "this process is a restarted incarnation: agreement, shrink and finalize's agreement are not available on its world communicator yet"
     )]
     RestoredWorld,
+    /// The launcher's store refused or could not be reached (saving or rejoining a
+    /// communicator, aborting a group).
+    #[error("launcher: {0}")]
+    Launcher(String),
 }
 
 /// The explanation added to an `EPERM` of single-copy access.
@@ -159,7 +165,7 @@ impl PartialEq for CommError {
         match (self, other) {
             (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
             (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
-            (Restart(a), Restart(b)) => a == b,
+            (Restart(a), Restart(b)) | (Launcher(a), Launcher(b)) => a == b,
             (RestoredWorld, RestoredWorld) => true,
             (Revoked, Revoked) | (Excluded, Excluded) | (NoFabricEndpoint, NoFabricEndpoint) => {
                 true

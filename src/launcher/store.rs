@@ -10,6 +10,7 @@
 
 use super::Limits;
 use crate::bootstrap::wire::Frame;
+use crate::bootstrap::SAVED_PREFIX;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -144,12 +145,21 @@ impl Store {
     }
 
     /// Starts incarnation `generation + 1` of the dead `rank`: its values are dropped
-    /// (a get waits for the new incarnation's), it is alive and not joined yet.
+    /// (a get waits for the new incarnation's) but for the saved communicators (keys
+    /// under [`SAVED_PREFIX`], which the new incarnation reads back); it is alive and
+    /// not joined yet.
     fn respawn(&mut self, rank: u32, generation: u32) {
         let r = rank as usize;
-        let freed: usize = self.values[r].iter().map(|(k, v)| k.len() + v.len()).sum();
-        self.values[r].clear();
-        self.usage[r] = Usage::default();
+        let before = self.values[r].len();
+        let freed: usize = self.values[r]
+            .iter()
+            .filter(|(k, _)| !k.starts_with(SAVED_PREFIX))
+            .map(|(k, v)| k.len() + v.len())
+            .sum();
+        self.values[r].retain(|k, _| k.starts_with(SAVED_PREFIX));
+        let usage = &mut self.usage[r];
+        usage.keys -= before - self.values[r].len();
+        usage.bytes -= freed;
         self.total_bytes -= freed;
         self.dead.remove(&rank);
         self.fenced[r] = false;
@@ -201,6 +211,12 @@ impl Store {
                 };
                 self.step(rank, pending, now)
             }
+            Frame::Lookup { rank: owner, key } => Step::Answer(
+                match self.values.get(owner as usize).and_then(|v| v.get(&key)) {
+                    Some(v) => Frame::Value(v.clone()),
+                    None => Frame::Error(format!("absent: rank {owner} has no {key:?} now")),
+                },
+            ),
             Frame::Fence => {
                 self.fenced[rank as usize] = true;
                 let pending = Pending::Fence {
@@ -529,6 +545,37 @@ mod tests {
 
     fn restart(s: &mut Store, asker: u32, rank: u32, generation: u32, now: Instant) -> Step {
         s.request(asker, Frame::Restart { rank, generation }, now)
+    }
+
+    #[test]
+    fn a_lookup_never_waits_and_saved_keys_outlive_a_restart() {
+        let mut s = Store::new(3, Limits::default());
+        s.allow_spawns();
+        let now = Instant::now();
+        let lookup = |s: &mut Store, key: &str| {
+            let f = Frame::Lookup {
+                rank: 2,
+                key: key.into(),
+            };
+            s.request(0, f, now)
+        };
+        assert!(is_error(&lookup(&mut s, "addr"), "absent"));
+        put(&mut s, 2, "addr", 4);
+        let saved = format!("{SAVED_PREFIX}group");
+        put(&mut s, 2, &saved, 5);
+        assert_eq!(
+            lookup(&mut s, "addr"),
+            Step::Answer(Frame::Value(vec![7; 4]))
+        );
+        s.rank_died(2, None, "killed by signal 9");
+        let _ = restart(&mut s, 0, 2, 0, now);
+        assert_eq!(s.take_spawns(), vec![(2, 1)]);
+        // The new incarnation reads its saved communicator back; the rest is gone.
+        assert_eq!(s.value(2, "addr"), None);
+        assert_eq!(s.value(2, &saved), Some(&[7u8; 5][..]));
+        assert_eq!(s.usage[2].keys, 1);
+        assert_eq!(s.usage[2].bytes, saved.len() + 5);
+        assert_eq!(s.total_bytes, saved.len() + 5);
     }
 
     #[test]

@@ -190,6 +190,9 @@ impl Engine {
             restart: None,
             restart_answered: vec![0; parts.size as usize],
         };
+        for (w, &g) in e.generations.iter().enumerate() {
+            e.control.set_generation(w as u32, g);
+        }
         e.post_fabric_control()?;
         Ok(e)
     }
@@ -421,6 +424,7 @@ impl Engine {
                 // of one not admitted here yet means it is gone before we could.
                 if ev.generation > known {
                     self.generations[ev.rank as usize] = ev.generation;
+                    self.control.set_generation(ev.rank, ev.generation);
                     self.rejoins
                         .retain(|&(w, g)| w != ev.rank || g > ev.generation);
                 }

@@ -200,6 +200,8 @@ impl World {
         boot.put("host", &host)?;
         boot.put(params::consistency::KEY, &params.agreed_encoding())?;
         boot.put("gen", &generation.to_le_bytes())?;
+        // Read by `Comm::abort` to kill this process (same host only).
+        boot.put("pid", &std::process::id().to_le_bytes())?;
         if rank == 0 {
             let job = match (launcher_job_id(), restored) {
                 (Some(job), _) => job,

@@ -15,6 +15,9 @@ pub struct CommFt {
     pub(super) context: u64,
     /// Comm rank -> world rank.
     pub(super) group: Vec<u32>,
+    /// Comm rank -> the incarnation (generation) of that world rank this epoch of the
+    /// communicator was created with: a later incarnation is not a member of it.
+    pub(super) incarnations: Vec<u32>,
     pub(super) me: u32,
     pub(super) era: Era,
     pub(super) bcast: Broadcaster,
@@ -46,6 +49,11 @@ impl CommFt {
     /// Comm rank -> world rank.
     pub fn group(&self) -> &[u32] {
         &self.group
+    }
+
+    /// Comm rank -> the incarnation of each member in this epoch.
+    pub fn incarnations(&self) -> &[u32] {
+        &self.incarnations
     }
 
     /// This process's comm rank.
@@ -91,12 +99,19 @@ impl CommFt {
         self.next_seq
     }
 
-    pub(super) fn new(key: CommKey, context: u64, group: Vec<u32>, me: u32) -> Self {
+    pub(super) fn new(
+        key: CommKey,
+        context: u64,
+        group: Vec<u32>,
+        incarnations: Vec<u32>,
+        me: u32,
+    ) -> Self {
         let n = group.len() as u32;
         CommFt {
             key,
             context,
             group,
+            incarnations,
             me,
             era: Era::new(Rank(me), n, key, Default::default()),
             bcast: Broadcaster::new(Rank(me), n),

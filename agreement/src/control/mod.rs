@@ -194,6 +194,8 @@ pub struct ControlPlane {
     me: u32,
     size: u32,
     failed: RankSet,
+    /// Each world rank's current incarnation as known here (restarts in place).
+    generations: Vec<u32>,
     notes: Vec<FailureNote>,
     reports: Reports,
     detector: Detector,
@@ -222,6 +224,7 @@ impl ControlPlane {
             me,
             size,
             failed: RankSet::new(),
+            generations: vec![0; size as usize],
             notes: Vec::new(),
             reports: Reports::default(),
             detector,
@@ -376,16 +379,33 @@ impl ControlPlane {
         }
     }
 
-    /// A new incarnation of the failed world rank `w` joined (a restart in place, see
-    /// `docs/restart.md`): it is no longer failed for the transports and the detector,
-    /// and failures reported about it and not applied yet (about the dead incarnation)
-    /// are dropped. Communicators keep it failed: their agreement, revoke and
-    /// acknowledgement state is about the dead incarnation, as ULFM requires. Returns
+    /// World rank `w`'s current incarnation is `generation` (this process's own at
+    /// start, the live ranks' when a restarted process joins, a newer incarnation that
+    /// ended before it was admitted). Never moves back.
+    pub fn set_generation(&mut self, w: u32, generation: u32) {
+        if let Some(g) = self.generations.get_mut(w as usize) {
+            *g = (*g).max(generation);
+        }
+    }
+
+    /// World rank `w`'s current incarnation as known here.
+    pub fn generation(&self, w: u32) -> u32 {
+        self.generations.get(w as usize).copied().unwrap_or(0)
+    }
+
+    /// A new incarnation `generation` of the failed world rank `w` joined (a restart in
+    /// place, see `docs/restart.md`): it is no longer failed for the transports and the
+    /// detector, and failures reported about it and not applied yet (about the dead
+    /// incarnation) are dropped. Communicators keep it failed: their agreement, revoke
+    /// and acknowledgement state is about the dead incarnation, as ULFM requires, and
+    /// their decisions naming it no longer report the rank failed (it is another
+    /// process now); [`new_epoch`](Self::new_epoch) brings it back into one. Returns
     /// whether `w` was failed.
-    pub fn readmit(&mut self, w: u32, now: u64) -> bool {
+    pub fn readmit(&mut self, w: u32, generation: u32, now: u64) -> bool {
         if w == self.me || !self.failed.remove(Rank(w)) {
             return false;
         }
+        self.set_generation(w, generation);
         self.reports.pending.retain(|(r, _)| *r != w);
         let mut out = std::mem::take(&mut self.det_out);
         self.detector.on_rejoin(Rank(w), now, &mut out);
@@ -398,24 +418,71 @@ impl ControlPlane {
     /// runtime's opaque `context`; returns this process's comm rank, or `None` when it
     /// is not a member. Control messages that arrived for it early are handled now.
     pub fn add_comm(&mut self, key: CommKey, context: u64, group: Vec<u32>) -> Option<u32> {
+        let incarnations = group.iter().map(|&w| self.generation(w)).collect();
+        self.add_comm_at(key, context, group, incarnations)
+    }
+
+    /// As [`add_comm`](Self::add_comm), with each member's incarnation given
+    /// (`incarnations[r]` for comm rank `r`, as many as `group`): a member whose
+    /// incarnation here is later than that one is treated as failed in it. A
+    /// restarted process registers a communicator it rejoins this way
+    /// (`docs/restart.md`). `None` also when the lengths differ.
+    pub fn add_comm_at(
+        &mut self,
+        key: CommKey,
+        context: u64,
+        group: Vec<u32>,
+        incarnations: Vec<u32>,
+    ) -> Option<u32> {
+        if incarnations.len() != group.len() {
+            return None;
+        }
         let me = group.iter().position(|&g| g == self.me)? as u32;
-        let mut state = CommFt::new(key, context, group, me);
-        // Members already known failed.
+        let mut state = CommFt::new(key, context, group, incarnations, me);
+        // Members already known failed (or replaced by a later incarnation).
         for (cr, &w) in state.group.iter().enumerate() {
-            if self.failed.contains(Rank(w)) {
+            if self.failed.contains(Rank(w)) || state.incarnations[cr] < self.generation(w) {
                 state.era.on_failure(Rank(cr as u32), &mut self.era_out);
                 state.bcast.on_failure(Rank(cr as u32), &mut self.bcast_out);
             }
         }
         self.comms.insert(key.comm, state);
         self.run_comm_actions(key.comm);
-        if let Some(early) = self.early.remove(&key.comm) {
+        self.replay_early(key.comm);
+        Some(me)
+    }
+
+    /// Handles the control messages held for communicator `id` (those for a later
+    /// epoch than the registered one are held again).
+    fn replay_early(&mut self, id: CommId) {
+        if let Some(early) = self.early.remove(&id) {
             self.early_count -= early.len();
             for (from, bytes) in early {
                 self.dispatch(from, &bytes, 0);
             }
         }
-        Some(me)
+    }
+
+    /// Moves communicator `id` to its next epoch (`docs/restart.md`, "Communicators"):
+    /// fresh agreement and revoke state over the same group and context, each member at
+    /// its current incarnation, so the members in `readmitted` (comm ranks, restarted
+    /// and admitted here) take part again. The acknowledgements of the other failures
+    /// and a revocation carry over. Every member calls it at the same point (after an
+    /// agreement on the old epoch); messages of the old epoch are dropped from then on,
+    /// messages of the new one that came early are handled now. Returns the new key,
+    /// `None` for an unknown communicator.
+    pub fn new_epoch(&mut self, id: CommId, readmitted: &[u32]) -> Option<CommKey> {
+        let old = self.comms.remove(&id)?;
+        let key = CommKey {
+            comm: id,
+            epoch: Epoch(old.key.epoch.0.wrapping_add(1)),
+        };
+        let acked = RankSet::from_ranks(old.acked.iter().filter(|r| !readmitted.contains(&r.0)));
+        self.add_comm(key, old.context, old.group)?;
+        let c = self.comms.get_mut(&id)?;
+        c.acked = acked;
+        c.revoked = old.revoked;
+        Some(key)
     }
 
     /// Forgets communicator `id` (it was freed): its state, and control messages held
@@ -474,7 +541,16 @@ impl ControlPlane {
             return;
         }
         let id = h.key.comm;
-        let Some(c) = self.comms.get_mut(&id) else {
+        // A message for a later epoch than ours waits for our switch; one for an
+        // earlier epoch is stale.
+        let epoch = self.comms.get(&id).map(|c| c.key.epoch);
+        if epoch.is_some_and(|e| h.key.epoch < e) {
+            self.stats.stale += 1;
+            return;
+        }
+        let held = epoch.is_some_and(|e| h.key.epoch > e);
+        let c = if held { None } else { self.comms.get_mut(&id) };
+        let Some(c) = c else {
             if self.removed_set.contains_key(&id) {
                 self.stats.stale += 1;
             } else if self.early_count < EARLY_MAX {
@@ -492,6 +568,11 @@ impl ControlPlane {
             self.stats.malformed += 1;
             return;
         };
+        if c.incarnations[cr as usize] < self.generations[from as usize] {
+            // From a later incarnation, which is not a member of this epoch.
+            self.stats.stale += 1;
+            return;
+        }
         let next = c.next_seq;
         if let (Some(two), Kind::Up) = (c.two.as_mut(), h.kind) {
             match EraMsg::decode(bytes, 2) {
@@ -540,7 +621,9 @@ impl ControlPlane {
         if let Some(two) = c.two.as_mut() {
             let peer = 1 - c.me;
             let w = c.group[peer as usize];
-            let failed = self.failed.contains(Rank(w));
+            // A peer replaced by a later incarnation is not in this epoch.
+            let failed = self.failed.contains(Rank(w))
+                || c.incarnations[peer as usize] < self.generations[w as usize];
             let acked = c.acked.contains(Rank(peer));
             let mut steps = std::mem::take(&mut self.two_steps);
             two.start(seq, value, (peer, failed, acked), &mut steps);
@@ -597,6 +680,11 @@ impl ControlPlane {
                 EraAction::Decided { seq, decision } => {
                     for r in decision.failed.iter() {
                         let w = c.group[r.index()];
+                        // A replaced incarnation's failure is old news: the rank is
+                        // another process now.
+                        if c.incarnations[r.index()] < self.generations[w as usize] {
+                            continue;
+                        }
                         self.reports.report(
                             &mut self.out,
                             &self.failed,

@@ -195,10 +195,10 @@ fn a_readmitted_rank_is_alive_for_the_transports_but_failed_in_old_communicators
     cps[0].apply_failures(0);
     assert!(cps[0].is_failed(2));
     cps[0].report_failure(2, "late report about the dead incarnation".into());
-    assert!(cps[0].readmit(2, 10));
+    assert!(cps[0].readmit(2, 1, 10));
     assert!(!cps[0].is_failed(2));
-    assert!(!cps[0].readmit(2, 10), "already admitted");
-    assert!(!cps[0].readmit(0, 10), "oneself");
+    assert!(!cps[0].readmit(2, 1, 10), "already admitted");
+    assert!(!cps[0].readmit(0, 1, 10), "oneself");
     // The pending report was about the dead incarnation: dropped.
     cps[0].apply_failures(20);
     assert!(!cps[0].is_failed(2));
@@ -216,4 +216,98 @@ fn a_readmitted_rank_is_alive_for_the_transports_but_failed_in_old_communicators
             .unwrap();
         assert_eq!(d.failed.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2]);
     }
+    // The decision names the dead incarnation: the new one stays alive at rank 0.
+    cps[0].apply_failures(30);
+    assert!(!cps[0].is_failed(2));
+}
+
+#[test]
+fn a_new_epoch_brings_a_restarted_rank_back_into_agreement() {
+    let mut cps = planes(3);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(7), 4, (0..3).collect());
+    }
+    for cp in cps.iter_mut().take(2) {
+        cp.report_failure(2, "launcher".into());
+        cp.apply_failures(0);
+    }
+    // Rank 2 restarts: a fresh plane at generation 1, admitted by both survivors.
+    let config = DetectorConfig::new(1_000_000, 20_000_000);
+    cps[2] = ControlPlane::new(2, 3, Detector::new(Rank(2), 3, config).unwrap());
+    cps[2].set_generation(2, 1);
+    for cp in cps.iter_mut().take(2) {
+        assert!(cp.readmit(2, 1, 5));
+    }
+    // The restarted process registers the new epoch first; a message of the new epoch
+    // reaching a survivor still in the old one waits there.
+    let next = CommKey {
+        comm: CommId(7),
+        epoch: Epoch(1),
+    };
+    assert_eq!(
+        cps[2].add_comm_at(next, 4, (0..3).collect(), vec![0, 0, 1]),
+        Some(2)
+    );
+    let s2 = cps[2].start_agreement(CommId(7), 0b110).unwrap();
+    // The survivors agree on the old epoch (rank 2 is not in it), then switch.
+    let old: Vec<Seq> = (0..2)
+        .map(|r| cps[r].start_agreement(CommId(7), 1).unwrap())
+        .collect();
+    settle(&mut cps, &[]);
+    for (r, s) in old.iter().enumerate() {
+        let d = cps[r]
+            .comm_mut(CommId(7))
+            .unwrap()
+            .take_decision(*s)
+            .unwrap();
+        assert_eq!(d.failed.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2]);
+        assert!(
+            !cps[r].is_failed(2),
+            "the decision is about the dead incarnation"
+        );
+    }
+    let mut seqs = vec![];
+    for cp in cps.iter_mut().take(2) {
+        assert_eq!(cp.new_epoch(CommId(7), &[2]), Some(next));
+        assert_eq!(cp.comm(CommId(7)).unwrap().incarnations(), &[0, 0, 1]);
+        seqs.push(cp.start_agreement(CommId(7), 0b011).unwrap());
+    }
+    seqs.push(s2);
+    settle(&mut cps, &[]);
+    for (cp, s) in cps.iter_mut().zip(seqs) {
+        let d = cp.comm_mut(CommId(7)).unwrap().take_decision(s).unwrap();
+        assert_eq!(d.value, 0b010);
+        assert!(d.failed.is_empty());
+        assert_eq!(d.outcome, Outcome::Success);
+    }
+    // A late message of the old epoch is stale now.
+    let before = cps[0].stats().stale;
+    let mut bytes = Vec::new();
+    crate::wire::FtMsg::Bcast(crate::bcast::Topic::Revoke).encode(key(7), 0, &mut bytes);
+    cps[0].on_control(1, &bytes, 0);
+    assert_eq!(cps[0].stats().stale, before + 1);
+    assert!(!cps[0].comm(CommId(7)).unwrap().revoked());
+}
+
+#[test]
+fn a_two_member_communicator_agrees_alone_once_its_peer_is_replaced() {
+    let mut cps = planes(2);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(9), 0, vec![0, 1]);
+    }
+    cps[0].report_failure(1, "launcher".into());
+    cps[0].apply_failures(0);
+    assert!(cps[0].readmit(1, 1, 5));
+    // The old epoch's peer is the dead incarnation: decided without it, at once.
+    let s = cps[0].start_agreement(CommId(9), 3).unwrap();
+    let d = cps[0]
+        .comm_mut(CommId(9))
+        .unwrap()
+        .take_decision(s)
+        .expect("decided alone");
+    assert_eq!(
+        (d.value, d.failed.iter().map(|r| r.0).collect::<Vec<_>>()),
+        (3, vec![1])
+    );
+    assert!(!cps[0].is_failed(1));
 }

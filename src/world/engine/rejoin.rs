@@ -51,7 +51,7 @@ impl Engine {
             };
             if admitted {
                 self.generations[w as usize] = g;
-                self.control.readmit(w, now);
+                self.control.readmit(w, g, now);
                 // What the dead incarnation left in the matcher's unexpected queues goes
                 // too (the ring's cells were dropped by `readmit` above).
                 self.matching.readmit(w);
@@ -145,5 +145,55 @@ impl Engine {
             )));
         }
         None
+    }
+}
+
+/// Communicators and restarted members (`docs/restart.md`, "Communicators").
+impl Engine {
+    /// The members of communicator `id` (comm rank, incarnation) that were restarted
+    /// since its epoch began and are admitted here: alive at a later incarnation than
+    /// the one the epoch holds.
+    pub fn readmit_candidates(&self, id: steadfast_agreement::CommId) -> Vec<(u32, u32)> {
+        let c = self.comm(id);
+        c.group()
+            .iter()
+            .zip(c.incarnations())
+            .enumerate()
+            .filter(|&(r, (&w, &inc))| {
+                r as u32 != c.me()
+                    && self.generations[w as usize] > inc
+                    && !self.control.is_failed(w)
+            })
+            .map(|(r, (&w, _))| (r as u32, self.generations[w as usize]))
+            .collect()
+    }
+
+    /// Moves communicator `id` to its next epoch with the restarted members
+    /// `readmitted` (comm ranks) back in it (see `ControlPlane::new_epoch`).
+    pub fn new_comm_epoch(
+        &mut self,
+        id: steadfast_agreement::CommId,
+        readmitted: &[u32],
+    ) -> Option<steadfast_agreement::CommKey> {
+        let key = self.control.new_epoch(id, readmitted);
+        self.drive();
+        key
+    }
+
+    /// Registers a communicator whose members' incarnations are given (a restarted
+    /// process rejoining a saved communicator) and opens its context.
+    pub fn add_comm_at(
+        &mut self,
+        key: steadfast_agreement::CommKey,
+        ctx: u64,
+        group: Vec<u32>,
+        incarnations: Vec<u32>,
+    ) -> Option<u32> {
+        let me = self.control.add_comm_at(key, ctx, group, incarnations);
+        self.drive();
+        if me.is_some() {
+            self.open_context(key.comm);
+        }
+        me
     }
 }
