@@ -280,9 +280,11 @@ fn a_killed_rank_is_detected_by_heartbeats_alone() {
 
 #[test]
 fn a_hung_rank_is_suspected_excluded_and_shrunk_away() {
+    // The victim computes for 3 s; 1 s of silence suspects it. (300 ms suspected a live
+    // rank once at load 9 on the 2-core machine.)
     let env = [
-        ("STEADFAST_DETECT_TIMEOUT_MS", "300"),
-        ("STEADFAST_HEARTBEAT_MS", "20"),
+        ("STEADFAST_DETECT_TIMEOUT_MS", "1000"),
+        ("STEADFAST_HEARTBEAT_MS", "50"),
     ];
     let job = run(4, &env, &["hang", "2"], LIMIT);
     let ctx = job.context();
