@@ -1,6 +1,6 @@
 //! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`,
-//! `Sendrecv`; `MPI_PROC_NULL`; the calls the runtime cannot do correctly yet
-//! (`Ssend`, `Issend`, `Probe`, `Iprobe`) return `MPI_ERR_UNSUPPORTED_OPERATION`.
+//! `Sendrecv`, `Probe`, `Iprobe`; `MPI_PROC_NULL`; the calls the runtime cannot do
+//! correctly yet (`Ssend`, `Issend`) return `MPI_ERR_UNSUPPORTED_OPERATION`.
 
 use std::ffi::{c_int, c_void};
 
@@ -142,31 +142,116 @@ crate::mpi_fn! {
     }
 }
 
-fn no_probe() -> Fail {
-    Fail::new(
-        MPI_ERR_UNSUPPORTED_OPERATION,
-        "probing needs the runtime to look at a message without receiving it, which its \
-         API does not offer yet",
-    )
+/// The runtime communicator a probe looks at: an intra-communicator's messages.
+fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
+    match target(g, comm)? {
+        (Target::Intra(c), size) => Ok((c, size)),
+        (Target::Inter(_), _) => Err(Fail::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "probing on inter-communicators is not supported",
+        )),
+    }
+}
+
+/// The class of a probe's runtime error: a probe of a source reached through the
+/// fabric (whose provider matches its own messages and cannot be looked into) is
+/// `MPI_ERR_UNSUPPORTED_OPERATION`, not a bad argument.
+fn probe_fail(e: sf::CommError) -> Fail {
+    match e {
+        sf::CommError::InvalidArgument(m) if m.contains("fabric") => {
+            Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, m)
+        }
+        other => other.into(),
+    }
+}
+
+fn probe_outcome(st: sf::comm::Status) -> Outcome {
+    Outcome::ok(st.source as c_int, st.tag as c_int, st.len)
+}
+
+/// `MPI_Iprobe`: one look; `*flag` says whether a message matched.
+fn iprobe(
+    g: &mut Guard,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> R<()> {
+    // SAFETY: MPI's contract: `flag` is valid for a write.
+    let flag = unsafe { out(flag) }?;
+    let tag = recv_tag_arg(tag)?;
+    g.lib()?.comm(comm)?;
+    if source == MPI_PROC_NULL {
+        *flag = 1;
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &Outcome::empty(), false) };
+        return Ok(());
+    }
+    let (c, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?;
+    let found = c.iprobe(source, tag).map_err(probe_fail)?;
+    *flag = c_int::from(found.is_some());
+    if let Some(st) = found {
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &probe_outcome(st), false) };
+    }
+    Ok(())
+}
+
+/// `MPI_Probe`: waits for a message without receiving it. A wildcard probe that meets
+/// an unacknowledged failure fails with `MPIX_ERR_PROC_FAILED` (a blocking wildcard
+/// operation, as `MPI_Recv`).
+fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MPI_Status) -> R<()> {
+    let tag = recv_tag_arg(tag)?;
+    g.lib()?.comm(comm)?;
+    if source == MPI_PROC_NULL {
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &Outcome::empty(), false) };
+        return Ok(());
+    }
+    let (c, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?;
+    let st = if g.lib()?.multiple() {
+        // Let other threads in between two looks (one of them may send the message).
+        let mut spin = steadfast_os::SpinWait::default();
+        loop {
+            g.lib()?;
+            match c.iprobe(source, tag) {
+                Ok(Some(st)) => break st,
+                Ok(None) => g.relax(&mut spin),
+                Err(sf::CommError::ProcFailedPending { ranks }) => {
+                    return Err(probe_fail(sf::CommError::ProcFailed { ranks }))
+                }
+                Err(e) => return Err(probe_fail(e)),
+            }
+        }
+    } else {
+        c.probe(source, tag).map_err(probe_fail)?
+    };
+    // SAFETY: MPI's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &probe_outcome(st), false) };
+    Ok(())
 }
 
 crate::mpi_fn! {
-    /// `MPI_Probe`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`).
-    fn MPI_Probe / PMPI_Probe(_source: c_int, _tag: c_int, comm: Handle, _status: *mut MPI_Status) {
-        call(comm, |_| Err(no_probe()))
+    /// `MPI_Probe`: messages to this process and from ranks of its node (self and shared
+    /// memory); a source reached through the fabric gives `MPI_ERR_UNSUPPORTED_OPERATION`.
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut MPI_Status) {
+        call(comm, |g| probe(g, source, tag, comm, status))
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Iprobe`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`).
+    /// `MPI_Iprobe`: as `MPI_Probe`, without waiting.
     fn MPI_Iprobe / PMPI_Iprobe(
-        _source: c_int,
-        _tag: c_int,
+        source: c_int,
+        tag: c_int,
         comm: Handle,
-        _flag: *mut c_int,
-        _status: *mut MPI_Status
+        flag: *mut c_int,
+        status: *mut MPI_Status
     ) {
-        call(comm, |_| Err(no_probe()))
+        call(comm, |g| iprobe(g, source, tag, comm, flag, status))
     }
 }
 
