@@ -7,9 +7,9 @@
  * small integers cast to them, MPI_Status is three public ints and five internal ones.
  * Every function declared here is exported, also as PMPI_* (mpi/tests/c_programs.rs
  * checks it); the few that cannot behave correctly over the runtime yet return
- * MPI_ERR_UNSUPPORTED_OPERATION (MPI_Ssend, MPI_Issend, MPI_Intercomm_merge,
- * MPI_Comm_create_group, MPI_Comm_spawn; MPI_Probe and MPI_Iprobe of a source reached
- * through the fabric). docs/mpi.md lists them and what is absent.
+ * MPI_ERR_UNSUPPORTED_OPERATION (MPI_Intercomm_merge, MPI_Comm_create_group,
+ * MPI_Comm_spawn; MPI_Probe, MPI_Iprobe, MPI_Ssend and MPI_Issend involving a rank
+ * reached through the fabric). docs/mpi.md lists them and what is absent.
  *
  * Written for steadfast; not derived from another implementation's header.
  */

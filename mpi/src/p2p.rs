@@ -1,6 +1,7 @@
 //! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`,
-//! `Sendrecv`, `Probe`, `Iprobe`; `MPI_PROC_NULL`; the calls the runtime cannot do
-//! correctly yet (`Ssend`, `Issend`) return `MPI_ERR_UNSUPPORTED_OPERATION`.
+//! `Sendrecv`, `Ssend`, `Issend`, `Probe`, `Iprobe`; `MPI_PROC_NULL`. Synchronous
+//! sends and probes involving a rank reached through the fabric return
+//! `MPI_ERR_UNSUPPORTED_OPERATION` (the runtime's `CommError::Unsupported`).
 
 use std::ffi::{c_int, c_void};
 
@@ -26,6 +27,14 @@ fn target(g: &mut Guard, comm: Handle) -> R<(Target, u32)> {
     })
 }
 
+/// Standard or (`Mode::Sync`) synchronous send.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Standard,
+    Sync,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn send(
     g: &mut Guard,
     buf: *const c_void,
@@ -34,6 +43,7 @@ fn send(
     dest: c_int,
     tag: c_int,
     comm: Handle,
+    mode: Mode,
 ) -> R<()> {
     let lib = g.lib()?;
     let (len, _) = lib.byte_len(count, dt)?;
@@ -49,23 +59,52 @@ fn send(
     // The latency path: no other thread may call meanwhile, so the runtime's blocking
     // send runs on the table's communicator, without a clone.
     if let (CommKind::Intra { p2p, .. }, false) = (&e.kind, lib.multiple()) {
-        p2p.send(dest, tag, data)?;
+        match mode {
+            Mode::Standard => p2p.send(dest, tag, data)?,
+            Mode::Sync => p2p.ssend(dest, tag, data)?,
+        }
         return Ok(());
     }
     match target(g, comm)?.0 {
         Target::Intra(c) => {
             // SAFETY: the request is waited for (or dropped) before this call returns,
             // within `data`'s borrow.
-            let r = unsafe { c.isend(dest, tag, data) }?;
+            let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
             let mut req = Req::new(comm, Op::Send(extend_send(r)));
             let o = wait_local(g, &mut req)?;
             if o.error != MPI_SUCCESS {
                 return Err(Fail::new(o.error, "send failed"));
             }
         }
+        Target::Inter(_) if mode == Mode::Sync => {
+            return Err(Fail::new(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "synchronous sends on inter-communicators are not supported",
+            ))
+        }
         Target::Inter(ic) => ic.send(dest, tag, data)?,
     }
     Ok(())
+}
+
+/// Starts a standard or synchronous send on `c`.
+///
+/// # Safety
+/// As `Comm::isend`: `data` stays valid and unchanged until the request completes or
+/// is dropped, and the request is not leaked.
+unsafe fn start_send<'a>(
+    c: &Comm,
+    dest: u32,
+    tag: u32,
+    data: &'a [u8],
+    mode: Mode,
+) -> Result<sf::comm::SendRequest<'a>, sf::CommError> {
+    match mode {
+        // SAFETY: the caller's contract.
+        Mode::Standard => unsafe { c.isend(dest, tag, data) },
+        // SAFETY: the caller's contract.
+        Mode::Sync => unsafe { c.issend(dest, tag, data) },
+    }
 }
 
 /// Extends a borrowed send request to `'static` to keep it in a [`Req`].
@@ -86,7 +125,7 @@ crate::mpi_fn! {
         tag: c_int,
         comm: Handle
     ) {
-        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm))
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Standard))
     }
 }
 
@@ -100,45 +139,39 @@ crate::mpi_fn! {
         tag: c_int,
         comm: Handle
     ) {
-        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm))
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Standard))
     }
 }
 
-fn no_ssend() -> Fail {
-    Fail::new(
-        MPI_ERR_UNSUPPORTED_OPERATION,
-        "synchronous sends need the receiver to report the match, which the runtime \
-         does not do yet",
-    )
-}
-
 crate::mpi_fn! {
-    /// `MPI_Ssend`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the runtime does
-    /// not tell a sender when its message is matched.
+    /// `MPI_Ssend`: returns once the matching receive has started (MPI 4.1, 3.4). Over
+    /// self and shared memory; a destination reached through the fabric, or an
+    /// inter-communicator, gives `MPI_ERR_UNSUPPORTED_OPERATION`.
     fn MPI_Ssend / PMPI_Ssend(
-        _buf: *const c_void,
-        _count: c_int,
-        _datatype: Handle,
-        _dest: c_int,
-        _tag: c_int,
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
         comm: Handle
     ) {
-        call(comm, |_| Err(no_ssend()))
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Sync))
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Issend`: not supported, as `MPI_Ssend`.
+    /// `MPI_Issend`: the request completes once the matching receive has started; as
+    /// `MPI_Ssend` for what is supported.
     fn MPI_Issend / PMPI_Issend(
-        _buf: *const c_void,
-        _count: c_int,
-        _datatype: Handle,
-        _dest: c_int,
-        _tag: c_int,
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
         comm: Handle,
-        _request: *mut Handle
+        request: *mut Handle
     ) {
-        call(comm, |_| Err(no_ssend()))
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Sync))
     }
 }
 
@@ -150,18 +183,6 @@ fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
             MPI_ERR_UNSUPPORTED_OPERATION,
             "probing on inter-communicators is not supported",
         )),
-    }
-}
-
-/// The class of a probe's runtime error: a probe of a source reached through the
-/// fabric (whose provider matches its own messages and cannot be looked into) is
-/// `MPI_ERR_UNSUPPORTED_OPERATION`, not a bad argument.
-fn probe_fail(e: sf::CommError) -> Fail {
-    match e {
-        sf::CommError::InvalidArgument(m) if m.contains("fabric") => {
-            Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, m)
-        }
-        other => other.into(),
     }
 }
 
@@ -190,7 +211,7 @@ fn iprobe(
     }
     let (c, size) = probe_target(g, comm)?;
     let source = recv_source(source, size)?;
-    let found = c.iprobe(source, tag).map_err(probe_fail)?;
+    let found = c.iprobe(source, tag)?;
     *flag = c_int::from(found.is_some());
     if let Some(st) = found {
         // SAFETY: MPI's contract: `status` is null or valid for a write.
@@ -221,13 +242,13 @@ fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MP
                 Ok(Some(st)) => break st,
                 Ok(None) => g.relax(&mut spin),
                 Err(sf::CommError::ProcFailedPending { ranks }) => {
-                    return Err(probe_fail(sf::CommError::ProcFailed { ranks }))
+                    return Err(sf::CommError::ProcFailed { ranks }.into())
                 }
-                Err(e) => return Err(probe_fail(e)),
+                Err(e) => return Err(e.into()),
             }
         }
     } else {
-        c.probe(source, tag).map_err(probe_fail)?
+        c.probe(source, tag)?
     };
     // SAFETY: MPI's contract: `status` is null or valid for a write.
     unsafe { write_status(status, &probe_outcome(st), false) };
@@ -412,6 +433,7 @@ fn isend(
     tag: c_int,
     comm: Handle,
     request: *mut Handle,
+    mode: Mode,
 ) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { out(request) }?;
@@ -432,7 +454,7 @@ fn isend(
         // completes or is freed.
         let data: &'static [u8] = unsafe { bytes(buf, len) }?;
         // SAFETY: as above; the request lives in a `Req` within those rules.
-        let r = unsafe { c.isend(dest, tag, data) }?;
+        let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
         Req::new(comm, Op::Send(r))
     };
     let lib = g.lib()?;
@@ -453,7 +475,7 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request))
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Standard))
     }
 }
 
@@ -468,7 +490,7 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request))
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Standard))
     }
 }
 

@@ -526,6 +526,33 @@ fn p2p_after_a_sigkill(n: usize) {
 }
 
 #[test]
-fn probe_follows_the_ulfm_rules_after_a_sigkill() {
+fn probe_and_issend_follow_the_ulfm_rules_after_a_sigkill() {
     p2p_after_a_sigkill(4);
+}
+
+/// `ssend.c` at `np` ranks in `mode`: every rank ends with SSEND OK.
+fn ssend(np: &str, mode: &str, env: &[(&str, &str)]) {
+    let (status, out, err) = run(&["-np", np], program("ssend"), &[mode], env);
+    assert_eq!(status, 0, "{mode} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    let n: usize = np.parse().unwrap();
+    assert_eq!(
+        out.matches("SSEND OK").count(),
+        n,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+#[test]
+fn ssend_completes_only_once_the_receive_started_over_shared_memory() {
+    ssend("3", "single", &[]);
+    ssend("2", "multiple", &[]);
+}
+
+#[test]
+fn ssend_to_a_fabric_peer_is_refused_with_a_clear_class() {
+    ssend(
+        "2",
+        "fabric",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+    );
 }

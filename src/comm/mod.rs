@@ -127,6 +127,10 @@ pub enum CommError {
         /// Contexts in use (or retired) at this process.
         live: u32,
     },
+    /// The operation is not available for these arguments (named), e.g. a probe or a
+    /// synchronous send involving a rank reached through the fabric.
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// A peer is reached through the fabric, but this process has no fabric endpoint.
     #[error("a peer is reached through the fabric, but this process has no fabric endpoint")]
     NoFabricEndpoint,
@@ -159,7 +163,7 @@ impl PartialEq for CommError {
         match (self, other) {
             (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
             (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
-            (Restart(a), Restart(b)) => a == b,
+            (Restart(a), Restart(b)) | (Unsupported(a), Unsupported(b)) => a == b,
             (RestoredWorld, RestoredWorld) => true,
             (Revoked, Revoked) | (Excluded, Excluded) | (NoFabricEndpoint, NoFabricEndpoint) => {
                 true

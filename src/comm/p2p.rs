@@ -305,7 +305,8 @@ impl Comm {
     /// [`CommError::ProcFailed`] when `source` has failed and none of its messages
     /// waits; [`CommError::ProcFailedPending`] for a wildcard source while a failure is
     /// not acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a
-    /// bad rank or tag, or when a possible source is reached through the fabric.
+    /// bad rank or tag; [`CommError::Unsupported`] when a possible source is reached
+    /// through the fabric.
     pub fn iprobe(
         &self,
         source: Option<u32>,
@@ -315,8 +316,8 @@ impl Comm {
         let e = &mut *guard;
         let plan = self.plan_recv(e, source, tag)?;
         if plan.mode != RecvMode::Matched {
-            return Err(CommError::InvalidArgument(
-                "probe of messages from ranks reached through the fabric is not supported".into(),
+            return Err(CommError::Unsupported(
+                "probe of messages from ranks reached through the fabric".into(),
             ));
         }
         e.drain_arrivals();

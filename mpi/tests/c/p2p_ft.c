@@ -6,7 +6,11 @@
  * - MPI_Iprobe(MPI_ANY_SOURCE) fails with MPIX_ERR_PROC_FAILED_PENDING while the
  *   failure is not acknowledged, MPI_Probe(MPI_ANY_SOURCE) with MPIX_ERR_PROC_FAILED,
  *   and after MPIX_Comm_failure_ack both work again;
- * - a probe on a revoked communicator fails with MPIX_ERR_REVOKED.
+ * - MPI_Waitany over an MPI_Issend to the dead rank (posted before it died, never
+ *   received) and a receive from a survivor: the receive completes, the issend fails
+ *   with MPIX_ERR_PROC_FAILED (no hang); MPI_Ssend to the dead rank fails too;
+ * - probes and an MPI_Issend pending on a revoked communicator fail with
+ *   MPIX_ERR_REVOKED.
  * Each survivor prints "rank R: P2P FT OK".
  */
 #include <mpi.h>
@@ -50,6 +54,13 @@ int main(int argc, char **argv) {
         int last = 77;
         OK(MPI_Send(&last, 1, MPI_INT, 0, 1, comm));
     }
+    /* Issends nobody receives: to the victim, and to the next survivor on `rev`. */
+    int sync_out = me, sync_rev = me;
+    MPI_Request to_victim = MPI_REQUEST_NULL, on_rev = MPI_REQUEST_NULL;
+    if (me != victim) {
+        OK(MPI_Issend(&sync_out, 1, MPI_INT, victim, 6, comm, &to_victim));
+        OK(MPI_Issend(&sync_rev, 1, MPI_INT, (me + 1) % victim, 7, rev, &on_rev));
+    }
     OK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == victim) raise(SIGKILL);
 
@@ -83,10 +94,30 @@ int main(int argc, char **argv) {
     OK(MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 3, comm, MPI_STATUS_IGNORE));
     CHECK(v == left);
 
-    /* Revoked: probes fail with MPIX_ERR_REVOKED. */
+    /* Waitany: the survivor's message arrives, the issend to the dead rank fails. */
+    MPI_Request two[2] = {to_victim, MPI_REQUEST_NULL};
+    int from_left = -1, index = -1, failed = 0, received = 0;
+    OK(MPI_Irecv(&from_left, 1, MPI_INT, left, 8, comm, &two[1]));
+    OK(MPI_Send(&me, 1, MPI_INT, right, 8, comm));
+    for (int k = 0; k < 2; k++) {
+        int rc = MPI_Waitany(2, two, &index, &st);
+        if (index == 0) {
+            CHECK(class_of(rc) == MPIX_ERR_PROC_FAILED);
+            failed++;
+        } else {
+            OK(rc);
+            CHECK(index == 1 && from_left == left);
+            received++;
+        }
+    }
+    CHECK(failed == 1 && received == 1);
+    CHECK(class_of(MPI_Ssend(&v, 1, MPI_INT, victim, 6, comm)) == MPIX_ERR_PROC_FAILED);
+
+    /* Revoked: probes and the pending issend fail with MPIX_ERR_REVOKED. */
     if (me == 0) OK(MPIX_Comm_revoke(rev));
     CHECK(class_of(MPI_Probe(left, 4, rev, &st)) == MPIX_ERR_REVOKED);
     CHECK(class_of(MPI_Iprobe(MPI_ANY_SOURCE, 4, rev, &flag, &st)) == MPIX_ERR_REVOKED);
+    CHECK(class_of(MPI_Wait(&on_rev, MPI_STATUS_IGNORE)) == MPIX_ERR_REVOKED);
 
     OK(MPI_Comm_free(&rev));
     OK(MPI_Comm_free(&comm));
