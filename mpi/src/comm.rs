@@ -539,18 +539,24 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Intercomm_merge`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the
-    /// runtime's inter-communicator does not hand out the communicator of its union.
-    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: Handle, _high: c_int, newintracomm: *mut Handle) {
-        call(intercomm, |_| {
-            if !newintracomm.is_null() {
-                // SAFETY: MPI's contract: `newintracomm` is valid for a write.
-                unsafe { *newintracomm = MPI_COMM_NULL };
-            }
-            Err(unsupported(
-                "MPI_Intercomm_merge",
-                "the runtime's inter-communicator does not expose the communicator of its union",
-            ))
+    /// `MPI_Intercomm_merge`: the intra-communicator over both groups, the group passing
+    /// `high = 0` first (equal flags: the group holding the smaller world rank first),
+    /// with a fresh context (`InterComm::merge`); `intercomm`'s error
+    /// handler.
+    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: Handle, high: c_int, newintracomm: *mut Handle) {
+        call(intercomm, |g| {
+            // SAFETY: MPI's contract: `newintracomm` is valid for a write.
+            let slot = unsafe { out(newintracomm) }?;
+            *slot = MPI_COMM_NULL;
+            let lib = g.lib()?;
+            let e = lib.comm(intercomm)?;
+            let errh = e.errhandler;
+            let CommKind::Inter(ic) = &e.kind else {
+                return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"));
+            };
+            let merged = ic.merge(high != 0)?;
+            *slot = register(lib, merged, errh)?;
+            Ok(())
         })
     }
 }

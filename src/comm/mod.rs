@@ -16,6 +16,7 @@
 mod collective;
 mod context;
 mod inter;
+mod merge;
 mod nonblocking;
 mod owned;
 mod p2p;

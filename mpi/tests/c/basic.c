@@ -205,9 +205,38 @@ static void communicators(int rank, int size) {
             OK(MPI_Send(&v, 1, MPI_INT, 0, 6, inter));
         }
     }
-    MPI_Comm merged = MPI_COMM_WORLD;
-    CHECK(MPI_Intercomm_merge(inter, rank % 2, &merged) == MPI_ERR_UNSUPPORTED_OPERATION);
-    CHECK(merged == MPI_COMM_NULL);
+    /* MPI_Intercomm_merge: the group passing high = 0 first; equal flags: the same
+     * order at every rank (here the group of rank 0 first). */
+    int evens = (size + 1) / 2;
+    for (int variant = 0; variant < 3; variant++) {
+        int high = variant == 0 ? rank % 2 : variant == 1 ? 1 - rank % 2 : 1;
+        int odd_first = variant == 1;
+        MPI_Comm merged = MPI_COMM_NULL;
+        OK(MPI_Intercomm_merge(inter, high, &merged));
+        OK(MPI_Comm_test_inter(merged, &flag));
+        CHECK(flag == 0);
+        OK(MPI_Comm_size(merged, &s));
+        CHECK(s == size);
+        OK(MPI_Comm_rank(merged, &r));
+        int want = rank % 2 == 0 ? (odd_first ? size / 2 : 0) + rank / 2
+                                 : (odd_first ? 0 : evens) + rank / 2;
+        CHECK(r == want);
+        int mine = rank, all = 0, first = -1;
+        OK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, merged));
+        CHECK(all == size * (size - 1) / 2);
+        if (r == 0) first = rank;
+        OK(MPI_Bcast(&first, 1, MPI_INT, 0, merged));
+        CHECK(first == (odd_first ? 1 : 0));
+        /* A fresh context: a message on the merged communicator is not received on
+         * the inter-communicator's union or on the world. */
+        int right = (r + 1) % size, left = (r + size - 1) % size, got = -1;
+        OK(MPI_Sendrecv(&r, 1, MPI_INT, right, 5, &got, 1, MPI_INT, left, 5, merged,
+                        MPI_STATUS_IGNORE));
+        CHECK(got == left);
+        OK(MPI_Comm_free(&merged));
+    }
+    MPI_Comm merged_null = MPI_COMM_WORLD;
+    CHECK(MPI_Intercomm_merge(side, 0, &merged_null) == MPI_ERR_COMM);
     OK(MPI_Comm_free(&inter));
     OK(MPI_Comm_free(&side));
     OK(MPI_Comm_free(&rev));
