@@ -15,6 +15,7 @@
 
 mod collective;
 mod context;
+mod create_group;
 mod inter;
 mod merge;
 mod nonblocking;

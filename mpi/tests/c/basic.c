@@ -90,6 +90,50 @@ static void errors(void) {
     CHECK(eh == MPI_ERRHANDLER_NULL);
 }
 
+/* MPI_Comm_create_group: the even ranks (in reverse order) and the odd ranks each
+ * create theirs at the same time, with the same tag, calling it alone; twice, so two
+ * live communicators of one group and tag exist; outside the group: MPI_COMM_NULL. */
+static void create_group(int rank, int size) {
+    MPI_Group world, mine;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int n = 0, *ranks = malloc(sizeof(int) * (size_t)size);
+    for (int r = size - 1; r >= 0; r--)
+        if (r % 2 == rank % 2) ranks[n++] = r;
+    OK(MPI_Group_incl(world, n, ranks, &mine));
+    MPI_Comm a = MPI_COMM_NULL, b = MPI_COMM_NULL;
+    OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 9, &a));
+    OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, 9, &b));
+    int r = -1, s = -1, cmp = -1;
+    OK(MPI_Comm_size(a, &s));
+    OK(MPI_Comm_rank(a, &r));
+    CHECK(s == n && ranks[r] == rank);
+    OK(MPI_Comm_compare(a, b, &cmp));
+    CHECK(cmp == MPI_CONGRUENT);
+    int sum = 0, all = 0;
+    OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, a));
+    for (int k = 0; k < n; k++) all += ranks[k];
+    CHECK(sum == all);
+    /* The two have their own contexts: a message on b is not received on a. */
+    if (n > 1) {
+        int to = (r + 1) % n, from = (r + n - 1) % n, got = -1, flag = -1;
+        OK(MPI_Send(&rank, 1, MPI_INT, to, 1, b));
+        OK(MPI_Barrier(b));
+        OK(MPI_Iprobe(from, 1, a, &flag, MPI_STATUS_IGNORE));
+        CHECK(flag == 0);
+        OK(MPI_Recv(&got, 1, MPI_INT, from, 1, b, MPI_STATUS_IGNORE));
+        CHECK(got == ranks[from]);
+    }
+    OK(MPI_Comm_free(&b));
+    OK(MPI_Comm_free(&a));
+    MPI_Comm none = MPI_COMM_WORLD;
+    OK(MPI_Comm_create_group(MPI_COMM_WORLD, MPI_GROUP_EMPTY, 9, &none));
+    CHECK(none == MPI_COMM_NULL);
+    CHECK(MPI_Comm_create_group(MPI_COMM_WORLD, mine, -1, &none) == MPI_ERR_TAG);
+    OK(MPI_Group_free(&mine));
+    OK(MPI_Group_free(&world));
+    free(ranks);
+}
+
 static void communicators(int rank, int size) {
     int r = -1, s = -1, cmp = -1, flag = -1;
     OK(MPI_Comm_rank(MPI_COMM_SELF, &r));
@@ -253,8 +297,12 @@ static void communicators(int rank, int size) {
     CHECK(nocomm == MPI_COMM_NULL && codes[1] == MPI_ERR_UNSUPPORTED_OPERATION);
     MPI_Group g0;
     OK(MPI_Comm_group(MPI_COMM_SELF, &g0));
-    CHECK(MPI_Comm_create_group(MPI_COMM_SELF, g0, 0, &nocomm) == MPI_ERR_UNSUPPORTED_OPERATION);
+    OK(MPI_Comm_create_group(MPI_COMM_SELF, g0, 0, &nocomm));
+    OK(MPI_Comm_size(nocomm, &s));
+    CHECK(s == 1);
+    OK(MPI_Comm_free(&nocomm));
     OK(MPI_Group_free(&g0));
+    create_group(rank, size);
 
     int *val = NULL;
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &val, &flag));
