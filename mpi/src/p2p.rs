@@ -495,8 +495,8 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Irecv`. The runtime matches a receive when it is tested, so two pending
-    /// receives that match the same message take it in the order they are tested.
+    /// `MPI_Irecv`: posted at the call, so receives match in posting order (over the
+    /// fabric route, see `docs/matching.md` section 5).
     fn MPI_Irecv / PMPI_Irecv(
         buf: *mut c_void,
         count: c_int,
