@@ -25,7 +25,8 @@
 //!   it; print `SPLIT OK <size>`.
 //! - `order`, `deadsource`, `revokepending`: MPI matching order and its ULFM rules
 //!   (`matching.rs`).
-//! - `ssend`, `ssend-fail`, `ssend-fabric`: synchronous sends (`ssend.rs`).
+//! - `ssend`, `ssend-fail`, `ssend-fabric`, `mprobe`: synchronous sends and matched
+//!   probes (`ssend.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 
@@ -859,6 +860,7 @@ fn main() {
         Some("ssend") => ssend::ssend(&world, &comm),
         Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
         Some("ssend-fabric") => ssend::ssend_fabric(&world, &comm),
+        Some("mprobe") => ssend::mprobe(&world, &comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

@@ -10,12 +10,13 @@
 //! - `ssend-fail`: the last rank is sent an issend it never receives, then dies: the
 //!   issend fails with `ProcFailed`; rank 1 revokes a duplicate on which rank 0 has an
 //!   issend pending to it: `Revoked`. Survivors print `SSENDFAIL OK`.
+//! - `mprobe`: matched probes (see [`mprobe`]).
 //! - `ssend-fabric`: a synchronous send to a rank reached through the fabric is refused
 //!   with `Unsupported`; to oneself it works. Prints `SSENDFABRIC OK`.
 
 use std::time::{Duration, Instant};
 
-use steadfast::{Comm, CommError, World};
+use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
 
 use super::die_now;
 
@@ -136,4 +137,50 @@ pub(crate) fn ssend_fabric(world: &World, comm: &Comm) {
     to_self(world, comm);
     comm.agree(1).unwrap();
     println!("SSENDFABRIC OK");
+}
+
+/// `mprobe`: matched probes. Rank 1 sends rank 0 a small and a large message with one
+/// tag, an issend, and a large message rank 0 takes and drops. Rank 0 checks that a
+/// taken message is out of the queue (a receive posted after the mprobe gets the next
+/// one), that the issend completed when its message was taken (before it is received),
+/// and that dropping a taken message lets its sender go. Prints `MPROBE OK`.
+pub(crate) fn mprobe(world: &World, comm: &Comm) {
+    let me = comm.rank();
+    let big = 1 << 20;
+    if me == 1 {
+        comm.send(0, 1, &[5u8; 8]).unwrap();
+        comm.send(0, 1, &vec![6u8; big]).unwrap();
+        comm.ssend(0, 2, &[7u8; 16]).unwrap();
+        comm.send(0, 3, &[]).unwrap();
+        comm.send(0, 4, &vec![8u8; big]).unwrap();
+        comm.send(0, 5, &[9u8]).unwrap();
+    } else if me == 0 {
+        let small = comm.mprobe(Some(1), Some(1)).unwrap();
+        assert_eq!((small.status().source, small.status().len), (1, 8));
+        let mut large = vec![0u8; big];
+        let st = comm.recv(Some(1), Some(1), &mut large).unwrap();
+        assert_eq!(st.len, big, "the taken message was received again");
+        let mut buf = [0u8; 8];
+        assert_eq!(small.recv(&mut buf).unwrap().len, 8);
+        assert_eq!(buf, [5u8; 8]);
+        let sync = loop {
+            if let Some(m) = comm.improbe(ANY_SOURCE, Some(2)).unwrap() {
+                break m;
+            }
+            world.progress_for(Duration::from_micros(100));
+        };
+        // The issend completed when its message was taken: "done" comes first.
+        comm.recv(Some(1), Some(3), &mut []).unwrap();
+        let mut b16 = [0u8; 16];
+        assert_eq!(sync.recv(&mut b16).unwrap().tag, 2);
+        let dropped = comm.mprobe(Some(1), Some(4)).unwrap();
+        assert_eq!(dropped.status().len, big);
+        drop(dropped);
+        let mut last = [0u8; 1];
+        comm.recv(Some(1), Some(5), &mut last).unwrap();
+        assert_eq!(last, [9]);
+        assert!(comm.improbe(Some(1), ANY_TAG).unwrap().is_none());
+    }
+    comm.agree(1).unwrap();
+    println!("MPROBE OK");
 }

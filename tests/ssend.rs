@@ -3,7 +3,8 @@
 //! (inline, eager and single-copy sizes over shm, and to oneself), fail with
 //! `ProcFailed` when the receiver dies (SIGKILL) and with `Revoked` on a revoke, and
 //! are refused with `Unsupported` towards a rank reached through the fabric.
-//! Scenarios: `testrank/ssend.rs`.
+//! Matched probes (`Comm::mprobe`/`improbe`, `Message::recv`) take their message out
+//! of the queue. Scenarios: `testrank/ssend.rs`.
 
 mod ft_job;
 
@@ -37,4 +38,11 @@ fn ssend_to_a_fabric_peer_is_refused() {
     );
     assert_eq!(job.code, Some(0), "{}", job.context());
     assert_eq!(job.lines("SSENDFABRIC OK").len(), 2, "{}", job.context());
+}
+
+#[test]
+fn mprobe_takes_the_message_out_of_the_queue_and_answers_a_synchronous_sender() {
+    let job = run(2, &[], &["mprobe"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(job.lines("MPROBE OK").len(), 2, "{}", job.context());
 }

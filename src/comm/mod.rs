@@ -18,6 +18,7 @@ mod context;
 mod create_group;
 mod inter;
 mod merge;
+mod mprobe;
 mod nonblocking;
 mod owned;
 mod p2p;
@@ -27,6 +28,7 @@ mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
+pub use mprobe::Message;
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use restart::RestartRequest;

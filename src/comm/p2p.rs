@@ -314,6 +314,25 @@ impl Comm {
     ) -> Result<Option<Status>, CommError> {
         let mut guard = self.engine.lock();
         let e = &mut *guard;
+        let ctx = self.probe_plan(e, source, tag)?;
+        match e.probe(ctx, source, tag) {
+            Ok(found) => Ok(found.map(|g| Status {
+                source: g.source,
+                tag: g.tag,
+                len: g.len,
+            })),
+            Err(err) => Err(self.probe_error(e, err)),
+        }
+    }
+
+    /// Checks before a probe of `(source, tag)` (also `improbe`): the matcher's
+    /// context, after taking what arrived.
+    pub(crate) fn probe_plan(
+        &self,
+        e: &mut Engine,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<u64, CommError> {
         let plan = self.plan_recv(e, source, tag)?;
         if plan.mode != RecvMode::Matched {
             return Err(CommError::Unsupported(
@@ -325,20 +344,20 @@ impl Comm {
         if let Some(err) = self.interrupted(e, None, false) {
             return Err(err);
         }
-        match e.probe(plan.ctx, source, tag) {
-            Ok(found) => Ok(found.map(|g| Status {
-                source: g.source,
-                tag: g.tag,
-                len: g.len,
-            })),
-            Err(MatchError::ProcFailed { rank, .. }) => Err(CommError::ProcFailed {
+        Ok(plan.ctx)
+    }
+
+    /// The caller's view of the matcher's refusal of a probe.
+    pub(crate) fn probe_error(&self, e: &Engine, err: MatchError) -> CommError {
+        match err {
+            MatchError::ProcFailed { rank, .. } => CommError::ProcFailed {
                 ranks: vec![rank.0],
-            }),
-            Err(MatchError::ProcFailedPending(_)) => Err(self
+            },
+            MatchError::ProcFailedPending(_) => self
                 .interrupted(e, None, true)
-                .unwrap_or(CommError::ProcFailedPending { ranks: Vec::new() })),
-            Err(MatchError::Revoked(_)) => Err(CommError::Revoked),
-            Err(other) => Err(CommError::InvalidArgument(other.to_string())),
+                .unwrap_or(CommError::ProcFailedPending { ranks: Vec::new() }),
+            MatchError::Revoked(_) => CommError::Revoked,
+            other => CommError::InvalidArgument(other.to_string()),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use steadfast_matching::Match;
+use steadfast_matching::{Envelope, Match};
 use steadfast_shm::{Arrival, ArrivalData, ShmError};
 
 use super::{Engine, DRAIN_MAX};
@@ -62,6 +62,44 @@ impl Engine {
         tag: Option<u32>,
     ) -> Result<Option<Got>, steadfast_matching::MatchError> {
         self.matching.probe(ctx, source, tag)
+    }
+
+    /// `MPI_Improbe`: takes the earliest self or shm message of `ctx` that fits out of
+    /// the matcher (a synchronous sender is answered: the message is matched); receive
+    /// it with [`Engine::receive_taken`] or give it back with [`Engine::release_taken`].
+    pub fn take_envelope(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Envelope<Payload>>, steadfast_matching::MatchError> {
+        let env = self.matching.mprobe(ctx, source, tag)?;
+        if let Some(t) = env.as_ref().and_then(|e| e.payload.sync()) {
+            self.sync_matched(t);
+        }
+        Ok(env)
+    }
+
+    /// Moves a message taken by [`Engine::take_envelope`] into `buf`.
+    pub fn receive_taken(&mut self, env: Envelope<Payload>, buf: &mut [u8]) -> Outcome {
+        let got = Got {
+            source: env.source.0,
+            tag: env.tag.0,
+            len: env.len,
+        };
+        self.move_payload(
+            env.payload,
+            env.len,
+            buf.as_mut_ptr(),
+            buf.len(),
+            got.source,
+        )
+        .map(|()| got)
+    }
+
+    /// Lets go of a message taken by [`Engine::take_envelope`] and never received.
+    pub fn release_taken(&mut self, env: Envelope<Payload>) {
+        self.release(env.payload);
     }
 
     /// Takes the earliest self or shm message of `ctx` that fits, into `buf` (a receive
