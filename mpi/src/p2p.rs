@@ -176,7 +176,7 @@ crate::mpi_fn! {
 }
 
 /// The runtime communicator a probe looks at: an intra-communicator's messages.
-fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
+pub(crate) fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
     match target(g, comm)? {
         (Target::Intra(c), size) => Ok((c, size)),
         (Target::Inter(_), _) => Err(Fail::new(
@@ -186,7 +186,7 @@ fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
     }
 }
 
-fn probe_outcome(st: sf::comm::Status) -> Outcome {
+pub(crate) fn probe_outcome(st: sf::comm::Status) -> Outcome {
     Outcome::ok(st.source as c_int, st.tag as c_int, st.len)
 }
 
@@ -276,7 +276,7 @@ crate::mpi_fn! {
     }
 }
 
-fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
+pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
     if source == MPI_ANY_SOURCE {
         Ok(None)
     } else {

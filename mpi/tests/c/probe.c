@@ -2,7 +2,8 @@
  * MPI_Probe / MPI_Iprobe at N >= 2 ranks, in the shape of MPICH's pt2pt probe tests
  * (probe-unexp, probenull, sendself): probe a message of unknown size, allocate by
  * MPI_Get_count, receive it; wildcards; a message larger than the eager limit; the
- * earlier of two messages with the same tag; MPI_PROC_NULL; a message to oneself.
+ * earlier of two messages with the same tag; MPI_PROC_NULL; a message to oneself;
+ * matched probes (MPI_Mprobe, MPI_Improbe, MPI_Mrecv, MPI_Imrecv).
  * With the argument "fabric" (ranks reached through libfabric) a probe of another
  * rank must fail with MPI_ERR_UNSUPPORTED_OPERATION, while a probe of oneself works.
  * The argument "multiple" initialises with MPI_THREAD_MULTIPLE.
@@ -90,6 +91,44 @@ static void iprobe_order(int rank, int size) {
     OK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* Matched probes (MPICH's mprobe test shape): a taken message is out of the queue,
+ * so a receive posted after the MPI_Mprobe gets the next message; MPI_Improbe and
+ * MPI_Imrecv; MPI_PROC_NULL gives MPI_MESSAGE_NO_PROC. */
+static void matched_probe(int rank, int size) {
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int a[3] = {rank, 1, 2}, b[5] = {rank, 1, 2, 3, 4}, c = rank;
+    OK(MPI_Send(a, 3, MPI_INT, right, 20, MPI_COMM_WORLD));
+    OK(MPI_Send(b, 5, MPI_INT, right, 20, MPI_COMM_WORLD));
+    OK(MPI_Send(&c, 1, MPI_INT, right, 21, MPI_COMM_WORLD));
+    MPI_Message m = MPI_MESSAGE_NULL;
+    MPI_Status st;
+    int count = -1, got[5] = {-1, -1, -1, -1, -1};
+    OK(MPI_Mprobe(left, 20, MPI_COMM_WORLD, &m, &st));
+    CHECK(m != MPI_MESSAGE_NULL && st.MPI_SOURCE == left);
+    OK(MPI_Get_count(&st, MPI_INT, &count));
+    CHECK(count == 3);
+    OK(MPI_Recv(got, 5, MPI_INT, left, 20, MPI_COMM_WORLD, &st));
+    OK(MPI_Get_count(&st, MPI_INT, &count));
+    CHECK(count == 5 && got[4] == 4); /* the second message: the first was taken */
+    OK(MPI_Mrecv(got, 3, MPI_INT, &m, &st));
+    CHECK(m == MPI_MESSAGE_NULL && got[0] == left && st.MPI_TAG == 20);
+    int flag = 0;
+    while (!flag) OK(MPI_Improbe(MPI_ANY_SOURCE, 21, MPI_COMM_WORLD, &flag, &m, &st));
+    CHECK(st.MPI_SOURCE == left);
+    MPI_Request r;
+    OK(MPI_Imrecv(got, 1, MPI_INT, &m, &r));
+    OK(MPI_Wait(&r, &st));
+    CHECK(got[0] == left && st.MPI_TAG == 21);
+    OK(MPI_Improbe(left, 21, MPI_COMM_WORLD, &flag, &m, &st));
+    CHECK(flag == 0);
+    OK(MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &m, &st));
+    CHECK(m == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL);
+    OK(MPI_Mrecv(got, 1, MPI_INT, &m, &st));
+    CHECK(m == MPI_MESSAGE_NULL && st.MPI_SOURCE == MPI_PROC_NULL);
+    CHECK(MPI_Mrecv(got, 1, MPI_INT, &m, &st) == MPI_ERR_REQUEST);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* MPI_PROC_NULL and bad arguments; a message to oneself. */
 static void null_and_self(void) {
     MPI_Status st;
@@ -130,6 +169,8 @@ static void fabric(int rank, int size) {
     CHECK(MPI_Probe(left, 5, MPI_COMM_WORLD, &st) == MPI_ERR_UNSUPPORTED_OPERATION);
     CHECK(MPI_Iprobe(MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &flag, &st) ==
           MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Message m = MPI_MESSAGE_NULL;
+    CHECK(MPI_Mprobe(left, 5, MPI_COMM_WORLD, &m, &st) == MPI_ERR_UNSUPPORTED_OPERATION);
     OK(MPI_Recv(&got, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &st));
     CHECK(got == left);
     OK(MPI_Barrier(MPI_COMM_WORLD));
@@ -156,6 +197,7 @@ int main(int argc, char **argv) {
         unknown_size(me, size, 0);
         unknown_size(me, size, 1);
         iprobe_order(me, size);
+        matched_probe(me, size);
     }
     OK(MPI_Finalize());
     printf("rank %d: PROBE OK\n", me);
