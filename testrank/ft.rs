@@ -25,10 +25,13 @@
 //!   it; print `SPLIT OK <size>`.
 //! - `order`, `deadsource`, `revokepending`: MPI matching order and its ULFM rules
 //!   (`matching.rs`).
+//! - `ssend`, `ssend-fail`, `ssend-fabric`, `mprobe`: synchronous sends and matched
+//!   probes (`ssend.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 
 mod matching;
+mod ssend;
 
 use std::time::{Duration, Instant};
 use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
@@ -906,6 +909,10 @@ fn main() {
         Some("order") => matching::order(&world, &comm, &args[2]),
         Some("deadsource") => matching::deadsource(&world, &comm),
         Some("revokepending") => matching::revoke_pending(&world, &comm),
+        Some("ssend") => ssend::ssend(&world, &comm),
+        Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
+        Some("ssend-fabric") => ssend::ssend_fabric(&world, &comm),
+        Some("mprobe") => ssend::mprobe(&world, &comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

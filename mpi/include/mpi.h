@@ -7,9 +7,9 @@
  * small integers cast to them, MPI_Status is three public ints and five internal ones.
  * Every function declared here is exported, also as PMPI_* (mpi/tests/c_programs.rs
  * checks it); the few that cannot behave correctly over the runtime yet return
- * MPI_ERR_UNSUPPORTED_OPERATION (MPI_Ssend, MPI_Issend, MPI_Probe, MPI_Iprobe,
- * MPI_Intercomm_merge, MPI_Comm_create_group, MPI_Comm_spawn). docs/mpi.md lists them
- * and what is absent.
+ * MPI_ERR_UNSUPPORTED_OPERATION (MPI_Intercomm_merge, MPI_Comm_create_group,
+ * MPI_Comm_spawn; MPI_Probe, MPI_Iprobe, MPI_Ssend and MPI_Issend involving a rank
+ * reached through the fabric). docs/mpi.md lists them and what is absent.
  *
  * Written for steadfast; not derived from another implementation's header.
  */
@@ -318,6 +318,13 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                  MPI_Comm comm, MPI_Status *status);
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
 
 /* Requests */
 int MPI_Wait(MPI_Request *request, MPI_Status *status);

@@ -539,40 +539,61 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Intercomm_merge`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the
-    /// runtime's inter-communicator does not hand out the communicator of its union.
-    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: Handle, _high: c_int, newintracomm: *mut Handle) {
-        call(intercomm, |_| {
-            if !newintracomm.is_null() {
-                // SAFETY: MPI's contract: `newintracomm` is valid for a write.
-                unsafe { *newintracomm = MPI_COMM_NULL };
-            }
-            Err(unsupported(
-                "MPI_Intercomm_merge",
-                "the runtime's inter-communicator does not expose the communicator of its union",
-            ))
+    /// `MPI_Intercomm_merge`: the intra-communicator over both groups, the group passing
+    /// `high = 0` first (equal flags: the group holding the smaller world rank first),
+    /// with a fresh context (`InterComm::merge`); `intercomm`'s error
+    /// handler.
+    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: Handle, high: c_int, newintracomm: *mut Handle) {
+        call(intercomm, |g| {
+            // SAFETY: MPI's contract: `newintracomm` is valid for a write.
+            let slot = unsafe { out(newintracomm) }?;
+            *slot = MPI_COMM_NULL;
+            let lib = g.lib()?;
+            let e = lib.comm(intercomm)?;
+            let errh = e.errhandler;
+            let CommKind::Inter(ic) = &e.kind else {
+                return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"));
+            };
+            let merged = ic.merge(high != 0)?;
+            *slot = register(lib, merged, errh)?;
+            Ok(())
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_create_group`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the
-    /// runtime creates communicators only collectively over a whole parent.
+    /// `MPI_Comm_create_group`: called by the members of `group` only (collective over
+    /// them; `tag` tells concurrent creations apart); a process outside `group` gets
+    /// `MPI_COMM_NULL` at once (MPI 4.1, 7.4.2). `Comm::create_group` underneath.
     fn MPI_Comm_create_group / PMPI_Comm_create_group(
         comm: Handle,
-        _group: Handle,
-        _tag: c_int,
+        group: Handle,
+        tag: c_int,
         newcomm: *mut Handle
     ) {
-        call(comm, |_| {
-            if !newcomm.is_null() {
-                // SAFETY: MPI's contract: `newcomm` is valid for a write.
-                unsafe { *newcomm = MPI_COMM_NULL };
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            *slot = MPI_COMM_NULL;
+            let tag = crate::util::tag_arg(tag)?;
+            let lib = g.lib()?;
+            let members = crate::group::group(lib, group)?;
+            let mine = group_of(lib, comm)?;
+            let ranks = members
+                .iter()
+                .map(|w| mine.iter().position(|m| m == w).map(|p| p as u32))
+                .collect::<Option<Vec<u32>>>()
+                .ok_or_else(|| {
+                    Fail::new(MPI_ERR_GROUP, "a member of the group is not in the communicator")
+                })?;
+            if !members.contains(&lib.world.rank()) {
+                return Ok(());
             }
-            Err(unsupported(
-                "MPI_Comm_create_group",
-                "the runtime creates communicators only over a whole parent",
-            ))
+            let (_, coll) = lib.intra(comm)?;
+            let errh = lib.comm(comm)?.errhandler;
+            let c = coll.create_group(&ranks, tag)?;
+            *slot = register(lib, c, errh)?;
+            Ok(())
         })
     }
 }

@@ -48,6 +48,7 @@ mod error;
 mod group;
 mod info;
 mod init;
+mod mprobe;
 mod p2p;
 mod request;
 mod singleton;

@@ -1,6 +1,7 @@
 //! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`,
-//! `Sendrecv`; `MPI_PROC_NULL`; the calls the runtime cannot do correctly yet
-//! (`Ssend`, `Issend`, `Probe`, `Iprobe`) return `MPI_ERR_UNSUPPORTED_OPERATION`.
+//! `Sendrecv`, `Ssend`, `Issend`, `Probe`, `Iprobe`; `MPI_PROC_NULL`. Synchronous
+//! sends and probes involving a rank reached through the fabric return
+//! `MPI_ERR_UNSUPPORTED_OPERATION` (the runtime's `CommError::Unsupported`).
 
 use std::ffi::{c_int, c_void};
 
@@ -26,6 +27,14 @@ fn target(g: &mut Guard, comm: Handle) -> R<(Target, u32)> {
     })
 }
 
+/// Standard or (`Mode::Sync`) synchronous send.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Standard,
+    Sync,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn send(
     g: &mut Guard,
     buf: *const c_void,
@@ -34,6 +43,7 @@ fn send(
     dest: c_int,
     tag: c_int,
     comm: Handle,
+    mode: Mode,
 ) -> R<()> {
     let lib = g.lib()?;
     let (len, _) = lib.byte_len(count, dt)?;
@@ -49,23 +59,52 @@ fn send(
     // The latency path: no other thread may call meanwhile, so the runtime's blocking
     // send runs on the table's communicator, without a clone.
     if let (CommKind::Intra { p2p, .. }, false) = (&e.kind, lib.multiple()) {
-        p2p.send(dest, tag, data)?;
+        match mode {
+            Mode::Standard => p2p.send(dest, tag, data)?,
+            Mode::Sync => p2p.ssend(dest, tag, data)?,
+        }
         return Ok(());
     }
     match target(g, comm)?.0 {
         Target::Intra(c) => {
             // SAFETY: the request is waited for (or dropped) before this call returns,
             // within `data`'s borrow.
-            let r = unsafe { c.isend(dest, tag, data) }?;
+            let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
             let mut req = Req::new(comm, Op::Send(extend_send(r)));
             let o = wait_local(g, &mut req)?;
             if o.error != MPI_SUCCESS {
                 return Err(Fail::new(o.error, "send failed"));
             }
         }
+        Target::Inter(_) if mode == Mode::Sync => {
+            return Err(Fail::new(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "synchronous sends on inter-communicators are not supported",
+            ))
+        }
         Target::Inter(ic) => ic.send(dest, tag, data)?,
     }
     Ok(())
+}
+
+/// Starts a standard or synchronous send on `c`.
+///
+/// # Safety
+/// As `Comm::isend`: `data` stays valid and unchanged until the request completes or
+/// is dropped, and the request is not leaked.
+unsafe fn start_send<'a>(
+    c: &Comm,
+    dest: u32,
+    tag: u32,
+    data: &'a [u8],
+    mode: Mode,
+) -> Result<sf::comm::SendRequest<'a>, sf::CommError> {
+    match mode {
+        // SAFETY: the caller's contract.
+        Mode::Standard => unsafe { c.isend(dest, tag, data) },
+        // SAFETY: the caller's contract.
+        Mode::Sync => unsafe { c.issend(dest, tag, data) },
+    }
 }
 
 /// Extends a borrowed send request to `'static` to keep it in a [`Req`].
@@ -86,7 +125,7 @@ crate::mpi_fn! {
         tag: c_int,
         comm: Handle
     ) {
-        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm))
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Standard))
     }
 }
 
@@ -100,77 +139,144 @@ crate::mpi_fn! {
         tag: c_int,
         comm: Handle
     ) {
-        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm))
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Standard))
     }
 }
 
-fn no_ssend() -> Fail {
-    Fail::new(
-        MPI_ERR_UNSUPPORTED_OPERATION,
-        "synchronous sends need the receiver to report the match, which the runtime \
-         does not do yet",
-    )
-}
-
 crate::mpi_fn! {
-    /// `MPI_Ssend`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`): the runtime does
-    /// not tell a sender when its message is matched.
+    /// `MPI_Ssend`: returns once the matching receive has started (MPI 4.1, 3.4). Over
+    /// self and shared memory; a destination reached through the fabric, or an
+    /// inter-communicator, gives `MPI_ERR_UNSUPPORTED_OPERATION`.
     fn MPI_Ssend / PMPI_Ssend(
-        _buf: *const c_void,
-        _count: c_int,
-        _datatype: Handle,
-        _dest: c_int,
-        _tag: c_int,
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
         comm: Handle
     ) {
-        call(comm, |_| Err(no_ssend()))
+        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Sync))
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Issend`: not supported, as `MPI_Ssend`.
+    /// `MPI_Issend`: the request completes once the matching receive has started; as
+    /// `MPI_Ssend` for what is supported.
     fn MPI_Issend / PMPI_Issend(
-        _buf: *const c_void,
-        _count: c_int,
-        _datatype: Handle,
-        _dest: c_int,
-        _tag: c_int,
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
         comm: Handle,
-        _request: *mut Handle
+        request: *mut Handle
     ) {
-        call(comm, |_| Err(no_ssend()))
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Sync))
     }
 }
 
-fn no_probe() -> Fail {
-    Fail::new(
-        MPI_ERR_UNSUPPORTED_OPERATION,
-        "probing needs the runtime to look at a message without receiving it, which its \
-         API does not offer yet",
-    )
+/// The runtime communicator a probe looks at: an intra-communicator's messages.
+pub(crate) fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
+    match target(g, comm)? {
+        (Target::Intra(c), size) => Ok((c, size)),
+        (Target::Inter(_), _) => Err(Fail::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "probing on inter-communicators is not supported",
+        )),
+    }
+}
+
+pub(crate) fn probe_outcome(st: sf::comm::Status) -> Outcome {
+    Outcome::ok(st.source as c_int, st.tag as c_int, st.len)
+}
+
+/// `MPI_Iprobe`: one look; `*flag` says whether a message matched.
+fn iprobe(
+    g: &mut Guard,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> R<()> {
+    // SAFETY: MPI's contract: `flag` is valid for a write.
+    let flag = unsafe { out(flag) }?;
+    let tag = recv_tag_arg(tag)?;
+    g.lib()?.comm(comm)?;
+    if source == MPI_PROC_NULL {
+        *flag = 1;
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &Outcome::empty(), false) };
+        return Ok(());
+    }
+    let (c, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?;
+    let found = c.iprobe(source, tag)?;
+    *flag = c_int::from(found.is_some());
+    if let Some(st) = found {
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &probe_outcome(st), false) };
+    }
+    Ok(())
+}
+
+/// `MPI_Probe`: waits for a message without receiving it. A wildcard probe that meets
+/// an unacknowledged failure fails with `MPIX_ERR_PROC_FAILED` (a blocking wildcard
+/// operation, as `MPI_Recv`).
+fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MPI_Status) -> R<()> {
+    let tag = recv_tag_arg(tag)?;
+    g.lib()?.comm(comm)?;
+    if source == MPI_PROC_NULL {
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &Outcome::empty(), false) };
+        return Ok(());
+    }
+    let (c, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?;
+    let st = if g.lib()?.multiple() {
+        // Let other threads in between two looks (one of them may send the message).
+        let mut spin = steadfast_os::SpinWait::default();
+        loop {
+            g.lib()?;
+            match c.iprobe(source, tag) {
+                Ok(Some(st)) => break st,
+                Ok(None) => g.relax(&mut spin),
+                Err(sf::CommError::ProcFailedPending { ranks }) => {
+                    return Err(sf::CommError::ProcFailed { ranks }.into())
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    } else {
+        c.probe(source, tag)?
+    };
+    // SAFETY: MPI's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &probe_outcome(st), false) };
+    Ok(())
 }
 
 crate::mpi_fn! {
-    /// `MPI_Probe`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`).
-    fn MPI_Probe / PMPI_Probe(_source: c_int, _tag: c_int, comm: Handle, _status: *mut MPI_Status) {
-        call(comm, |_| Err(no_probe()))
+    /// `MPI_Probe`: messages to this process and from ranks of its node (self and shared
+    /// memory); a source reached through the fabric gives `MPI_ERR_UNSUPPORTED_OPERATION`.
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut MPI_Status) {
+        call(comm, |g| probe(g, source, tag, comm, status))
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Iprobe`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`).
+    /// `MPI_Iprobe`: as `MPI_Probe`, without waiting.
     fn MPI_Iprobe / PMPI_Iprobe(
-        _source: c_int,
-        _tag: c_int,
+        source: c_int,
+        tag: c_int,
         comm: Handle,
-        _flag: *mut c_int,
-        _status: *mut MPI_Status
+        flag: *mut c_int,
+        status: *mut MPI_Status
     ) {
-        call(comm, |_| Err(no_probe()))
+        call(comm, |g| iprobe(g, source, tag, comm, flag, status))
     }
 }
 
-fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
+pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
     if source == MPI_ANY_SOURCE {
         Ok(None)
     } else {
@@ -327,6 +433,7 @@ fn isend(
     tag: c_int,
     comm: Handle,
     request: *mut Handle,
+    mode: Mode,
 ) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { out(request) }?;
@@ -347,7 +454,7 @@ fn isend(
         // completes or is freed.
         let data: &'static [u8] = unsafe { bytes(buf, len) }?;
         // SAFETY: as above; the request lives in a `Req` within those rules.
-        let r = unsafe { c.isend(dest, tag, data) }?;
+        let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
         Req::new(comm, Op::Send(r))
     };
     let lib = g.lib()?;
@@ -368,7 +475,7 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request))
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Standard))
     }
 }
 
@@ -383,13 +490,13 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request))
+        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Standard))
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Irecv`. The runtime matches a receive when it is tested, so two pending
-    /// receives that match the same message take it in the order they are tested.
+    /// `MPI_Irecv`: posted at the call, so receives match in posting order (over the
+    /// fabric route, see `docs/matching.md` section 5).
     fn MPI_Irecv / PMPI_Irecv(
         buf: *mut c_void,
         count: c_int,

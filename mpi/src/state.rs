@@ -146,6 +146,8 @@ pub(crate) struct Lib {
     next_handle: Handle,
     pub comms: Map<CommEntry>,
     pub requests: Map<Req>,
+    /// Messages taken by `MPI_Mprobe`/`Improbe`, with their communicator's handle.
+    pub messages: Map<(Handle, sf::comm::Message)>,
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
     /// and finished (boundedly) by `MPI_Finalize`.
     pub detached: Vec<Req>,
@@ -168,6 +170,7 @@ impl Lib {
             next_handle: FIRST_HANDLE,
             comms: Map::default(),
             requests: Map::default(),
+            messages: Map::default(),
             detached: Vec::new(),
             types: Map::default(),
             groups: Map::default(),

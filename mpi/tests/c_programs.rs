@@ -469,3 +469,90 @@ fn inter_communicator_creation_is_uniform_over_a_failure() {
         );
     }
 }
+
+/// `probe.c` at `np` ranks in `mode`: every rank ends with PROBE OK.
+fn probe(np: &str, mode: &str, env: &[(&str, &str)]) {
+    let (status, out, err) = run(&["-np", np], program("probe"), &[mode], env);
+    assert_eq!(status, 0, "{mode} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    let n: usize = np.parse().unwrap();
+    assert_eq!(
+        out.matches("PROBE OK").count(),
+        n,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+#[test]
+fn probe_and_iprobe_over_shared_memory() {
+    probe("3", "single", &[]);
+    probe("4", "multiple", &[]);
+}
+
+#[test]
+fn probe_of_a_fabric_source_is_refused_with_a_clear_class() {
+    probe(
+        "2",
+        "fabric",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+    );
+}
+
+/// `p2p_ft.c` at `n` ranks: the last is SIGKILLed; every survivor ends with P2P FT OK.
+fn p2p_after_a_sigkill(n: usize) {
+    let np = n.to_string();
+    let (status, out, err) = run(
+        &[
+            "-np",
+            &np,
+            "--with-ft",
+            "ulfm",
+            "--exit-status",
+            "survivors",
+        ],
+        program("p2p_ft"),
+        &[],
+        &[],
+    );
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("P2P FT OK").count(),
+        n - 1,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("rank {}: killed by signal 9", n - 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn probe_and_issend_follow_the_ulfm_rules_after_a_sigkill() {
+    p2p_after_a_sigkill(4);
+}
+
+/// `ssend.c` at `np` ranks in `mode`: every rank ends with SSEND OK.
+fn ssend(np: &str, mode: &str, env: &[(&str, &str)]) {
+    let (status, out, err) = run(&["-np", np], program("ssend"), &[mode], env);
+    assert_eq!(status, 0, "{mode} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    let n: usize = np.parse().unwrap();
+    assert_eq!(
+        out.matches("SSEND OK").count(),
+        n,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+#[test]
+fn ssend_completes_only_once_the_receive_started_over_shared_memory() {
+    ssend("3", "single", &[]);
+    ssend("2", "multiple", &[]);
+}
+
+#[test]
+fn ssend_to_a_fabric_peer_is_refused_with_a_clear_class() {
+    ssend(
+        "2",
+        "fabric",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+    );
+}

@@ -308,6 +308,16 @@ impl InterComm {
         self.union.free()
     }
 
+    /// The communicator over both groups underneath (read-only use: `merge.rs`).
+    pub(super) fn union_comm(&self) -> &Comm {
+        &self.union
+    }
+
+    /// Whether this group comes first in the union (it holds the smaller world rank).
+    pub(super) fn is_low_side(&self) -> bool {
+        self.low_side
+    }
+
     /// This process's rank in its own group.
     pub fn rank(&self) -> u32 {
         self.union.rank() - self.local_offset

@@ -16,7 +16,10 @@
 mod abort;
 mod collective;
 mod context;
+mod create_group;
 mod inter;
+mod merge;
+mod mprobe;
 mod nonblocking;
 mod owned;
 mod p2p;
@@ -27,6 +30,7 @@ mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
+pub use mprobe::Message;
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use restart::RestartRequest;
@@ -129,6 +133,10 @@ pub enum CommError {
         /// Contexts in use (or retired) at this process.
         live: u32,
     },
+    /// The operation is not available for these arguments (named), e.g. a probe or a
+    /// synchronous send involving a rank reached through the fabric.
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// A peer is reached through the fabric, but this process has no fabric endpoint.
     #[error("a peer is reached through the fabric, but this process has no fabric endpoint")]
     NoFabricEndpoint,
@@ -165,7 +173,9 @@ impl PartialEq for CommError {
         match (self, other) {
             (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
             (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
-            (Restart(a), Restart(b)) | (Launcher(a), Launcher(b)) => a == b,
+            (Restart(a), Restart(b))
+            | (Launcher(a), Launcher(b))
+            | (Unsupported(a), Unsupported(b)) => a == b,
             (RestoredWorld, RestoredWorld) => true,
             (Revoked, Revoked) | (Excluded, Excluded) | (NoFabricEndpoint, NoFabricEndpoint) => {
                 true

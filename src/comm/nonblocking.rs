@@ -175,6 +175,8 @@ pub struct SendRequest<'a> {
     data: *const u8,
     len: usize,
     state: SendState,
+    /// A synchronous send's sequence number: it completes once also answered.
+    sync: Option<u32>,
     _data: PhantomData<&'a [u8]>,
 }
 
@@ -201,7 +203,22 @@ impl SendRequest<'_> {
         let e = &mut *guard;
         loop {
             match &mut self.state {
-                SendState::Done => return Ok(true),
+                SendState::Done => {
+                    let Some(seq) = self.sync else {
+                        return Ok(true);
+                    };
+                    if !e.sync_answered(self.world, seq) {
+                        // The bytes left; look for the answer.
+                        e.drain_arrivals();
+                    }
+                    if e.sync_answered(self.world, seq) {
+                        e.sync_end(self.world, seq);
+                        self.sync = None;
+                        return Ok(true);
+                    }
+                    // The receive has not started yet.
+                    break;
+                }
                 SendState::Waiting => {
                     let Route::Shm(l) = e.route(self.world) else {
                         unreachable!("only shm sends wait for room")
@@ -283,6 +300,9 @@ impl SendRequest<'_> {
 
 impl Drop for SendRequest<'_> {
     fn drop(&mut self) {
+        if let Some(seq) = self.sync.take() {
+            self.comm.engine.lock().sync_end(self.world, seq);
+        }
         // A fabric send still posted is cancelled (waiting for libfabric to let go of
         // the buffer). A large shm send cannot be withdrawn: the receiver may still read
         // the buffer, which only it would notice.
@@ -401,6 +421,53 @@ impl Comm {
         tag: u32,
         data: &'a [u8],
     ) -> Result<SendRequest<'a>, CommError> {
+        // SAFETY: the caller's contract, the same.
+        unsafe { self.isend_mode(dest, tag, data, false) }
+    }
+
+    /// Starts a synchronous send (`MPI_Issend`): as [`Comm::isend`], but the request
+    /// completes only once the matching receive has started at `dest` (MPI 4.1,
+    /// section 3.4), or fails: [`CommError::ProcFailed`] when `dest` fails first,
+    /// [`CommError::Revoked`]. Over self and shared memory; a destination reached
+    /// through the fabric is [`CommError::Unsupported`].
+    ///
+    /// # Safety
+    /// As [`Comm::isend`]. [`Comm::ssend`] is the blocking safe form.
+    ///
+    /// # Errors
+    /// As [`Comm::isend`]; [`CommError::Unsupported`] for a fabric destination.
+    pub unsafe fn issend<'a>(
+        &self,
+        dest: u32,
+        tag: u32,
+        data: &'a [u8],
+    ) -> Result<SendRequest<'a>, CommError> {
+        // SAFETY: the caller's contract, the same.
+        unsafe { self.isend_mode(dest, tag, data, true) }
+    }
+
+    /// Sends `data` to `dest` and returns once the matching receive has started there
+    /// (`MPI_Ssend`): see [`Comm::issend`].
+    ///
+    /// # Errors
+    /// As [`Comm::issend`].
+    pub fn ssend(&self, dest: u32, tag: u32, data: &[u8]) -> Result<(), CommError> {
+        // SAFETY: the request is waited for (or dropped on unwinding) before `data`'s
+        // borrow ends.
+        unsafe { self.issend(dest, tag, data) }?.wait()
+    }
+
+    /// `isend` or, when `sync`, `issend`.
+    ///
+    /// # Safety
+    /// As [`Comm::isend`].
+    unsafe fn isend_mode<'a>(
+        &self,
+        dest: u32,
+        tag: u32,
+        data: &'a [u8],
+        sync: bool,
+    ) -> Result<SendRequest<'a>, CommError> {
         Self::check_tag(tag)?;
         let mut guard = self.engine.lock();
         let e = &mut *guard;
@@ -415,12 +482,25 @@ impl Comm {
         if let Some(err) = self.interrupted(e, Some(w), false) {
             return Err(err);
         }
-        let (wire_tag, _) = user_match(ctx, Some(tag));
+        let (mut wire_tag, _) = user_match(ctx, Some(tag));
+        let route = e.route(w);
+        let sync = if sync {
+            if route == Route::Fabric {
+                return Err(CommError::Unsupported(
+                    "synchronous sends to a rank reached through the fabric".into(),
+                ));
+            }
+            let (seq, bits) = e.sync_start(w);
+            wire_tag |= bits;
+            Some(seq)
+        } else {
+            None
+        };
         // Sends that never wait still let the engine run now and then.
         e.tick();
-        let state = match e.route(w) {
+        let state = match route {
             Route::Local => {
-                e.send_to_self(ctx, tag, data);
+                e.send_to_self(ctx, tag, data, sync);
                 e.stats_mut().self_sent += 1;
                 SendState::Done
             }
@@ -454,6 +534,7 @@ impl Comm {
             data: data.as_ptr(),
             len: data.len(),
             state,
+            sync,
             _data: PhantomData,
         };
         if matches!(req.state, SendState::Waiting) {

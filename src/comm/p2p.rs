@@ -305,7 +305,8 @@ impl Comm {
     /// [`CommError::ProcFailed`] when `source` has failed and none of its messages
     /// waits; [`CommError::ProcFailedPending`] for a wildcard source while a failure is
     /// not acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a
-    /// bad rank or tag, or when a possible source is reached through the fabric.
+    /// bad rank or tag; [`CommError::Unsupported`] when a possible source is reached
+    /// through the fabric.
     pub fn iprobe(
         &self,
         source: Option<u32>,
@@ -313,10 +314,29 @@ impl Comm {
     ) -> Result<Option<Status>, CommError> {
         let mut guard = self.engine.lock();
         let e = &mut *guard;
+        let ctx = self.probe_plan(e, source, tag)?;
+        match e.probe(ctx, source, tag) {
+            Ok(found) => Ok(found.map(|g| Status {
+                source: g.source,
+                tag: g.tag,
+                len: g.len,
+            })),
+            Err(err) => Err(self.probe_error(e, err)),
+        }
+    }
+
+    /// Checks before a probe of `(source, tag)` (also `improbe`): the matcher's
+    /// context, after taking what arrived.
+    pub(crate) fn probe_plan(
+        &self,
+        e: &mut Engine,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<u64, CommError> {
         let plan = self.plan_recv(e, source, tag)?;
         if plan.mode != RecvMode::Matched {
-            return Err(CommError::InvalidArgument(
-                "probe of messages from ranks reached through the fabric is not supported".into(),
+            return Err(CommError::Unsupported(
+                "probe of messages from ranks reached through the fabric".into(),
             ));
         }
         e.drain_arrivals();
@@ -324,20 +344,20 @@ impl Comm {
         if let Some(err) = self.interrupted(e, None, false) {
             return Err(err);
         }
-        match e.probe(plan.ctx, source, tag) {
-            Ok(found) => Ok(found.map(|g| Status {
-                source: g.source,
-                tag: g.tag,
-                len: g.len,
-            })),
-            Err(MatchError::ProcFailed { rank, .. }) => Err(CommError::ProcFailed {
+        Ok(plan.ctx)
+    }
+
+    /// The caller's view of the matcher's refusal of a probe.
+    pub(crate) fn probe_error(&self, e: &Engine, err: MatchError) -> CommError {
+        match err {
+            MatchError::ProcFailed { rank, .. } => CommError::ProcFailed {
                 ranks: vec![rank.0],
-            }),
-            Err(MatchError::ProcFailedPending(_)) => Err(self
+            },
+            MatchError::ProcFailedPending(_) => self
                 .interrupted(e, None, true)
-                .unwrap_or(CommError::ProcFailedPending { ranks: Vec::new() })),
-            Err(MatchError::Revoked(_)) => Err(CommError::Revoked),
-            Err(other) => Err(CommError::InvalidArgument(other.to_string())),
+                .unwrap_or(CommError::ProcFailedPending { ranks: Vec::new() }),
+            MatchError::Revoked(_) => CommError::Revoked,
+            other => CommError::InvalidArgument(other.to_string()),
         }
     }
 

@@ -83,6 +83,10 @@ const DRAIN_MAX: usize = 256;
 #[path = "engine_p2p.rs"]
 mod p2p;
 
+/// Synchronous sends: sequence numbers, answers.
+#[path = "engine_sync.rs"]
+mod sync;
+
 /// The per-process engine (see the module doc). Its state is private: communicators
 /// use the methods below.
 pub(crate) struct Engine {
@@ -100,6 +104,8 @@ pub(crate) struct Engine {
     boot: Box<dyn Bootstrap>,
     /// MPI matching of every self and shm message (`matching.rs`).
     matching: Matching,
+    /// Synchronous sends in flight and answers owed (`engine_sync.rs`).
+    sync: sync::SyncSends,
     /// Failed ranks whose contexts the matcher has not been told about yet.
     to_notify: Vec<u32>,
     /// Inside `drain_arrivals` (it is not re-entered).
@@ -170,6 +176,7 @@ impl Engine {
             shm: parts.shm,
             boot: parts.boot,
             matching: Matching::new(parts.size),
+            sync: sync::SyncSends::default(),
             to_notify: Vec::new(),
             draining: false,
             control: ControlPlane::new(parts.rank, parts.size, parts.detector),
@@ -560,6 +567,7 @@ impl Engine {
         // Shared memory: everything waiting in the rings (control and user messages).
         self.drain_arrivals();
         self.retry_held();
+        self.flush_sync_answers();
         // Fabric: the posted control receive.
         for _ in 0..16 {
             let (Some(fab), Some(req)) = (self.fab.as_mut(), self.fab_ctrl) else {

@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
-use steadfast_matching::Match;
+use steadfast_matching::{Envelope, Match};
 use steadfast_shm::{Arrival, ArrivalData, ShmError};
 
 use super::{Engine, DRAIN_MAX};
-use crate::world::matching::{Delivery, Got, Outcome, Payload, Posting, RecvFailure, RecvKey};
-use crate::world::tags::{user_tag, CONTEXT_MASK, CONTROL, USER_TAG_BITS};
+use crate::world::matching::{
+    Delivery, Got, Outcome, Payload, Posting, RecvFailure, RecvKey, SyncToken,
+};
+use crate::world::tags::{sync_seq, user_tag, CONTEXT_MASK, CONTROL, USER_TAG_BITS};
 
 impl Engine {
     /// Posts a receive on context `ctx` (see `Matching::post`); a waiting message that
@@ -62,6 +64,44 @@ impl Engine {
         self.matching.probe(ctx, source, tag)
     }
 
+    /// `MPI_Improbe`: takes the earliest self or shm message of `ctx` that fits out of
+    /// the matcher (a synchronous sender is answered: the message is matched); receive
+    /// it with [`Engine::receive_taken`] or give it back with [`Engine::release_taken`].
+    pub fn take_envelope(
+        &mut self,
+        ctx: u64,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Envelope<Payload>>, steadfast_matching::MatchError> {
+        let env = self.matching.mprobe(ctx, source, tag)?;
+        if let Some(t) = env.as_ref().and_then(|e| e.payload.sync()) {
+            self.sync_matched(t);
+        }
+        Ok(env)
+    }
+
+    /// Moves a message taken by [`Engine::take_envelope`] into `buf`.
+    pub fn receive_taken(&mut self, env: Envelope<Payload>, buf: &mut [u8]) -> Outcome {
+        let got = Got {
+            source: env.source.0,
+            tag: env.tag.0,
+            len: env.len,
+        };
+        self.move_payload(
+            env.payload,
+            env.len,
+            buf.as_mut_ptr(),
+            buf.len(),
+            got.source,
+        )
+        .map(|()| got)
+    }
+
+    /// Lets go of a message taken by [`Engine::take_envelope`] and never received.
+    pub fn release_taken(&mut self, env: Envelope<Payload>) {
+        self.release(env.payload);
+    }
+
     /// Takes the earliest self or shm message of `ctx` that fits, into `buf` (a receive
     /// that also waits on the fabric, so it cannot be posted here).
     pub fn take_message(
@@ -72,6 +112,9 @@ impl Engine {
         buf: &mut [u8],
     ) -> Option<Outcome> {
         let env = self.matching.mprobe(ctx, source, tag).ok()??;
+        if let Some(t) = env.payload.sync() {
+            self.sync_matched(t);
+        }
         let got = Got {
             source: env.source.0,
             tag: env.tag.0,
@@ -89,14 +132,19 @@ impl Engine {
         )
     }
 
-    /// A message to this process itself, delivered at once.
-    pub fn send_to_self(&mut self, ctx: u64, tag: u32, data: &[u8]) {
+    /// A message to this process itself, delivered at once; `sync_seq` is a
+    /// synchronous send's sequence number.
+    pub fn send_to_self(&mut self, ctx: u64, tag: u32, data: &[u8], sync_seq: Option<u32>) {
+        let sync = sync_seq.map(|seq| SyncToken {
+            world: self.rank,
+            seq,
+        });
         let d = self.matching.deliver(
             ctx as u32,
             self.rank,
             tag,
             data.len(),
-            Payload::Bytes(data.to_vec()),
+            Payload::Bytes(data.to_vec(), sync),
         );
         self.handle_delivery(d);
     }
@@ -113,6 +161,10 @@ impl Engine {
     pub(super) fn complete(&mut self, m: Match<RecvKey, Payload>) {
         let key = m.recv;
         let env = m.message;
+        // The receive has started: a synchronous sender may complete.
+        if let Some(t) = env.payload.sync() {
+            self.sync_matched(t);
+        }
         let (ptr, cap) = self.matching.buffer(key);
         let got = Got {
             source: env.source.0,
@@ -138,13 +190,17 @@ impl Engine {
     ) -> Result<(), RecvFailure> {
         let truncated = RecvFailure::Truncated { len, capacity: cap };
         match payload {
-            Payload::Placed { truncated: true } => Err(truncated),
-            Payload::Placed { truncated: false } => Ok(()),
-            Payload::Bytes(_) | Payload::ShmPull { .. } if len > cap => {
+            Payload::Placed {
+                truncated: true, ..
+            } => Err(truncated),
+            Payload::Placed {
+                truncated: false, ..
+            } => Ok(()),
+            Payload::Bytes(..) | Payload::ShmPull { .. } if len > cap => {
                 self.release(payload);
                 Err(truncated)
             }
-            Payload::Bytes(v) => {
+            Payload::Bytes(v, _) => {
                 // SAFETY: `ptr` is valid for `cap >= v.len()` bytes (contract above); `v`
                 // is the message's own memory, so the two do not overlap.
                 unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, v.len()) };
@@ -154,6 +210,7 @@ impl Engine {
                 local,
                 wire_tag,
                 ticket,
+                ..
             } => {
                 let Some(shm) = self.shm.as_mut() else {
                     return Err(RecvFailure::Freed);
@@ -225,6 +282,9 @@ impl Engine {
                 if tag & CONTROL != 0 {
                     return Some(ctrl);
                 }
+                if Engine::is_sync_answer(tag) {
+                    return None;
+                }
                 let w = *local_world.get(src as usize)?;
                 let ctx = ((tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
                 matching.placement(ctx, w, user_tag(tag))
@@ -242,7 +302,10 @@ impl Engine {
                 }
             };
             taken += 1;
-            if arrival.tag & CONTROL != 0 {
+            if Engine::is_sync_answer(arrival.tag) {
+                let w = self.local_world[arrival.source as usize];
+                self.sync_answer_arrived(w, sync_seq(arrival.tag));
+            } else if arrival.tag & CONTROL != 0 {
                 control = true;
                 self.on_control_arrival(arrival);
             } else {
@@ -281,13 +344,15 @@ impl Engine {
     pub(super) fn on_user_arrival(&mut self, a: Arrival) {
         let w = self.local_world[a.source as usize];
         let ctx = ((a.tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+        let sync = Engine::sync_token(w, a.tag);
         let payload = match a.data {
-            ArrivalData::Placed { truncated } => Payload::Placed { truncated },
-            ArrivalData::Bytes(v) => Payload::Bytes(v),
+            ArrivalData::Placed { truncated } => Payload::Placed { truncated, sync },
+            ArrivalData::Bytes(v) => Payload::Bytes(v, sync),
             ArrivalData::Pull(ticket) => Payload::ShmPull {
                 local: a.source,
                 wire_tag: a.tag,
                 ticket,
+                sync,
             },
         };
         let placed = matches!(payload, Payload::Placed { .. });

@@ -31,20 +31,44 @@ type CtxMap<V> = HashMap<u32, V, BuildHasherDefault<FxHasher>>;
 /// are left undrained (back-pressure, never loss).
 pub(crate) const HELD_MAX: usize = 4096;
 
-/// Where a message's bytes are, for every path.
+/// A synchronous send's message: who answers it once matched (the sender's world
+/// rank and the send's sequence number there; `tags::SYNC`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SyncToken {
+    pub world: u32,
+    pub seq: u32,
+}
+
+/// Where a message's bytes are, for every path; `sync` names the sender to answer
+/// when the message is a synchronous send's.
 #[derive(Debug)]
 pub(crate) enum Payload {
     /// Already copied into the buffer of the receive it matched (the shm latency path;
     /// nothing copied when `truncated`).
-    Placed { truncated: bool },
+    Placed {
+        truncated: bool,
+        sync: Option<SyncToken>,
+    },
     /// Bytes of their own: a message to self, or an shm message copied out of the ring.
-    Bytes(Vec<u8>),
+    Bytes(Vec<u8>, Option<SyncToken>),
     /// A large shm message still in its sender's memory (local rank `local`).
     ShmPull {
         local: u32,
         wire_tag: u64,
         ticket: PullTicket,
+        sync: Option<SyncToken>,
     },
+}
+
+impl Payload {
+    /// The synchronous sender to answer once this message is matched.
+    pub(crate) fn sync(&self) -> Option<SyncToken> {
+        match self {
+            Payload::Placed { sync, .. }
+            | Payload::Bytes(_, sync)
+            | Payload::ShmPull { sync, .. } => *sync,
+        }
+    }
 }
 
 /// A receive's token in the matcher: its slot and the slot's generation.
@@ -592,7 +616,7 @@ mod tests {
     fn bytes(d: &Delivery) -> Option<(RecvKey, u32)> {
         match d {
             Delivery::Matched(m) => match &m.message.payload {
-                Payload::Bytes(v) => Some((m.recv, v[0] as u32)),
+                Payload::Bytes(v, _) => Some((m.recv, v[0] as u32)),
                 _ => None,
             },
             _ => None,
@@ -620,7 +644,7 @@ mod tests {
         let mut b = [0u8; 8];
         let ka = posted(m.post(7, None, None, a.as_mut_ptr(), 8));
         let kb = posted(m.post(7, None, None, b.as_mut_ptr(), 8));
-        let d = m.deliver(7, 1, 5, 1, Payload::Bytes(vec![42]));
+        let d = m.deliver(7, 1, 5, 1, Payload::Bytes(vec![42], None));
         assert_eq!(bytes(&d), Some((ka, 42)));
         let Delivery::Matched(mt) = d else {
             unreachable!()
@@ -647,7 +671,7 @@ mod tests {
         let mut m = Matching::new(4);
         for i in 0..3 {
             assert!(matches!(
-                m.deliver(9, 2, 1, 1, Payload::Bytes(vec![i])),
+                m.deliver(9, 2, 1, 1, Payload::Bytes(vec![i], None)),
                 Delivery::Kept
             ));
         }
@@ -661,7 +685,7 @@ mod tests {
         for i in 0..3 {
             match m.post(9, Some(1), Some(1), buf.as_mut_ptr(), 4) {
                 Posting::Matched(mt) => {
-                    assert!(matches!(&mt.message.payload, Payload::Bytes(v) if v[0] == i))
+                    assert!(matches!(&mt.message.payload, Payload::Bytes(v, _) if v[0] == i))
                 }
                 Posting::Slot(_) => panic!("message {i} was not delivered"),
             }
@@ -686,7 +710,7 @@ mod tests {
         assert!(matches!(m.take(wild), Some(Err(RecvFailure::Revoked))));
         m.close(7, true);
         assert!(matches!(
-            m.deliver(7, 1, 1, 1, Payload::Bytes(vec![1])),
+            m.deliver(7, 1, 1, 1, Payload::Bytes(vec![1], None)),
             Delivery::Dropped(_)
         ));
     }

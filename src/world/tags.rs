@@ -7,6 +7,10 @@
 //! | 38..23 | communicator context (16 bits) |
 //! | 22..0 | the application's tag (23 bits: `MPI_TAG_UB` is [`MAX_TAG`], 8 388 607) |
 //!
+//! Over shared memory and to self, the bits above 39 carry the synchronous-send
+//! protocol ([`SYNC`], [`SYNC_ACK`], a sequence number in bits 61..40); the fabric's
+//! tags have no room for them, so synchronous sends to fabric peers are refused.
+//!
 //! Control messages all carry tag [`CONTROL`] and name their communicator in their own
 //! header (`steadfast_agreement::wire`); user messages of different communicators never
 //! match each other's receives: their contexts are agreed among the members from
@@ -28,6 +32,30 @@ pub const RESERVED_CONTEXTS: u32 = 2;
 pub const CONTROL: u64 = 1 << 39;
 /// Ignore mask matching every control message.
 pub const CONTROL_IGNORE: u64 = CONTROL - 1;
+
+/// Set on the message of a synchronous send (self and shm only): its receiver answers
+/// with a [`SYNC_ACK`] message once a receive matched it (MPI 4.1, 3.4).
+pub const SYNC: u64 = 1 << 63;
+/// The tag of a synchronous send's acknowledgement (no bytes); the send's sequence
+/// number is in the same bits as in the message ([`sync_seq`]).
+pub const SYNC_ACK: u64 = 1 << 62;
+/// Where a synchronous send's sequence number starts in the tag.
+const SYNC_SEQ_SHIFT: u32 = 40;
+/// Mask of a synchronous send's sequence number (22 bits, bits 61..40).
+pub const SYNC_SEQ_MASK: u32 = (1 << 22) - 1;
+
+/// The bits a synchronous send with sequence number `seq` adds to its wire tag (or
+/// to [`SYNC_ACK`], for its acknowledgement).
+#[inline]
+pub fn sync_bits(seq: u32) -> u64 {
+    u64::from(seq & SYNC_SEQ_MASK) << SYNC_SEQ_SHIFT
+}
+
+/// The sequence number in a synchronous send's (or its acknowledgement's) tag.
+#[inline]
+pub fn sync_seq(wire: u64) -> u32 {
+    ((wire >> SYNC_SEQ_SHIFT) as u32) & SYNC_SEQ_MASK
+}
 
 /// The (tag, ignore) pair matching `tag` (any if `None`) on context `ctx`.
 #[inline]
@@ -57,6 +85,20 @@ mod tests {
         assert_ne!(t1 & !CONTROL_IGNORE, CONTROL);
         assert_eq!(user_tag(t1), 5);
         assert_eq!((t2 | MAX_TAG as u64) & !CONTROL_IGNORE, 0);
+    }
+
+    #[test]
+    fn sync_bits_stay_above_the_control_bit_and_out_of_the_user_tag() {
+        let (t, _) = user_match(CONTEXT_MASK, Some(MAX_TAG));
+        for seq in [0, 1, SYNC_SEQ_MASK, SYNC_SEQ_MASK + 1] {
+            let wire = t | SYNC | sync_bits(seq);
+            assert_eq!(wire & CONTROL, 0, "a sync message looks like control");
+            assert_eq!(user_tag(wire), MAX_TAG);
+            assert_eq!((wire >> USER_TAG_BITS) & CONTEXT_MASK, CONTEXT_MASK);
+            assert_eq!(sync_seq(wire), seq & SYNC_SEQ_MASK);
+            assert_eq!(sync_seq(SYNC_ACK | sync_bits(seq)), seq & SYNC_SEQ_MASK);
+            assert_eq!((SYNC_ACK | sync_bits(seq)) & (SYNC | CONTROL), 0);
+        }
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! Matched probes: `MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv`, `MPI_Imrecv`, over the
+//! runtime's `Comm::mprobe`/`improbe` (self and shared-memory sources; a source reached
+//! through the fabric is `MPI_ERR_UNSUPPORTED_OPERATION`, as for `MPI_Probe`). A taken
+//! message is a handle in the library's table until `MPI_Mrecv` receives it;
+//! `MPI_MESSAGE_NO_PROC` stands for a probe of `MPI_PROC_NULL`.
+
+use std::ffi::{c_int, c_void};
+
+use crate::consts::*;
+use crate::error::{class_of, Fail, R};
+use crate::p2p::{probe_outcome, probe_target, recv_source};
+use crate::request::{write_status, MPI_Status, Outcome, Req};
+use crate::state::{call, Guard};
+use crate::util::{bytes_mut, out, recv_tag_arg};
+
+/// Takes a message: `None` when none is there yet and `!block`.
+fn take(
+    g: &mut Guard,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    block: bool,
+    message: *mut Handle,
+    status: *mut MPI_Status,
+) -> R<bool> {
+    // SAFETY: MPI's contract: `message` is valid for a write.
+    let slot = unsafe { out(message) }?;
+    let tag = recv_tag_arg(tag)?;
+    g.lib()?.comm(comm)?;
+    if source == MPI_PROC_NULL {
+        *slot = MPI_MESSAGE_NO_PROC;
+        // SAFETY: MPI's contract: `status` is null or valid for a write.
+        unsafe { write_status(status, &Outcome::empty(), false) };
+        return Ok(true);
+    }
+    let (c, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?;
+    let found = if !block {
+        c.improbe(source, tag)?
+    } else if g.lib()?.multiple() {
+        // Let other threads in between two looks, as `MPI_Probe`.
+        let mut spin = steadfast_os::SpinWait::default();
+        loop {
+            g.lib()?;
+            match c.improbe(source, tag) {
+                Ok(Some(m)) => break Some(m),
+                Ok(None) => g.relax(&mut spin),
+                Err(sf::CommError::ProcFailedPending { ranks }) => {
+                    return Err(sf::CommError::ProcFailed { ranks }.into())
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    } else {
+        Some(c.mprobe(source, tag)?)
+    };
+    let Some(m) = found else {
+        return Ok(false);
+    };
+    // SAFETY: MPI's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &probe_outcome(m.status()), false) };
+    let lib = g.lib()?;
+    let h = lib.new_handle();
+    lib.messages.insert(h, (comm, m));
+    *slot = h;
+    Ok(true)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Mprobe`: waits for a message and takes it (no other receive can get it).
+    fn MPI_Mprobe / PMPI_Mprobe(
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        message: *mut Handle,
+        status: *mut MPI_Status
+    ) {
+        call(comm, |g| take(g, source, tag, comm, true, message, status).map(|_| ()))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Improbe`: takes a message if one is there (`*flag`).
+    fn MPI_Improbe / PMPI_Improbe(
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        flag: *mut c_int,
+        message: *mut Handle,
+        status: *mut MPI_Status
+    ) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            let flag = unsafe { out(flag) }?;
+            *flag = c_int::from(take(g, source, tag, comm, false, message, status)?);
+            Ok(())
+        })
+    }
+}
+
+/// Receives taken message `*message` into `buf`: its outcome and communicator.
+fn receive(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    message: *mut Handle,
+) -> R<(Outcome, Handle)> {
+    // SAFETY: MPI's contract: `message` is valid for reads and writes.
+    let slot = unsafe { out(message) }?;
+    let lib = g.lib()?;
+    let (len, _) = lib.byte_len(count, dt)?;
+    if *slot == MPI_MESSAGE_NO_PROC {
+        *slot = MPI_MESSAGE_NULL;
+        return Ok((Outcome::empty(), MPI_COMM_WORLD));
+    }
+    let (comm, m) = lib
+        .messages
+        .remove(&*slot)
+        .ok_or_else(|| Fail::new(MPI_ERR_REQUEST, "not a message from MPI_Mprobe"))?;
+    *slot = MPI_MESSAGE_NULL;
+    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, the program's alone
+    // during the call.
+    let data = unsafe { bytes_mut(buf, len) }?;
+    let st = m.status();
+    let outcome = match m.recv(data) {
+        Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+        Err(e) => Outcome {
+            source: st.source as c_int,
+            tag: st.tag as c_int,
+            bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+                len
+            } else {
+                0
+            },
+            ..Outcome::failed(class_of(&e))
+        },
+    };
+    Ok((outcome, comm))
+}
+
+crate::mpi_fn! {
+    /// `MPI_Mrecv`: receives a message taken by `MPI_Mprobe`/`MPI_Improbe`.
+    fn MPI_Mrecv / PMPI_Mrecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        message: *mut Handle,
+        status: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let (o, comm) = receive(g, buf, count, datatype, message)?;
+            // SAFETY: MPI's contract: `status` is null or valid for a write.
+            unsafe { write_status(status, &o, false) };
+            if o.error != MPI_SUCCESS {
+                return Err(Fail::new(o.error, "MPI_Mrecv failed").on(comm));
+            }
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Imrecv`: as `MPI_Mrecv`; the message is already here, so the request is
+    /// complete when it returns (its outcome reported by `MPI_Wait`/`MPI_Test`).
+    fn MPI_Imrecv / PMPI_Imrecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        message: *mut Handle,
+        request: *mut Handle
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `request` is valid for a write.
+            let slot = unsafe { out(request) }?;
+            let (o, comm) = receive(g, buf, count, datatype, message)?;
+            let lib = g.lib()?;
+            let h = lib.new_handle();
+            lib.requests.insert(h, Req::finished(comm, o));
+            *slot = h;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,128 @@
+//! `MPI_Comm_create_group`: a communicator over a subgroup of a parent, created by the
+//! subgroup's members alone (MPI 4.1, section 7.4.2); the parent's other members take
+//! no part and may be doing anything else.
+//!
+//! The parent's creation counter (`next_child`, which `dup` and `split` use) cannot
+//! number it, since only some members would count it. The id is derived instead from
+//! the parent, the members (in the new order) and the tag, plus an attempt number: the
+//! lowest one whose id is not in use here, the largest among the members (one pairwise
+//! exchange among them), so a repeated creation with the same group and tag, while an
+//! earlier one lives, gets a new id. The context is agreed among the members only
+//! (`context::Over::Live`). Every exchange is point to point between members, naming
+//! its source, so the parent's other traffic never mixes in.
+
+use std::sync::Arc;
+
+use steadfast_agreement::CommKey;
+
+use super::{context, derive, Comm, CommError};
+
+/// The `derive` kind of these communicators (dup 1, shrink 3, split 5).
+const KIND: u8 = 7;
+/// Tag of the attempt exchange (shared with split's, whose messages are also 8 bytes
+/// and never cross these: both name their source and run in program order).
+const TAG: u32 = crate::world::tags::MAX_TAG - 1;
+/// Live communicators from earlier creations with the same group and tag that one
+/// creation steps over at most.
+const MAX_ATTEMPTS: u64 = 1 << 16;
+
+/// Checks the members (comm ranks of a parent of `n`, in the new order, distinct, with
+/// `me`); `me`'s position.
+fn check_members(members: &[u32], n: u32, me: u32) -> Result<u32, CommError> {
+    let mut seen = vec![false; n as usize];
+    for &r in members {
+        let slot = seen.get_mut(r as usize).ok_or_else(|| {
+            CommError::InvalidArgument(format!("member {r} outside a communicator of {n}"))
+        })?;
+        if std::mem::replace(slot, true) {
+            return Err(CommError::InvalidArgument(format!(
+                "member {r} named twice"
+            )));
+        }
+    }
+    members
+        .iter()
+        .position(|&r| r == me)
+        .map(|p| p as u32)
+        .ok_or_else(|| {
+            CommError::InvalidArgument(
+                "only the group's members call create_group, and this rank is not one".into(),
+            )
+        })
+}
+
+impl Comm {
+    /// Creates a communicator over `members` (ranks of this communicator, in the new
+    /// communicator's order), called by the members only (`MPI_Comm_create_group`);
+    /// `tag` tells apart creations that may run at the same time on one parent.
+    ///
+    /// # Errors
+    /// [`CommError::InvalidArgument`] for a bad member list or tag, or when this rank is
+    /// not a member; [`CommError::ProcFailed`] when a member has failed;
+    /// [`CommError::Revoked`]; [`CommError::ContextsExhausted`]; `Excluded`.
+    pub fn create_group(&self, members: &[u32], tag: u32) -> Result<Comm, CommError> {
+        Self::check_tag(tag)?;
+        check_members(members, self.size(), self.rank())?;
+        let (parent_key, parent_ctx, group) = self.with(|c| {
+            let g = members.iter().map(|&r| c.group()[r as usize]).collect();
+            (c.key(), c.context(), g)
+        });
+        let mut words: Vec<u8> = members.iter().flat_map(|r| r.to_le_bytes()).collect();
+        words.extend_from_slice(&tag.to_le_bytes());
+        let salt = steadfast_os::fnv1a64(&words);
+        let id_of = |attempt: u64| derive(parent_key, KIND, salt.wrapping_add(attempt));
+        let free_here = {
+            let e = self.engine.lock();
+            (0..MAX_ATTEMPTS).find(|&k| !e.has_comm(id_of(k)))
+        };
+        let mine = free_here.ok_or_else(|| {
+            CommError::InvalidArgument(
+                "too many live communicators from create_group with this group and tag".into(),
+            )
+        })?;
+        let mut sorted = members.to_vec();
+        sorted.sort_unstable();
+        let mut attempt = mine;
+        self.exchange_live(
+            &sorted,
+            TAG,
+            &mine.to_le_bytes(),
+            "create_group: an attempt message that is not 8 bytes",
+            |_, b| attempt = attempt.max(u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+        )?;
+        let id = id_of(attempt);
+        if self.engine.lock().has_comm(id) {
+            return Err(CommError::InvalidArgument(format!(
+                "create_group: communicator id {:#x} is in use here but not at another member",
+                id.0
+            )));
+        }
+        // Numbered apart from dup/split (whose creation numbers count from 0).
+        let op = context::op_key(parent_ctx, (1 << 31) | (id.0 & 0x7fff_ffff));
+        let ctx = context::agree_context(context::Over::Live(self, &sorted), op)?;
+        let key = CommKey {
+            comm: id,
+            epoch: Default::default(),
+        };
+        let mut e = self.engine.lock();
+        if e.add_comm(key, ctx, group).is_none() {
+            let _ = e.contexts_mut().release((ctx as u32).into());
+            return Err(CommError::Excluded);
+        }
+        drop(e);
+        Ok(Comm::new(Arc::clone(&self.engine), id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_are_checked() {
+        assert_eq!(check_members(&[3, 1], 4, 1), Ok(1));
+        assert!(check_members(&[3, 1], 4, 0).is_err(), "not a member");
+        assert!(check_members(&[3, 3], 4, 3).is_err(), "named twice");
+        assert!(check_members(&[4], 4, 0).is_err(), "out of range");
+    }
+}
