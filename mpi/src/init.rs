@@ -257,10 +257,28 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Abort`: ends every process of the job (under `steadfast-run`; elsewhere
-    /// this process, whose death the others then see), with `errorcode` as this
-    /// process's exit status.
+    /// `MPI_Abort`: with fault tolerance (`--with-ft ulfm`, the default) on an
+    /// intra-communicator other than `MPI_COMM_WORLD`, ends that communicator's
+    /// processes only (`Comm::abort`: the rest of the job sees them fail and goes on;
+    /// this process exits with `errorcode`); otherwise, or when that is refused (a
+    /// member on another host), ends every process of the job (under `steadfast-run`;
+    /// elsewhere this process, whose death the others then see), with `errorcode` as
+    /// this process's exit status.
     fn MPI_Abort / PMPI_Abort(comm: Handle, errorcode: c_int) {
+        let group = {
+            let mut g = Guard::lock();
+            match g.lib() {
+                Ok(lib) if lib.ft == FtMode::Ulfm && comm != MPI_COMM_WORLD => {
+                    lib.intra(comm).ok().map(|(p2p, _)| p2p)
+                }
+                _ => None,
+            }
+        };
+        if let Some(p2p) = group {
+            // Returns only when it refuses, before killing anyone.
+            let refused = p2p.abort(errorcode);
+            log::warn!("MPI_Abort on communicator {comm:#x}: {refused}; aborting the job");
+        }
         abort_job(errorcode, &format!("MPI_Abort on communicator {comm:#x}"))
     }
 }

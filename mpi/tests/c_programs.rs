@@ -556,3 +556,33 @@ fn ssend_to_a_fabric_peer_is_refused_with_a_clear_class() {
         &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
     );
 }
+
+/// `MPI_Abort` on a communicator under ULFM ends that communicator's processes only: the
+/// other pair goes on, shrinks and agrees; the launcher reports the abort's code and the
+/// SIGKILL of the aborter's partner, and the job's status is the abort's code (the
+/// aborter exited with it; `survivors` leaves out only ranks killed by a signal).
+#[test]
+fn abort_on_a_communicator_ends_only_its_processes() {
+    let (status, out, err) = run(
+        &[
+            "-np",
+            "4",
+            "--with-ft",
+            "ulfm",
+            "--exit-status",
+            "survivors",
+        ],
+        program("abort_group"),
+        &[],
+        &[],
+    );
+    assert_eq!(status, 7, "stdout:\n{out}\nstderr:\n{err}");
+    for rank in 0..2 {
+        assert!(
+            out.contains(&format!("rank {rank}: ABORT GROUP OK")),
+            "stdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+    assert!(err.contains("rank 2: exited with status 7"), "{err}");
+    assert!(err.contains("rank 3: killed by signal 9"), "{err}");
+}
