@@ -13,5 +13,8 @@
 #define OMPI_HAVE_MPI_EXT_FTMPI 1
 /* The ULFM proposal's feature macro. */
 #define MPIX_FAULT_TOLERANCE 1
+/* Restart in place: MPIX_Is_restored_rank, MPIX_Comm_(i)restart_rank, MPIX_Comm_save,
+ * MPIX_Comm_rejoin (declared in mpi.h). */
+#define STEADFAST_MPIX_RESTART 1
 
 #endif /* STEADFAST_MPI_EXT_H */

@@ -395,6 +395,16 @@ int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
 int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
 int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
 
+/* Restart in place (the MPI Forum fault-tolerance group's Master-Leader-Workers draft;
+ * docs/restart.md): a failed rank is started again with its old rank; it learns so from
+ * MPIX_Is_restored_rank and gets back the communicators saved before its death with
+ * MPIX_Comm_rejoin, which the survivors call too (collective over both). */
+int MPIX_Is_restored_rank(int *flag);
+int MPIX_Comm_restart_rank(MPI_Comm comm, int rank);
+int MPIX_Comm_irestart_rank(MPI_Comm comm, int rank, MPI_Request *request);
+int MPIX_Comm_save(MPI_Comm comm, const char *name);
+int MPIX_Comm_rejoin(const char *name, MPI_Comm *newcomm);
+
 /* The profiling interface: every function above also exists as PMPI_* (same
  * arguments); a tool defines MPI_* and calls PMPI_*. */
 int PMPI_Init(int *argc, char ***argv);

@@ -44,6 +44,9 @@ fn initial_errhandler() -> (Handle, &'static str) {
     }
 }
 
+/// The `create_group` tag of `MPI_COMM_SELF` in a process restarted in place.
+const RESTORED_SELF_TAG: u32 = 1;
+
 /// `--with-ft` of the launcher (`STEADFAST_WITH_FT`): `no` makes failures fatal.
 fn ft_mode() -> FtMode {
     match std::env::var("STEADFAST_WITH_FT").as_deref() {
@@ -89,9 +92,19 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     let (errh, errh_name) = initial_errhandler();
     let mut lib = Lib::new(world, level, ft_mode());
     let wc = lib.world.comm();
-    let wcoll = wc.dup()?;
     let me = wc.rank();
-    let selfc = wcoll.split(me, 0)?;
+    let (wcoll, selfc) = if lib.world.is_restored() {
+        // A process restarted in place: its world is restored, not rejoined (the
+        // survivors are past the collectives that made their twins), so it makes
+        // nothing over it. Collectives on MPI_COMM_WORLD are not for a restarted
+        // process (MPIX_Comm_rejoin gives back a communicator to use); point to point
+        // on it works.
+        (wc.clone(), wc.create_group(&[me], RESTORED_SELF_TAG)?)
+    } else {
+        let wcoll = wc.dup()?;
+        let selfc = wcoll.split(me, 0)?;
+        (wcoll, selfc)
+    };
     let selfcoll = selfc.dup()?;
     let size = wc.size();
     // ORDERING: Relaxed; read by the program after MPI_Init returns, which the mutex

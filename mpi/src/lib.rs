@@ -51,6 +51,7 @@ mod init;
 mod mprobe;
 mod p2p;
 mod request;
+mod restart;
 mod singleton;
 mod state;
 mod ulfm;

@@ -88,6 +88,8 @@ pub(crate) enum Op {
         flag: *mut c_int,
     },
     Barrier(Box<Ibarrier>),
+    /// `MPIX_Comm_irestart_rank`.
+    Restart(sf::comm::RestartRequest),
 }
 
 /// A request: its operation, its communicator (whose error handler its errors go to)
@@ -155,6 +157,10 @@ impl Req {
                 Ok(false) => return None,
                 Ok(true) => Outcome::empty(),
                 Err(f) => Outcome::failed(f.class),
+            },
+            Op::Restart(r) => match crate::restart::test_restart(r)? {
+                MPI_SUCCESS => Outcome::empty(),
+                class => Outcome::failed(class),
             },
         };
         Some(self.finish(o))

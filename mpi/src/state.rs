@@ -158,6 +158,8 @@ pub(crate) struct Lib {
     pub infos: Map<Vec<(String, String)>>,
     /// `MPI_INFO_ENV`'s content.
     pub env_info: Vec<(String, String)>,
+    /// Communicators saved by `MPIX_Comm_save` (or rejoined), by name.
+    pub saved: Vec<(String, Handle)>,
 }
 
 impl Lib {
@@ -177,6 +179,7 @@ impl Lib {
             errhandlers: Map::default(),
             infos: Map::default(),
             env_info: Vec::new(),
+            saved: Vec::new(),
         }
     }
 
