@@ -15,6 +15,9 @@
 //!   the leader prints `RESTART ERROR: <error>`.
 //! - `expect-error VICTIM`: as `exits`, but the restarted incarnation runs normally
 //!   (for setups where its init must fail, e.g. the fabric route).
+//!
+//! Every incarnation prints `LIBFABRIC mapped` or `LIBFABRIC not mapped` after its
+//! init (from `/proc/self/maps`): libfabric is loaded only when a route needs it.
 
 use std::time::Instant;
 use steadfast::{Comm, CommError, World};
@@ -44,6 +47,14 @@ fn die_leaving_stale_messages(comm: &Comm, leader: u32) -> ! {
     comm.send(leader, PONG, b"stale").unwrap();
     comm.send(leader, PONG, &[0xee; 3000]).unwrap();
     die()
+}
+
+/// Whether libfabric is mapped into this process (`/proc/self/maps`).
+fn libfabric_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .expect("read /proc/self/maps")
+        .lines()
+        .any(|l| l.contains("/libfabric."))
 }
 
 fn die() -> ! {
@@ -78,6 +89,8 @@ fn main() {
         std::process::exit(3);
     }
     let world = World::init().unwrap_or_else(|e| panic!("init: {e}"));
+    let mapped = if libfabric_mapped() { "" } else { "not " };
+    println!("LIBFABRIC {mapped}mapped");
     let comm = world.comm();
     let (me, size) = (comm.rank(), comm.size());
     let victim = arg(&args, 2);
