@@ -173,11 +173,11 @@ if [ -x "$venv/bin/mpicc" ]; then
         done
         # Restart in place, 5 kills per run: SIGKILL order to the restarted rank's
         # answer. Open MPI's spawn needs a slot beside the survivors: oversubscribe;
-        # a run that hangs is cut at 300 s (and its value missing).
+        # a run that hangs is cut at 120 s (and its value missing).
         : >"$work/sf_rs"; : >"$work/om_rs"
         for r in $(seq "$rounds"); do
-            sf_rs() { timeout 300 $run -n $n --no-kill $bench restart --repetitions 5 2>/dev/null | awk '$1 == "kill_to_answer" {print $2}' >>"$work/sf_rs" || true; }
-            om_rs() { timeout 300 "$venv/bin/mpiexec" --allow-run-as-root --oversubscribe --with-ft ulfm --mca async_mpi_finalize 1 -n $n "$work/ulfm_restart" 5 2>/dev/null | awk '$1 == "restart_kill_to_answer" {print $2}' >>"$work/om_rs" || true; }
+            sf_rs() { timeout 120 $run -n $n --no-kill $bench restart --repetitions 5 2>/dev/null | awk '$1 == "kill_to_answer" {print $2}' >>"$work/sf_rs" || true; }
+            om_rs() { timeout 120 "$venv/bin/mpiexec" --allow-run-as-root --oversubscribe --with-ft ulfm --mca async_mpi_finalize 1 -n $n "$work/ulfm_restart" 5 2>/dev/null | awk '$1 == "restart_kill_to_answer" {print $2}' >>"$work/om_rs" || true; }
             if [ $((r % 2)) = 1 ]; then sf_rs; om_rs; else om_rs; sf_rs; fi
         done
         sf_ar=()
