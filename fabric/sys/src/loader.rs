@@ -88,6 +88,9 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// The outcome of the first load, shared by every thread.
+static LIBRARY: OnceLock<Result<Library, LoadError>> = OnceLock::new();
+
 /// The library, loaded on the first call (thread-safe; later calls return the same
 /// outcome, failures included: a process does not retry a missing library).
 ///
@@ -95,29 +98,13 @@ impl std::error::Error for LoadError {}
 /// [`LoadError`] naming the library and the dynamic linker's reason when it cannot be
 /// opened or lacks one of the functions.
 pub fn library() -> Result<&'static Library, &'static LoadError> {
-    static LIBRARY: OnceLock<Result<Library, LoadError>> = OnceLock::new();
     LIBRARY.get_or_init(load).as_ref()
 }
 
-/// Whether this process has loaded libfabric (never loads it).
+/// Whether libfabric has been loaded through this crate (never loads it; always true
+/// when it is linked).
 pub fn is_loaded() -> bool {
-    #[cfg(not(steadfast_libfabric_linked))]
-    {
-        let Ok(name) = CString::new(LIBFABRIC_SONAME) else {
-            return false;
-        };
-        // SAFETY: a valid C string; RTLD_NOLOAD only looks, and the returned reference
-        // is released at once.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        if handle.is_null() {
-            return false;
-        }
-        // SAFETY: the handle was just returned by dlopen.
-        unsafe { libc::dlclose(handle) };
-        true
-    }
-    #[cfg(steadfast_libfabric_linked)]
-    true
+    cfg!(steadfast_libfabric_linked) || LIBRARY.get().is_some_and(Result::is_ok)
 }
 
 #[cfg(steadfast_libfabric_linked)]
