@@ -21,9 +21,9 @@
 //!   library directory is then not on the run-time search path: load the same module at
 //!   run time, set `LD_LIBRARY_PATH`, or link with `-C link-arg=-Wl,-rpath,<libdir>`).
 //!
-//! In every mode the C wrappers call our forwarding functions (`steadfast_fi_*`, through
-//! `-D` renames), never an `fi_*` symbol, so the libraries built on this crate neither
-//! need nor export one. The runbooks in `docs/clusters/` say what each site sets.
+//! In every mode the C wrappers call our C forwarding functions (`steadfast_fi_*` in
+//! `src/forward.c`, through `-D` renames) over the table the loader fills, never an
+//! `fi_*` symbol, so the libraries built on this crate neither need nor export one. The runbooks in `docs/clusters/` say what each site sets.
 
 use std::env;
 use std::fmt::Write as _;
@@ -286,6 +286,7 @@ fn record_for_loader(library: &Found, link: Link, out_dir: &Path) {
 
 fn main() {
     println!("cargo::rerun-if-changed=wrapper.h");
+    println!("cargo::rerun-if-changed=src/forward.c");
     println!("cargo::rerun-if-env-changed=PKG_CONFIG_PATH");
     println!("cargo::rerun-if-env-changed=STEADFAST_LIBFABRIC_DIR");
     println!("cargo::rerun-if-env-changed=STEADFAST_LIBFABRIC_STATIC");
@@ -344,6 +345,7 @@ fn main() {
     let mut build = cc::Build::new();
     build
         .file(wrappers.with_extension("c"))
+        .file(manifest_dir.join("src/forward.c"))
         .include(&manifest_dir)
         .opt_level(2)
         .warnings(false);

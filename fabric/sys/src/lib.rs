@@ -9,8 +9,9 @@
 //! (`fi_getinfo`, `fi_freeinfo`, `fi_dupinfo`, `fi_fabric`, `fi_version`,
 //! `fi_strerror`) are forwarders that load it with `dlopen` on first use (see
 //! [`library`], which says why it could not be loaded, and `build.rs` for the linked
-//! modes). The C wrappers call the same forwarders, so nothing here needs or exports an
-//! `fi_*` symbol.
+//! modes). The C wrappers call C forwarders over the same table (`src/forward.c`, filled
+//! when the library is loaded: call [`library`] before a wrapped function), so nothing
+//! here needs or exports an `fi_*` symbol, and a cdylib built on it exports none of ours.
 //!
 //! The few constants that the C headers define through casts (which bindgen cannot
 //! evaluate) are defined by hand at the bottom, next to their C spelling.
@@ -25,10 +26,8 @@ include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
 mod loader;
 pub use loader::{
-    is_loaded, library, steadfast_fi_dupinfo as fi_dupinfo, steadfast_fi_fabric as fi_fabric,
-    steadfast_fi_freeinfo as fi_freeinfo, steadfast_fi_getinfo as fi_getinfo,
-    steadfast_fi_strerror as fi_strerror, steadfast_fi_version as fi_version, Library, LoadError,
-    LIBFABRIC_ENV, LIBFABRIC_SONAME,
+    fi_dupinfo, fi_fabric, fi_freeinfo, fi_getinfo, fi_strerror, fi_version, is_loaded, library,
+    Library, LoadError, LIBFABRIC_ENV, LIBFABRIC_SONAME,
 };
 
 /// `FI_ADDR_UNSPEC`: `((uint64_t) -1)` in `fabric.h`.

@@ -21,6 +21,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
 use crate::{fi_fabric_attr, fi_info, fid_fabric, FI_ENOSYS};
@@ -98,7 +99,52 @@ static LIBRARY: OnceLock<Result<Library, LoadError>> = OnceLock::new();
 /// [`LoadError`] naming the library and the dynamic linker's reason when it cannot be
 /// opened or lacks one of the functions.
 pub fn library() -> Result<&'static Library, &'static LoadError> {
-    LIBRARY.get_or_init(load).as_ref()
+    LIBRARY
+        .get_or_init(|| {
+            let loaded = load();
+            if let Ok(lib) = &loaded {
+                publish(lib);
+            }
+            loaded
+        })
+        .as_ref()
+}
+
+extern "C" {
+    /// The table the C forwarders call through (`src/forward.c`), indexed by `Slot`.
+    static steadfast_fabric_fns: [AtomicPtr<c_void>; 6];
+}
+
+/// The index of each function in `steadfast_fabric_fns` (as in `src/forward.c`).
+#[derive(Clone, Copy)]
+enum Slot {
+    Getinfo = 0,
+    Freeinfo = 1,
+    Dupinfo = 2,
+    Fabric = 3,
+    Version = 4,
+    Strerror = 5,
+}
+
+/// Hands the loaded functions to the C forwarders (which the wrapped static inline
+/// functions call).
+fn publish(lib: &Library) {
+    let slots = [
+        (Slot::Getinfo, lib.getinfo as *mut c_void),
+        (Slot::Freeinfo, lib.freeinfo as *mut c_void),
+        (Slot::Dupinfo, lib.dupinfo as *mut c_void),
+        (Slot::Fabric, lib.fabric as *mut c_void),
+        (Slot::Version, lib.version as *mut c_void),
+        (Slot::Strerror, lib.strerror as *mut c_void),
+    ];
+    for (slot, function) in slots {
+        // SAFETY: a static array of six atomic pointers defined in forward.c (the same
+        // layout as `void *[6]`), only ever accessed atomically.
+        let cell = unsafe { &steadfast_fabric_fns[slot as usize] };
+        // ORDERING: Release; pairs with the Acquire load in forward.c's `LOADED`: a
+        // C forwarder that sees the pointer calls a function of a loaded library.
+        cell.store(function, Ordering::Release);
+    }
 }
 
 /// Whether libfabric has been loaded through this crate (never loads it; always true
@@ -259,14 +305,14 @@ fn lookup(handle: *mut c_void, name: &str) -> Result<*mut c_void, String> {
     }
 }
 
+/// What `fi_strerror` says without the library (the same text as `src/forward.c`).
 const NOT_LOADED: &CStr = c"libfabric is not loaded";
 
 /// `fi_getinfo`, through the loaded library (`-FI_ENOSYS` without it).
 ///
 /// # Safety
 /// As libfabric's `fi_getinfo`.
-#[no_mangle]
-pub unsafe extern "C" fn steadfast_fi_getinfo(
+pub unsafe fn fi_getinfo(
     version: u32,
     node: *const c_char,
     service: *const c_char,
@@ -286,8 +332,7 @@ pub unsafe extern "C" fn steadfast_fi_getinfo(
 ///
 /// # Safety
 /// As libfabric's `fi_freeinfo`.
-#[no_mangle]
-pub unsafe extern "C" fn steadfast_fi_freeinfo(info: *mut fi_info) {
+pub unsafe fn fi_freeinfo(info: *mut fi_info) {
     if let Ok(lib) = library() {
         // SAFETY: the caller keeps fi_freeinfo's contract.
         unsafe { (lib.freeinfo)(info) }
@@ -298,8 +343,7 @@ pub unsafe extern "C" fn steadfast_fi_freeinfo(info: *mut fi_info) {
 ///
 /// # Safety
 /// As libfabric's `fi_dupinfo`.
-#[no_mangle]
-pub unsafe extern "C" fn steadfast_fi_dupinfo(info: *const fi_info) -> *mut fi_info {
+pub unsafe fn fi_dupinfo(info: *const fi_info) -> *mut fi_info {
     match library() {
         // SAFETY: the caller keeps fi_dupinfo's contract.
         Ok(lib) => unsafe { (lib.dupinfo)(info) },
@@ -311,8 +355,7 @@ pub unsafe extern "C" fn steadfast_fi_dupinfo(info: *const fi_info) -> *mut fi_i
 ///
 /// # Safety
 /// As libfabric's `fi_fabric`.
-#[no_mangle]
-pub unsafe extern "C" fn steadfast_fi_fabric(
+pub unsafe fn fi_fabric(
     attr: *mut fi_fabric_attr,
     fabric: *mut *mut fid_fabric,
     context: *mut c_void,
@@ -328,8 +371,7 @@ pub unsafe extern "C" fn steadfast_fi_fabric(
 ///
 /// # Safety
 /// None beyond libfabric's (it takes no argument); `unsafe` like every binding.
-#[no_mangle]
-pub unsafe extern "C" fn steadfast_fi_version() -> u32 {
+pub unsafe fn fi_version() -> u32 {
     match library() {
         // SAFETY: fi_version takes no argument.
         Ok(lib) => unsafe { (lib.version)() },
@@ -341,8 +383,7 @@ pub unsafe extern "C" fn steadfast_fi_version() -> u32 {
 ///
 /// # Safety
 /// None beyond libfabric's (any `int` is accepted); `unsafe` like every binding.
-#[no_mangle]
-pub unsafe extern "C" fn steadfast_fi_strerror(errnum: c_int) -> *const c_char {
+pub unsafe fn fi_strerror(errnum: c_int) -> *const c_char {
     match library() {
         // SAFETY: fi_strerror accepts any int.
         Ok(lib) => unsafe { (lib.strerror)(errnum) },
@@ -359,16 +400,23 @@ mod tests {
         let lib = library().expect("libfabric is installed on the build machine");
         assert!(!lib.origin().is_empty());
         // SAFETY: no arguments.
-        let version = unsafe { steadfast_fi_version() };
+        let version = unsafe { fi_version() };
         assert_eq!(
             version >> 16,
             crate::FI_MAJOR_VERSION,
             "major of {version:#x}"
         );
         // SAFETY: any int is accepted.
-        let text = unsafe { CStr::from_ptr(steadfast_fi_strerror(crate::FI_EAGAIN as c_int)) };
+        let text = unsafe { CStr::from_ptr(fi_strerror(crate::FI_EAGAIN as c_int)) };
         assert_ne!(text, NOT_LOADED);
         assert!(is_loaded());
+        // The wrapped inline fi_allocinfo calls fi_dupinfo through the C forwarder.
+        // SAFETY: the library is loaded (above); the result is freed once.
+        unsafe {
+            let info = crate::fi_allocinfo();
+            assert!(!info.is_null(), "the C forwarder reached fi_dupinfo");
+            fi_freeinfo(info);
+        }
     }
 
     #[cfg(not(steadfast_libfabric_linked))]
