@@ -3,7 +3,8 @@
 # with fault injection. For each path: OSU-style latency, bandwidth, put, get and
 # message rate between two ranks, allreduce over four, and the ULFM phases over four ranks with the
 # last one SIGKILLed (agree: first agreement after the kill, stabilization, with the
-# hole; revoke; shrink; detect: SIGKILL to every survivor's first ProcFailed).
+# hole; revoke; shrink; detect: SIGKILL to every survivor's first ProcFailed); then
+# restart in place over shared memory (SIGKILL to the restarted rank's answer).
 #
 #   scripts/bench.sh [--quick]     (--quick: sizes up to 64 KiB, fewer repetitions)
 #
@@ -15,7 +16,9 @@ cd "$(dirname "$0")/.."
 sizes=(--max 4194304)
 rate_sizes=(--max 1048576)
 reps=(--repetitions 3)
+restart_rounds=(--repetitions 5)
 if [ "${1:-}" = "--quick" ]; then
+    restart_rounds=(--repetitions 3)
     sizes=(--max 65536)
     rate_sizes=(--max 65536)
     reps=(--repetitions 2 --iterations 2000 --warmup 200)
@@ -66,7 +69,27 @@ for route in shm fabric; do
     done
     step "detect $route" 1 4 detect --route $route --detectors all "${reps[@]}"
 done
+
+echo "######## restart in place (shared memory; under steadfast-run --no-kill)"
+# No provider named: a job over shared memory then never loads libfabric (a named
+# provider is checked at init, which loads it).
+unset STEADFAST_PROVIDER
+status=0
+"$run" -n 3 --no-kill "$bench" restart --route shm "${restart_rounds[@]}" >"$log" 2>&1 || status=$?
+grep -v '^steadfast-run: \|^  rank ' "$log" || true
+restarts=$(grep -c "restarted as incarnation" "$log" || true)
+if [ "$status" != 0 ]; then
+    echo "bench: restart exited with $status, expected 0" >&2
+    cat "$log" >&2
+    failed=1
+elif [ "$restarts" != "${restart_rounds[1]}" ]; then
+    echo "bench: restart: $restarts restarts, expected ${restart_rounds[1]}" >&2
+    cat "$log" >&2
+    failed=1
+fi
+echo
+
 if [ $failed = 0 ]; then
-    echo "bench: every benchmark ran; every fault injection lost exactly its victim"
+    echo "bench: every benchmark ran; every fault injection lost exactly its victim; every restart answered"
 fi
 exit $failed

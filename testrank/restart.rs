@@ -23,6 +23,9 @@
 //!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
 //! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
 //!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
+//!
+//! Every incarnation prints `LIBFABRIC mapped` or `LIBFABRIC not mapped` after its
+//! init (from `/proc/self/maps`): libfabric is loaded only when a route needs it.
 
 use std::time::Instant;
 use steadfast::{Comm, CommError, World};
@@ -57,6 +60,14 @@ fn die_leaving_stale_messages(comm: &Comm, leader: u32) -> ! {
     die()
 }
 
+/// Whether libfabric is mapped into this process (`/proc/self/maps`).
+fn libfabric_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .expect("read /proc/self/maps")
+        .lines()
+        .any(|l| l.contains("/libfabric."))
+}
+
 fn die() -> ! {
     // SAFETY: raising a signal at ourselves.
     unsafe { libc::raise(libc::SIGKILL) };
@@ -89,6 +100,8 @@ fn main() {
         std::process::exit(3);
     }
     let world = World::init().unwrap_or_else(|e| panic!("init: {e}"));
+    let mapped = if libfabric_mapped() { "" } else { "not " };
+    println!("LIBFABRIC {mapped}mapped");
     if mode == "group" || mode == "abort" {
         if world.rank() == 0 {
             print_segments();

@@ -206,7 +206,9 @@ fn assert_no_rank_left(marker: &str) {
 
 #[test]
 fn a_restarted_rank_has_its_rank_and_answers_its_restarter_over_shm() {
-    let out = run_world(3, &[], &["restart", "2", "1", "1", &marker("world-once")]);
+    // A libfabric that cannot be loaded does not matter to a job over shared memory.
+    let env = [("STEADFAST_LIBFABRIC", "/nonexistent/libfabric.so.1")];
+    let out = run_world(3, &env, &["restart", "2", "1", "1", &marker("world-once")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     assert!(stdout.contains("[0] ANSWERED generation 1 in"), "{stdout}");
@@ -214,6 +216,14 @@ fn a_restarted_rank_has_its_rank_and_answers_its_restarter_over_shm() {
         stdout.contains("[2] RESTORED rank 2 generation 1 done"),
         "{stdout}"
     );
+    // A job over shared memory never loads libfabric: every incarnation (the three
+    // first ones and the restarted one) says so.
+    assert_eq!(
+        stdout.matches("LIBFABRIC not mapped").count(),
+        4,
+        "{stdout}"
+    );
+    assert!(!stdout.contains("LIBFABRIC mapped"), "{stdout}");
     assert!(
         stderr.contains(
             "rank 2 incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
@@ -278,6 +288,8 @@ fn over_the_fabric_route_a_restart_is_a_clear_error_for_now() {
         stderr.contains("restarts over the fabric route are not implemented yet"),
         "{stderr}"
     );
+    // The fabric route loads libfabric (on first use).
+    assert!(stdout.contains("[0] LIBFABRIC mapped"), "{stdout}");
     assert_no_rank_left(&marker("world-fabric"));
 }
 
@@ -360,4 +372,26 @@ fn aborting_a_group_of_two_leaves_the_other_two_able_to_shrink_and_agree() {
     assert!(stderr.contains("rank 3: killed by signal 9"), "{stderr}");
     assert_no_segments(&stdout);
     assert_no_rank_left(&marker("abort"));
+}
+
+#[test]
+fn over_the_fabric_route_a_missing_libfabric_is_an_init_error_naming_it() {
+    let env = [
+        ("STEADFAST_ROUTE", "fabric"),
+        ("STEADFAST_PROVIDER", "tcp"),
+        ("STEADFAST_LIBFABRIC", "/nonexistent/libfabric.so.1"),
+    ];
+    let out = run_world(
+        2,
+        &env,
+        &["restart", "1", "1", "1", &marker("no-libfabric")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    assert!(
+        stderr.contains("libfabric could not be loaded")
+            && stderr.contains("/nonexistent/libfabric.so.1"),
+        "stdout {stdout}\nstderr {stderr}"
+    );
+    assert_no_rank_left(&marker("no-libfabric"));
 }

@@ -2,7 +2,8 @@
 # The side-by-side comparison, on this machine, in one sitting: steadfast-bench against
 # fi_pingpong (libfabric-bin) per provider, against Open MPI 5 with ULFM (PyPI venv)
 # for ping-pong, message rate (osu_mbw_mr's shape), allreduce and the ULFM phases at
-# 2, 4 and 8 ranks, and the physical floors (cache line, memcpy / process_vm_readv,
+# 2, 4 and 8 ranks (restart in place included: steadfast-bench restart against ULFM's
+# revoke + shrink + spawn + merge + split, ulfm_restart.c), and the physical floors (cache line, memcpy / process_vm_readv,
 # loopback TCP). Prints each pair and the ratio steadfast / peer (below 1 is better for
 # times, above 1 for bandwidth and rates), then the curves at every size from 1 B to
 # 4 MiB over shm, tcp;ofi_rxm and net, which the report turns into per-size tables.
@@ -140,6 +141,7 @@ if [ -x "$venv/bin/mpicc" ]; then
     "$venv/bin/mpicc" -O2 -o "$work/ulfm_phases" benches/compare/ulfm_phases.c
     "$venv/bin/mpicc" -O2 -o "$work/ompi_pingpong" benches/compare/ompi_pingpong.c
     "$venv/bin/mpicc" -O2 -o "$work/ompi_mbw_mr" benches/compare/ompi_mbw_mr.c
+    "$venv/bin/mpicc" -O2 -o "$work/ulfm_restart" benches/compare/ulfm_restart.c
     mpiexec() { "$venv/bin/mpiexec" --allow-run-as-root --with-ft ulfm --mca async_mpi_finalize 1 "$@" 2>/dev/null; }
     sf_lat=(); om_lat=(); sf_bw=(); om_bw=(); sf_mr=(); om_mr=()
     sf_pp() {
@@ -169,6 +171,15 @@ if [ -x "$venv/bin/mpicc" ]; then
             om_ph() { mpiexec "${ov[@]}" -n $n "$work/ulfm_phases" | grep -E '^(agree|revoke|shrink|allreduce)' >>"$work/om" || true; }
             if [ $((r % 2)) = 1 ]; then sf_ph; om_ph; else om_ph; sf_ph; fi
         done
+        # Restart in place, 5 kills per run: SIGKILL order to the restarted rank's
+        # answer. Open MPI's spawn needs a slot beside the survivors: oversubscribe;
+        # a run that hangs is cut at 120 s (and its value missing).
+        : >"$work/sf_rs"; : >"$work/om_rs"
+        for r in $(seq "$rounds"); do
+            sf_rs() { timeout 120 $run -n $n --no-kill $bench restart --repetitions 5 2>/dev/null | awk '$1 == "kill_to_answer" {print $2}' >>"$work/sf_rs" || true; }
+            om_rs() { timeout 120 "$venv/bin/mpiexec" --allow-run-as-root --oversubscribe --with-ft ulfm --mca async_mpi_finalize 1 -n $n "$work/ulfm_restart" 5 2>/dev/null | awk '$1 == "restart_kill_to_answer" {print $2}' >>"$work/om_rs" || true; }
+            if [ $((r % 2)) = 1 ]; then sf_rs; om_rs; else om_rs; sf_rs; fi
+        done
         sf_ar=()
         for _ in $(seq "$rounds"); do
             sf_ar+=("$($run -n $n $bench allreduce --min 8 --max 8 --repetitions 3 | sf_value 8)")
@@ -178,6 +189,7 @@ if [ -x "$venv/bin/mpicc" ]; then
             b=$(awk -v p=$phase '$1 == p {print $2}' "$work/om" | median)
             row "ULFM $n ranks" "${phase//_/ } (us)" "$a" "Open MPI ULFM" "$b" lower
         done
+        row "ULFM $n ranks" "restart kill to answer (us)" "$(median <"$work/sf_rs")" "Open MPI ULFM spawn + merge" "$(median <"$work/om_rs")" lower
         row "ULFM $n ranks" "allreduce 8 B (us)" "$(printf '%s\n' "${sf_ar[@]}" | median)" "Open MPI" "$(awk '$1 == "allreduce" {print $2}' "$work/om" | median)" lower
         # The goal: agreement within 1.2x of our own allreduce.
         row "ULFM $n ranks" "agree failure free vs own allreduce (us)" "$(awk '$1 == "agree_failure_free" {print $2}' "$work/sf" | median)" "steadfast allreduce" "$(printf '%s\n' "${sf_ar[@]}" | median)" lower

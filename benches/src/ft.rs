@@ -234,3 +234,116 @@ pub fn detect(world: World, c: &Common, detectors: &str) {
     drop((small, comm));
     world.finalize();
 }
+
+/// Message tags of the restart benchmark.
+const RESTART_KILL: u32 = 21;
+const RESTART_PING: u32 = 22;
+const RESTART_PONG: u32 = 23;
+const RESTART_DONE: u32 = 24;
+
+/// Restart: rank 0 orders the last rank to SIGKILL itself, restarts it in place
+/// (`irestart_rank`), sends the new incarnation a message and times its answer: from
+/// the kill order to the answer (detection, spawn, start of the program, bootstrap,
+/// rejoin and one exchange), and the restart request alone. `--repetitions` rounds,
+/// each incarnation but the last killed in turn. The other ranks take no part.
+///
+/// A restarted incarnation is this same program run again from `main`: `world` is then
+/// restored, and it answers and waits for its own kill order or the end.
+pub fn restart(world: World, c: &Common) {
+    let comm = world.comm();
+    let (me, n) = (comm.rank(), comm.size());
+    if n < 2 {
+        fail("needs at least 2 ranks");
+    }
+    let victim = n - 1;
+    let rounds = c.repetitions as u32;
+    if world.is_restored() {
+        restarted_answers(&comm, world.generation(), rounds);
+        // A restored world does not finalize with the others (docs/restart.md); the
+        // drop releases it.
+        drop(comm);
+        drop(world);
+        return;
+    }
+    let mut report = header(&world, "restart", c);
+    if me == victim {
+        let mut order = [0u8; 1];
+        comm.recv(Some(0), Some(RESTART_KILL), &mut order)
+            .or_fail(me, "kill order");
+        die();
+    }
+    if me == 0 {
+        let mut answer = Vec::new();
+        let mut request = Vec::new();
+        for g in 1..=rounds {
+            let killed_at = Instant::now();
+            comm.send(victim, RESTART_KILL, b"k")
+                .or_fail(me, format_args!("kill order to incarnation {}", g - 1));
+            let asked = Instant::now();
+            let got = restart_when_failed(&world, &comm, victim)
+                .or_fail(me, format_args!("restart {g} of rank {victim}"));
+            if got != g {
+                crate::fail_at(me, format_args!("restart {g} gave generation {got}"));
+            }
+            request.push(asked.elapsed().as_secs_f64() * 1e6);
+            comm.send(victim, RESTART_PING, &g.to_le_bytes())
+                .or_fail(me, format_args!("message to incarnation {g}"));
+            let mut back = [0u8; 4];
+            comm.recv(Some(victim), Some(RESTART_PONG), &mut back)
+                .or_fail(me, format_args!("answer of incarnation {g}"));
+            answer.push(killed_at.elapsed().as_secs_f64() * 1e6);
+            if u32::from_le_bytes(back) != g {
+                crate::fail_at(me, format_args!("incarnation {g} answered {back:?}"));
+            }
+        }
+        comm.send(victim, RESTART_DONE, b"d")
+            .or_fail(me, "end to the last incarnation");
+        report.row("kill_to_answer", Stats::of(&mut answer));
+        report.row("restart_request", Stats::of(&mut request));
+        report.finish();
+    }
+    drop(comm);
+    world.finalize();
+}
+
+/// A restarted incarnation `g`: answers rank 0's message, then dies at its order (all
+/// but the last round) or waits for the end.
+fn restarted_answers(comm: &Comm, g: u32, rounds: u32) {
+    let me = comm.rank();
+    let mut ping = [0u8; 4];
+    comm.recv(Some(0), Some(RESTART_PING), &mut ping)
+        .or_fail(me, format_args!("incarnation {g}: message from rank 0"));
+    comm.send(0, RESTART_PONG, &ping)
+        .or_fail(me, format_args!("incarnation {g}: answer"));
+    let mut order = [0u8; 1];
+    if g < rounds {
+        comm.recv(Some(0), Some(RESTART_KILL), &mut order)
+            .or_fail(me, format_args!("incarnation {g}: kill order"));
+        die();
+    }
+    comm.recv(Some(0), Some(RESTART_DONE), &mut order)
+        .or_fail(me, format_args!("incarnation {g}: end"));
+}
+
+/// `irestart_rank(victim)`, asked again while the victim still looks alive here (its
+/// death is being detected), then waited for; gives the new generation.
+fn restart_when_failed(world: &World, comm: &Comm, victim: u32) -> Result<u32, CommError> {
+    let start = Instant::now();
+    loop {
+        match comm.irestart_rank(victim) {
+            Ok(request) => return request.wait(),
+            Err(CommError::Restart(m))
+                if m.contains("is alive") && start.elapsed().as_secs() < 60 =>
+            {
+                world.progress_for(std::time::Duration::from_millis(1));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn die() -> ! {
+    // SAFETY: raising a signal at ourselves.
+    unsafe { libc::raise(libc::SIGKILL) };
+    unreachable!("SIGKILL returned");
+}

@@ -5,7 +5,8 @@
 //! `bibw`; message rate (OSU's `osu_mbw_mr`: rank i sends to rank i + n/2, windows of
 //! 64): `mbw_mr`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives:
 //! `allreduce`; fault tolerance (the phases ICLDisco's ulfm-testing reports): `agree`,
-//! `revoke`, `shrink`, `detect`. Every number is the median of `--repetitions` runs of
+//! `revoke`, `shrink`, `detect`; restart in place: `restart` (under `steadfast-run
+//! --no-kill`, over shared memory). Every number is the median of `--repetitions` runs of
 //! `--iterations` operations after `--warmup`, with min and max.
 //!
 //! `--json` prints one JSON document at rank 0 instead of the table (written with
@@ -71,6 +72,10 @@ enum Bench {
     Revoke(Common),
     /// Shrink after the last rank dies, and failure-free.
     Shrink(Common),
+    /// Restart in place: rank 0 has the last rank SIGKILLed, restarts it and times
+    /// its answer (kill to answer; the restart request alone), --repetitions rounds.
+    /// Under `steadfast-run --no-kill`, over shared memory.
+    Restart(Common),
     /// SIGKILL of the last rank to the first ProcFailed at every survivor.
     Detect {
         #[command(flatten)]
@@ -213,6 +218,13 @@ fn main() {
         Bench::Shrink(c) => {
             let c = checked(c, "shrink", None);
             ft::shrink(init(&c, None), &c)
+        }
+        Bench::Restart(c) => {
+            let c = checked(c, "restart", None);
+            if c.route == "fabric" {
+                fail("restart: restarts over the fabric route are not implemented yet (docs/restart.md): use --route shm or auto on one node");
+            }
+            ft::restart(init(&c, None), &c)
         }
         Bench::Detect { common, detectors } => {
             let c = checked(common, "detect", None);

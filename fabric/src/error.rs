@@ -28,6 +28,10 @@ pub enum Error {
         /// What could not be matched (domain name, capability).
         what: String,
     },
+    /// libfabric could not be loaded (it is opened on first use; see
+    /// `steadfast_fabric_sys::library`): the text names the library and the reason.
+    #[error("{0}")]
+    LibraryUnavailable(String),
     /// A libfabric call failed.
     #[error("{call} failed: {message} (-{code})")]
     Fabric {

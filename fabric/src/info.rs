@@ -97,7 +97,8 @@ pub fn resolve_provider(requested: &str, available: &[String]) -> Result<Provide
 /// The providers that offer tagged RDM endpoints on this machine, sorted.
 ///
 /// # Errors
-/// Only if `fi_getinfo` fails for a reason other than finding nothing.
+/// [`Error::LibraryUnavailable`] when libfabric cannot be loaded; otherwise only if
+/// `fi_getinfo` fails for a reason other than finding nothing.
 pub fn available_providers() -> Result<Vec<String>> {
     let hints = Hints::new(sys::FI_TAGGED as u64)?;
     let list = match InfoList::get(&hints)? {
@@ -128,6 +129,8 @@ impl Hints {
     /// Hints for a tagged RDM endpoint with `caps`, the context modes and memory
     /// registration modes steadfast supports, and domain-level threading.
     fn new(caps: u64) -> Result<Self> {
+        // The first libfabric call of every path: loads the library, or says why not.
+        crate::library()?;
         // SAFETY: fi_allocinfo returns a zeroed fi_info with its attribute structs
         // allocated, or null on allocation failure.
         let raw = NonNull::new(unsafe { sys::fi_allocinfo() }).ok_or(Error::Fabric {

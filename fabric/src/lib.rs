@@ -58,9 +58,27 @@ pub use objects::{
     AddressVector, CompletionQueue, CqEntry, CqError, CqPoll, Domain, Endpoint, Fabric, Posted,
 };
 
-/// The version of the libfabric library loaded at run time, as `(major, minor)`.
-pub fn libfabric_version() -> (u32, u32) {
+/// Loads libfabric if this process has not yet (it is opened on first use, never at
+/// start: a process that never calls into the fabric never loads it) and says where
+/// from: the path or name opened (`STEADFAST_LIBFABRIC` when set, else `libfabric.so.1`
+/// through the dynamic linker, else the build-time directory), or "linked".
+///
+/// # Errors
+/// [`Error::LibraryUnavailable`] naming the library and the dynamic linker's reason.
+pub fn library() -> Result<&'static str> {
+    steadfast_fabric_sys::library()
+        .map(|lib| lib.origin())
+        .map_err(|e| Error::LibraryUnavailable(e.to_string()))
+}
+
+/// The version of the libfabric library loaded at run time, as `(major, minor)`
+/// (loading it, as [`library`] does).
+///
+/// # Errors
+/// [`Error::LibraryUnavailable`] when it cannot be loaded.
+pub fn libfabric_version() -> Result<(u32, u32)> {
+    library()?;
     // SAFETY: fi_version takes no arguments and returns a packed version number.
     let v = unsafe { steadfast_fabric_sys::fi_version() };
-    (v >> 16, v & 0xffff)
+    Ok((v >> 16, v & 0xffff))
 }

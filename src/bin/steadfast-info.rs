@@ -54,8 +54,12 @@ fn run(out: &mut impl Write, options: &Options) -> std::io::Result<()> {
         fabric::apply_quirk_environment();
     }
     if !only_params {
-        let (major, minor) = fabric::libfabric_version();
-        writeln!(out, "libfabric {major}.{minor}")?;
+        match (fabric::libfabric_version(), fabric::library()) {
+            (Ok((major, minor)), Ok(origin)) => {
+                writeln!(out, "libfabric {major}.{minor} ({origin})")?
+            }
+            (Err(e), _) | (_, Err(e)) => writeln!(out, "libfabric: {e}")?,
+        }
         match fabric::available_providers() {
             Ok(providers) => {
                 writeln!(out, "RDM providers: {}", providers.join(", "))?;

@@ -296,13 +296,16 @@ impl Messenger {
         let rendezvous = info.caps() & sys::FI_READ as u64 != 0
             && info.mr_key_size() <= 8
             && info.cq_data_size() >= 4;
-        let eager_limit = Self::choose_eager_limit(&config, &info, rendezvous, inject_limit);
+        // Loaded since `info` exists: the query loaded it.
+        let version = crate::libfabric_version()?;
+        let eager_limit =
+            Self::choose_eager_limit(&config, &info, version, rendezvous, inject_limit);
         // Without the thread a peer killed at the wrong moment hangs us; with it failing
         // to start (no threads left) we run as libfabric alone would.
         let rescue_needed = quirks::applies(
             Quirk::DeadPeerHoldsRegionLock,
             &info.provider_name(),
-            crate::libfabric_version(),
+            version,
         );
         let shm_rescue = (config.shm_lock_rescue && rescue_needed)
             .then(LockRescue::start_system)
@@ -388,6 +391,7 @@ impl Messenger {
     fn choose_eager_limit(
         config: &MessengerConfig,
         info: &Info,
+        version: (u32, u32),
         rendezvous: bool,
         inject_limit: usize,
     ) -> usize {
@@ -397,7 +401,6 @@ impl Messenger {
         if let Some(limit) = config.eager_threshold {
             return limit;
         }
-        let version = crate::libfabric_version();
         if quirks::applies(Quirk::UnexpectedSarHangs, &info.provider_name(), version) {
             return inject_limit;
         }

@@ -5,6 +5,14 @@
 //! `fi_cq_read`, `fi_read`, ...). Those wrappers are named with the suffix
 //! `__extern` and are re-exported here under their libfabric names.
 //!
+//! libfabric itself is not linked by default: the six functions it exports that we use
+//! (`fi_getinfo`, `fi_freeinfo`, `fi_dupinfo`, `fi_fabric`, `fi_version`,
+//! `fi_strerror`) are forwarders that load it with `dlopen` on first use (see
+//! [`library`], which says why it could not be loaded, and `build.rs` for the linked
+//! modes). The C wrappers call C forwarders over the same table (`src/forward.c`, filled
+//! when the library is loaded: call [`library`] before a wrapped function), so nothing
+//! here needs or exports an `fi_*` symbol, and a cdylib built on it exports none of ours.
+//!
 //! The few constants that the C headers define through casts (which bindgen cannot
 //! evaluate) are defined by hand at the bottom, next to their C spelling.
 //!
@@ -15,6 +23,12 @@
 #![allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+
+mod loader;
+pub use loader::{
+    fi_dupinfo, fi_fabric, fi_freeinfo, fi_getinfo, fi_strerror, fi_version, is_loaded, library,
+    Library, LoadError, LIBFABRIC_ENV, LIBFABRIC_SONAME,
+};
 
 /// `FI_ADDR_UNSPEC`: `((uint64_t) -1)` in `fabric.h`.
 pub const FI_ADDR_UNSPEC_VALUE: fi_addr_t = u64::MAX;

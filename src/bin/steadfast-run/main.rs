@@ -424,7 +424,7 @@ fn supervise(
             }
         }
         if !progressed {
-            wait_for_exit(&children);
+            wait_for_exit(&children, spawner.wake_fd());
         }
     }
     Ended {
@@ -482,9 +482,10 @@ fn summarise(o: &Options, ended: &Ended) -> i32 {
 }
 
 /// Waits until some child may have exited: its pidfd turns readable at once (so the
-/// survivors hear of a death within microseconds), or 50 ms pass, or a signal arrives.
-/// Without pidfds (kernels before 5.3, or out of descriptors), sleeps 1 ms.
-fn wait_for_exit(children: &[Option<Child>]) {
+/// survivors hear of a death within microseconds), or a restarted incarnation was
+/// started (`wake`: it is adopted and watched at once), or 50 ms pass, or a signal
+/// arrives. Without pidfds (kernels before 5.3, or out of descriptors), sleeps 1 ms.
+fn wait_for_exit(children: &[Option<Child>], wake: Option<std::os::fd::RawFd>) {
     use std::os::fd::{AsRawFd, OwnedFd};
     let fds: Vec<OwnedFd> = children
         .iter()
@@ -497,8 +498,10 @@ fn wait_for_exit(children: &[Option<Child>]) {
     }
     let mut polls: Vec<libc::pollfd> = fds
         .iter()
-        .map(|f| libc::pollfd {
-            fd: f.as_raw_fd(),
+        .map(|f| f.as_raw_fd())
+        .chain(wake)
+        .map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         })
