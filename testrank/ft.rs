@@ -736,6 +736,56 @@ fn big_put(world: &World, comm: &Comm, mib: u64, data: &[u8]) {
     println!("BIGPUT OK ms={}", elapsed.as_millis());
 }
 
+/// Rank 0 waits on three requests at once while rank 2 is SIGKILLed: a receive from
+/// rank 1 (which sends late), a receive from rank 2 (never sent) and a send to rank 1.
+/// `wait_all` must report `ProcFailed` for the dead rank's receive alone and complete the
+/// other two with their data.
+fn wait_all_with_a_dead_peer(world: &World, comm: &Comm) {
+    use steadfast::comm::{wait_all, wait_any, AnyRequest, Completion};
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    match me {
+        0 => {
+            let (mut from1, mut from2) = ([0u8; 8], [0u8; 8]);
+            let hello = 42u64.to_le_bytes();
+            // SAFETY: the buffers outlive the requests, which wait_all finishes.
+            let mut reqs: Vec<Option<AnyRequest<'_>>> = unsafe {
+                vec![
+                    Some(comm.irecv(Some(1), Some(7), &mut from1).unwrap().into()),
+                    Some(comm.irecv(Some(2), Some(7), &mut from2).unwrap().into()),
+                    Some(comm.isend(1, 8, &hello).unwrap().into()),
+                ]
+            };
+            let outcomes = wait_all(&mut reqs);
+            assert!(reqs.iter().all(Option::is_none), "every request finished");
+            match &outcomes[0] {
+                Ok(Completion::Received(st)) => assert_eq!((st.source, st.len), (1, 8)),
+                other => panic!("rank 0: the receive from rank 1: {other:?}"),
+            }
+            match &outcomes[1] {
+                Err(CommError::ProcFailed { ranks }) => assert_eq!(ranks, &vec![2]),
+                other => panic!("rank 0: the receive from dead rank 2: {other:?}"),
+            }
+            assert_eq!(outcomes[2], Ok(Completion::Sent), "rank 0: the send");
+            drop(reqs);
+            assert_eq!(u64::from_le_bytes(from1), 43, "rank 0: rank 1's data");
+            let mut none: Vec<Option<AnyRequest<'_>>> = vec![None, None];
+            assert!(wait_any(&mut none).is_none(), "nothing to wait for");
+            println!("WAITALL OK failures={:?}", world.failures().len());
+        }
+        1 => {
+            let mut b = [0u8; 8];
+            comm.recv(Some(0), Some(8), &mut b).unwrap();
+            // Late: after rank 2's death has had time to reach rank 0.
+            std::thread::sleep(Duration::from_millis(200));
+            comm.send(0, 7, &(u64::from_le_bytes(b) + 1).to_le_bytes())
+                .unwrap();
+            println!("WAITALL OK sender");
+        }
+        _ => die_now(),
+    }
+}
+
 /// The tag of every mark: a mark of another communicator is told apart by its stamp.
 const MARK_TAG: u32 = 5;
 
@@ -902,6 +952,7 @@ fn main() {
         Some("stream") => stream(&world, &comm, arg(2)),
         Some("window") => window(&world, &comm, arg(2) as u32),
         Some("bigput") => big_put(&world, &comm, arg(2), &big_data),
+        Some("waitall") => wait_all_with_a_dead_peer(&world, &comm),
         Some("intercomm") => intercomm(&world, &comm, &args[2], arg(3) as u32),
         Some("contexts") => contexts(&world, &comm, arg(2), arg(3)),
         Some("exhaust") => exhaust(&comm),

@@ -126,6 +126,24 @@ fn a_put_longer_than_the_detection_timeout_suspects_no_one() {
     assert_eq!(job.lines("BIGPUT OK").len(), 2, "{}", job.context());
 }
 
+/// `wait_all` over a receive from a rank that is SIGKILLed, a receive from a live rank
+/// that sends late and a send: the dead rank's receive alone reports `ProcFailed`, the
+/// other two complete with their data (over shm and over the fabric).
+#[test]
+fn wait_all_reports_a_dead_peer_per_request_and_completes_the_others() {
+    for route in ["auto", "fabric"] {
+        let env = [("STEADFAST_ROUTE", route)];
+        let job = run(3, &env, &["waitall"], LIMIT);
+        assert_eq!(job.code, Some(1), "{route}: {}", job.context());
+        assert_eq!(
+            job.lines("WAITALL OK").len(),
+            2,
+            "{route}: {}",
+            job.context()
+        );
+    }
+}
+
 #[test]
 fn window_put_and_get_within_a_node_and_to_a_dead_rank() {
     window_put_get(3, &[], false);

@@ -25,6 +25,7 @@ mod owned;
 mod p2p;
 mod rejoin;
 mod restart;
+mod wait_any;
 mod window;
 mod world;
 
@@ -34,6 +35,7 @@ pub use mprobe::Message;
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use restart::RestartRequest;
+pub use wait_any::{wait_all, wait_any, AnyRequest, Completion};
 pub use window::Window;
 
 use std::sync::Arc;
