@@ -503,15 +503,7 @@ impl Matching {
 
     /// Failure of world rank `w`: every open context holding it is notified.
     pub(crate) fn notify_failure(&mut self, w: u32) {
-        let hits: Vec<(u32, u32)> = self
-            .ctxs
-            .iter()
-            .filter_map(|(&c, info)| {
-                let r = *info.to_comm.get(w as usize)?;
-                (r != u32::MAX).then_some((c, r))
-            })
-            .collect();
-        for (c, r) in hits {
+        for (c, r) in self.contexts_holding(w) {
             let _ = self.matcher.notify_failure(ContextId(c), Rank(r));
         }
         self.handle_events();
@@ -520,15 +512,7 @@ impl Matching {
     /// World rank `w` was restarted and its new incarnation admitted: every open context
     /// holding it forgets the failure and drops what the old incarnation left waiting.
     pub(crate) fn readmit(&mut self, w: u32) {
-        let hits: Vec<(u32, u32)> = self
-            .ctxs
-            .iter()
-            .filter_map(|(&c, info)| {
-                let r = *info.to_comm.get(w as usize)?;
-                (r != u32::MAX).then_some((c, r))
-            })
-            .collect();
-        for (c, r) in hits {
+        for (c, r) in self.contexts_holding(w) {
             if let Ok(n) = self.matcher.readmit(ContextId(c), Rank(r)) {
                 if n > 0 {
                     log::debug!("matching: dropped {n} messages of rank {w}'s old incarnation");
@@ -536,6 +520,17 @@ impl Matching {
             }
         }
         self.handle_events();
+    }
+
+    /// (context, comm rank) of world rank `w` in every open context holding it.
+    fn contexts_holding(&self, w: u32) -> Vec<(u32, u32)> {
+        self.ctxs
+            .iter()
+            .filter_map(|(&c, info)| {
+                let r = *info.to_comm.get(w as usize)?;
+                (r != u32::MAX).then_some((c, r))
+            })
+            .collect()
     }
 
     /// `MPIX_Comm_failure_ack` on `ctx`.
