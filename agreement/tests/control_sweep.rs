@@ -7,17 +7,7 @@
 use steadfast_agreement::sim::control::{check_control, run_control, ControlScenario};
 
 fn seeds() -> std::ops::Range<u64> {
-    if let Some(one) = std::env::var("STEADFAST_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        return one..one + 1;
-    }
-    let count = std::env::var("STEADFAST_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000u64);
-    0..count
+    steadfast_agreement::sim::sweep_seeds(10_000)
 }
 
 #[test]

@@ -29,6 +29,23 @@ pub use ft::{check_ft, run_ft, FtRun, FtScenario};
 pub use rng::{mix, SimRng};
 pub use scenario::{Crash, CrashTrigger, NetModel, Scenario};
 
+/// The seeds a sweep runs: `STEADFAST_SIM_SEED=S` replays seed `S` alone;
+/// `STEADFAST_SIM_SEEDS=N` runs seeds `0..N`; else `0..default`. Every sweep test
+/// (`agreement/tests/*_sweep.rs`) takes its seeds from here.
+///
+/// ```
+/// for seed in steadfast_agreement::sim::sweep_seeds(3) {
+///     let _scenario = steadfast_agreement::sim::Scenario::random(seed, 8);
+/// }
+/// ```
+pub fn sweep_seeds(default: u64) -> std::ops::Range<u64> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    if let Some(one) = var("STEADFAST_SIM_SEED") {
+        return one..one.saturating_add(1);
+    }
+    0..var("STEADFAST_SIM_SEEDS").unwrap_or(default)
+}
+
 use crate::era::{Decision, Era, EraAction, EraConfig};
 use crate::types::{CommId, CommKey, Epoch, Rank, RankSet, Seq};
 use queue::RadixQueue;
