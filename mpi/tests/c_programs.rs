@@ -200,11 +200,24 @@ fn program(name: &'static str) -> &'static Path {
     p
 }
 
-/// `ft.c` at `n` ranks: the last one is SIGKILLed, every survivor ends with FT OK and
-/// the job's status is that of the survivors.
-fn survivors_recover(n: usize, env: &[(&str, &str)]) {
+/// Runs `tests/c/<name>.c` at `np` ranks with `mode`: the job exits 0 and every rank
+/// prints `marker`.
+fn every_rank_prints(name: &'static str, np: &str, mode: &str, env: &[(&str, &str)], marker: &str) {
+    let (status, out, err) = run(&["-np", np], program(name), &[mode], env);
+    assert_eq!(status, 0, "{mode} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    let n: usize = np.parse().unwrap();
+    assert_eq!(
+        out.matches(marker).count(),
+        n,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+/// Runs `tests/c/<name>.c` at `n` ranks under `--with-ft ulfm --exit-status survivors`;
+/// (status, stdout, stderr).
+fn run_ulfm(n: usize, name: &'static str, env: &[(&str, &str)]) -> (i32, String, String) {
     let np = n.to_string();
-    let (status, out, err) = run(
+    run(
         &[
             "-np",
             &np,
@@ -213,10 +226,16 @@ fn survivors_recover(n: usize, env: &[(&str, &str)]) {
             "--exit-status",
             "survivors",
         ],
-        program("ft"),
+        program(name),
         &[],
         env,
-    );
+    )
+}
+
+/// `ft.c` at `n` ranks: the last one is SIGKILLed, every survivor ends with FT OK and
+/// the job's status is that of the survivors.
+fn survivors_recover(n: usize, env: &[(&str, &str)]) {
+    let (status, out, err) = run_ulfm(n, "ft", env);
     assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
     for rank in 0..n - 1 {
         assert!(
@@ -497,14 +516,7 @@ fn inter_communicator_creation_is_uniform_over_a_failure() {
 
 /// `probe.c` at `np` ranks in `mode`: every rank ends with PROBE OK.
 fn probe(np: &str, mode: &str, env: &[(&str, &str)]) {
-    let (status, out, err) = run(&["-np", np], program("probe"), &[mode], env);
-    assert_eq!(status, 0, "{mode} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
-    let n: usize = np.parse().unwrap();
-    assert_eq!(
-        out.matches("PROBE OK").count(),
-        n,
-        "stdout:\n{out}\nstderr:\n{err}"
-    );
+    every_rank_prints("probe", np, mode, env, "PROBE OK");
 }
 
 #[test]
@@ -524,20 +536,7 @@ fn probe_of_a_fabric_source_is_refused_with_a_clear_class() {
 
 /// `p2p_ft.c` at `n` ranks: the last is SIGKILLed; every survivor ends with P2P FT OK.
 fn p2p_after_a_sigkill(n: usize) {
-    let np = n.to_string();
-    let (status, out, err) = run(
-        &[
-            "-np",
-            &np,
-            "--with-ft",
-            "ulfm",
-            "--exit-status",
-            "survivors",
-        ],
-        program("p2p_ft"),
-        &[],
-        &[],
-    );
+    let (status, out, err) = run_ulfm(n, "p2p_ft", &[]);
     assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert_eq!(
         out.matches("P2P FT OK").count(),
@@ -557,14 +556,7 @@ fn probe_and_issend_follow_the_ulfm_rules_after_a_sigkill() {
 
 /// `ssend.c` at `np` ranks in `mode`: every rank ends with SSEND OK.
 fn ssend(np: &str, mode: &str, env: &[(&str, &str)]) {
-    let (status, out, err) = run(&["-np", np], program("ssend"), &[mode], env);
-    assert_eq!(status, 0, "{mode} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
-    let n: usize = np.parse().unwrap();
-    assert_eq!(
-        out.matches("SSEND OK").count(),
-        n,
-        "stdout:\n{out}\nstderr:\n{err}"
-    );
+    every_rank_prints("ssend", np, mode, env, "SSEND OK");
 }
 
 #[test]
@@ -588,19 +580,7 @@ fn ssend_to_a_fabric_peer_is_refused_with_a_clear_class() {
 /// aborter exited with it; `survivors` leaves out only ranks killed by a signal).
 #[test]
 fn abort_on_a_communicator_ends_only_its_processes() {
-    let (status, out, err) = run(
-        &[
-            "-np",
-            "4",
-            "--with-ft",
-            "ulfm",
-            "--exit-status",
-            "survivors",
-        ],
-        program("abort_group"),
-        &[],
-        &[],
-    );
+    let (status, out, err) = run_ulfm(4, "abort_group", &[]);
     assert_eq!(status, 7, "stdout:\n{out}\nstderr:\n{err}");
     for rank in 0..2 {
         assert!(
