@@ -3,49 +3,15 @@
 //! under `steadfast-run -n 3` (built here if needed) over shared memory and over the
 //! fabric. Rank 2 kills itself; both survivors must end with `CAPI OK`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use steadfast_os::DieWithParent;
+use steadfast_testsupport::{cargo_build, launcher, profile_dir, run_limited};
 
-/// `target/<profile>`, where this test runs from (`deps/`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// Builds `args` with the profile of this test (cargo does not rebuild the library for
-/// its integration tests: without an rlib, they do not link it).
-fn cargo_build(args: &[&str]) {
-    let dir = profile_dir();
-    let profile = dir.file_name().and_then(|p| p.to_str()).expect("profile");
-    let profile = if profile == "debug" { "dev" } else { profile };
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .arg("build")
-        .args(args)
-        .args(["--profile", profile])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .die_with_parent()
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build {args:?} failed: {status}");
-}
-
-/// `target/<profile>/steadfast-run`, built (or found up to date) once per test process.
-fn launcher() -> &'static Path {
-    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-    LAUNCHER.get_or_init(|| {
-        cargo_build(&["-p", "steadfast", "--bin", "steadfast-run"]);
-        profile_dir().join("steadfast-run")
-    })
-}
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 
 /// `tests/c/ft.c`, compiled once per test process (the tests run in parallel).
 fn ft_program() -> &'static Path {
@@ -57,7 +23,7 @@ fn ft_program() -> &'static Path {
 /// that it is this source's); the path of the program.
 fn compile(name: &str) -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cargo_build(&["-p", "steadfast-capi", "--lib"]);
+    cargo_build(MANIFEST, &["-p", "steadfast-capi", "--lib"]);
     let lib_dir = profile_dir();
     assert!(
         lib_dir.join("libsteadfast.so").exists(),
@@ -96,39 +62,11 @@ fn compile(name: &str) -> PathBuf {
 /// Runs `steadfast-run -n N program` with `env`; (status, stdout, stderr). The job is
 /// killed after `limit`, and dies with this test.
 fn run(n: u32, program: &Path, env: &[(&str, &str)], limit: Duration) -> (i32, String, String) {
-    let mut cmd = Command::new(launcher());
+    let mut cmd = Command::new(launcher(MANIFEST));
     cmd.args(["-n", &n.to_string()])
         .arg(program)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.die_with_parent();
-    let mut child = cmd.spawn().expect("start steadfast-run");
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code().unwrap_or(-1);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break -2;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (status, t_out.join().unwrap(), t_err.join().unwrap())
+        .envs(env.iter().copied());
+    run_limited(cmd, limit)
 }
 
 fn c_program_survives_its_failure(env: &[(&str, &str)]) {

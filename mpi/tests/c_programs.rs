@@ -3,54 +3,25 @@
 //! `lib/libsteadfast-mpi.so`) as `scripts/install-mpi.sh` does, compiles the programs of
 //! `tests/c/` with `steadfast-cc` and runs them under `steadfast-run`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use steadfast_os::DieWithParent;
+use steadfast_testsupport::{cargo_build, profile_dir, run_limited};
 
-/// `target/<profile>`, where this test runs from (`deps/`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// Builds `args` with the profile of this test (cargo does not build a library without
-/// an rlib for its integration tests).
-fn cargo_build(args: &[&str]) {
-    let dir = profile_dir();
-    let profile = dir.file_name().and_then(|p| p.to_str()).expect("profile");
-    let profile = if profile == "debug" { "dev" } else { profile };
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .arg("build")
-        .args(args)
-        .args(["--profile", profile])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .die_with_parent()
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build {args:?} failed: {status}");
-}
+const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 
 fn launcher() -> &'static Path {
-    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-    LAUNCHER.get_or_init(|| {
-        cargo_build(&["-p", "steadfast", "--bin", "steadfast-run"]);
-        profile_dir().join("steadfast-run")
-    })
+    steadfast_testsupport::launcher(MANIFEST)
 }
 
 /// The installed tree, made once per test process.
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
-        cargo_build(&["-p", "steadfast-mpi", "--lib"]);
+        cargo_build(MANIFEST, &["-p", "steadfast-mpi", "--lib"]);
         let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-prefix");
         for d in ["bin", "include", "lib"] {
@@ -105,7 +76,7 @@ fn compile(name: &str) -> PathBuf {
     exe
 }
 
-/// Runs `steadfast-run ARGS`; (status, stdout, stderr). Killed after `limit`; the job
+/// Runs `steadfast-run ARGS`; (status, stdout, stderr). Killed after 180 s; the job
 /// dies with this test.
 fn run(
     args: &[&str],
@@ -113,41 +84,12 @@ fn run(
     prog_args: &[&str],
     env: &[(&str, &str)],
 ) -> (i32, String, String) {
-    let limit = Duration::from_secs(180);
     let mut cmd = Command::new(launcher());
     cmd.args(args)
         .arg(program)
         .args(prog_args)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.die_with_parent();
-    let mut child = cmd.spawn().expect("start steadfast-run");
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code().unwrap_or(-1);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break -2;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (status, t_out.join().unwrap(), t_err.join().unwrap())
+        .envs(env.iter().copied());
+    run_limited(cmd, Duration::from_secs(180))
 }
 
 fn basic(n: &str, mode: &str, env: &[(&str, &str)]) {
@@ -456,24 +398,13 @@ fn basic_under(launcher: &str, args: &[&str], n: usize) {
         return;
     }
     // A hung launcher is killed after 180 s, so that the test fails instead of hanging.
-    let mut cmd = Command::new("timeout");
-    cmd.args(["-s", "KILL", "180", launcher])
-        .args(args)
+    let mut cmd = Command::new(launcher);
+    cmd.args(args)
         .arg(program("basic"))
         .arg("single")
-        .env("STEADFAST_INITIAL_ERRHANDLER", "mpi_errors_return")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.die_with_parent();
-    let child = cmd.spawn().expect("start the launcher");
-    let out = child.wait_with_output().expect("wait for the launcher");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{launcher}: {}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .env("STEADFAST_INITIAL_ERRHANDLER", "mpi_errors_return");
+    let (status, stdout, stderr) = run_limited(cmd, Duration::from_secs(180));
+    assert_eq!(status, 0, "{launcher}: {status}\n{stdout}\n{stderr}");
     assert_eq!(stdout.matches("BASIC OK").count(), n, "{stdout}");
 }
 

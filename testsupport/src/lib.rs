@@ -1,0 +1,100 @@
+//! What the integration tests of several steadfast crates share (a dev-dependency only):
+//! building with the test's own profile, the launcher, and running a job with a time
+//! limit and its output captured.
+//!
+//! ```no_run
+//! use std::process::Command;
+//! use std::time::Duration;
+//! let run = steadfast_testsupport::launcher(env!("CARGO_MANIFEST_DIR"));
+//! let mut cmd = Command::new(run);
+//! cmd.args(["-n", "2", "/bin/true"]);
+//! let (status, stdout, stderr) = steadfast_testsupport::run_limited(cmd, Duration::from_secs(60));
+//! assert_eq!(status, 0, "{stdout}{stderr}");
+//! ```
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use steadfast_os::DieWithParent;
+
+/// `target/<profile>`, where the running test executable lives (in `deps/`).
+///
+/// # Panics
+/// When the test does not run from `target/<profile>/deps/`.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// Runs `cargo build ARGS` with the profile of the running test, in `manifest_dir` (the
+/// calling crate's `CARGO_MANIFEST_DIR`): cargo does not build a `cdylib` or another
+/// crate's binaries for an integration test.
+///
+/// # Panics
+/// When the build fails.
+pub fn cargo_build(manifest_dir: &str, args: &[&str]) {
+    let dir = profile_dir();
+    let profile = dir.file_name().and_then(|p| p.to_str()).expect("profile");
+    let profile = if profile == "debug" { "dev" } else { profile };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .arg("build")
+        .args(args)
+        .args(["--profile", profile])
+        .current_dir(manifest_dir)
+        .die_with_parent()
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build {args:?} failed: {status}");
+}
+
+/// `target/<profile>/steadfast-run`, built (or found up to date) once per test process.
+pub fn launcher(manifest_dir: &str) -> &'static Path {
+    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+    LAUNCHER.get_or_init(|| {
+        cargo_build(manifest_dir, &["-p", "steadfast", "--bin", "steadfast-run"]);
+        profile_dir().join("steadfast-run")
+    })
+}
+
+/// Runs `cmd` with its output captured; it dies with the test, and is killed after
+/// `limit`. (exit status, stdout, stderr): -1 for a death by signal, -2 for the limit.
+///
+/// # Panics
+/// When `cmd` cannot be started.
+pub fn run_limited(mut cmd: Command, limit: Duration) -> (i32, String, String) {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.die_with_parent();
+    let mut child = cmd.spawn().expect("start the job");
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code().unwrap_or(-1);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break -2;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, t_out.join().unwrap(), t_err.join().unwrap())
+}
