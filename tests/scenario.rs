@@ -58,6 +58,8 @@ enum Pattern {
     TwoAtOnce,
     LeaderAndItsWorker,
     AgainAfterRestart,
+    /// These two world ranks at once.
+    Pair(u32, u32),
 }
 
 impl Pattern {
@@ -160,6 +162,7 @@ fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, Strin
             let l = leader(rng);
             vec![l, l + 1 + rng.below(2) as u32]
         }
+        Pattern::Pair(a, b) => vec![a, b],
     };
     let gens = job.kill(&ranks).ok_or("stopped before the first kill")?;
     if let Pattern::AgainAfterRestart = pattern {
@@ -175,8 +178,7 @@ fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, Strin
 }
 
 /// One run: the job under `pattern`'s kills; panics naming the seed on any failure.
-fn run_once(k: u64, seed: u64, marker: &str) {
-    let pattern = Pattern::of_run(k);
+fn run_once(k: u64, pattern: Pattern, seed: u64, marker: &str) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &RANKS.to_string(), "--no-kill", "--tag-output"])
         .arg(example("master_leader_workers"))
@@ -287,6 +289,19 @@ fn the_scenario_survives_random_kills_of_workers_and_leaders_twenty_times() {
     for k in 0..RUNS {
         let seed = base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let marker = format!("mlw-{}-{k}", std::process::id());
-        run_once(k, seed, &marker);
+        run_once(k, Pattern::of_run(k), seed, &marker);
+    }
+}
+
+/// Group 0's leader and one of its workers killed together: the master restarts the
+/// leader while the worker is dead and not restarted yet (the new leader restarts it
+/// once it has rejoined). A restarted process's init used to push its failure reports
+/// into a survivor's ring before telling the launcher it joined, and so waited for an
+/// admission that could not come until the restart timed out (60 s).
+#[test]
+fn a_leader_restarted_while_its_worker_is_dead_rejoins_and_restarts_it() {
+    for k in 0..2 {
+        let marker = format!("mlw-pair-{}-{k}", std::process::id());
+        run_once(k, Pattern::Pair(1, 2 + k as u32), 0x5eed + k, &marker);
     }
 }
