@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! steadfast-run -n 7 --no-kill target/release/examples/master_leader_workers \
-//!     [--groups G] [--size L] [--queries N] [--pace-ms P]
+//!     [--groups G] [--size L] [--queries N] [--pace-ms P] [--fail-restart-of R]
 //! ```
 //!
 //! World rank 0 is the master; ranks 1.. form G groups of L (default 2 groups of 3:
@@ -23,6 +23,8 @@
 //! restart a worker aborts its group (`Comm::abort`); its restarted incarnation finds no
 //! live member to rejoin through and reports the group lost to the master, which fails
 //! the run naming the query (a group with no survivor cannot be rebuilt yet).
+//! `--fail-restart-of R` shows that path: a restarted incarnation of world rank R exits
+//! with status 3 before it joins, so its restart fails.
 //!
 //! Output (the master's): `MLW SEGMENTS <prefix>` (its shared-memory segments' names),
 //! `MLW STOPPING answers=N` once every answer is in (then 100 ms before the leaders are
@@ -93,6 +95,8 @@ struct Layout {
     size: u32,
     queries: u64,
     pace: Duration,
+    /// A world rank whose restarted incarnations exit at once (`--fail-restart-of`).
+    fail_restart_of: Option<u32>,
 }
 
 impl Layout {
@@ -102,6 +106,7 @@ impl Layout {
             size: 3,
             queries: 200,
             pace: Duration::ZERO,
+            fail_restart_of: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -115,6 +120,7 @@ impl Layout {
                 "--size" => l.size = value("--size")? as u32,
                 "--queries" => l.queries = value("--queries")?,
                 "--pace-ms" => l.pace = Duration::from_millis(value("--pace-ms")?),
+                "--fail-restart-of" => l.fail_restart_of = Some(value("--fail-restart-of")? as u32),
                 // Anything else (a test's marker) is ignored.
                 _ => {}
             }
@@ -136,6 +142,15 @@ fn main() {
         eprintln!("master_leader_workers: {e}");
         std::process::exit(2)
     });
+    if layout.fail_restart_of.is_some() {
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+        if env("STEADFAST_GENERATION").unwrap_or(0) > 0
+            && env("STEADFAST_RANK") == layout.fail_restart_of
+        {
+            // The restart of this rank fails (its restarter sees it exit before joining).
+            std::process::exit(3);
+        }
+    }
     let world = World::init().unwrap_or_else(|e| {
         eprintln!("master_leader_workers: init: {e}");
         std::process::exit(2)
