@@ -58,8 +58,8 @@ enum Pattern {
     TwoAtOnce,
     LeaderAndItsWorker,
     AgainAfterRestart,
-    /// These two world ranks at once.
-    Pair(u32, u32),
+    /// These two world ranks at once, this many ms after every rank started.
+    Pair(u32, u32, u64),
 }
 
 impl Pattern {
@@ -149,7 +149,11 @@ fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, Strin
     }
     let worker = |rng: &mut Rng| [2, 3, 5, 6][rng.below(4) as usize];
     let leader = |rng: &mut Rng| [1, 4][rng.below(2) as usize];
-    std::thread::sleep(rng.pause(500));
+    let pause = match pattern {
+        Pattern::Pair(_, _, ms) => Duration::from_millis(ms),
+        _ => rng.pause(500),
+    };
+    std::thread::sleep(pause);
     let ranks: Vec<u32> = match pattern {
         Pattern::Worker | Pattern::AgainAfterRestart => vec![worker(rng)],
         Pattern::Leader => vec![leader(rng)],
@@ -162,7 +166,7 @@ fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, Strin
             let l = leader(rng);
             vec![l, l + 1 + rng.below(2) as u32]
         }
-        Pattern::Pair(a, b) => vec![a, b],
+        Pattern::Pair(a, b, _) => vec![a, b],
     };
     let gens = job.kill(&ranks).ok_or("stopped before the first kill")?;
     if let Pattern::AgainAfterRestart = pattern {
@@ -300,9 +304,10 @@ fn the_scenario_survives_random_kills_of_workers_and_leaders_twenty_times() {
 /// admission that could not come until the restart timed out (60 s).
 #[test]
 fn a_leader_restarted_while_its_worker_is_dead_rejoins_and_restarts_it() {
-    for k in 0..2 {
+    for (k, ms) in [300, 600, 900].into_iter().enumerate() {
         let marker = format!("mlw-pair-{}-{k}", std::process::id());
-        run_once(k, Pattern::Pair(1, 2 + k as u32), 0x5eed + k, &marker);
+        let worker = 2 + (k % 2) as u32;
+        run_once(k as u64, Pattern::Pair(1, worker, ms), 0x5eed, &marker);
     }
 }
 
