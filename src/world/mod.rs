@@ -371,12 +371,15 @@ impl World {
             generations,
         })?;
         if restored {
+            // Our segment exists: the survivors can admit us. Joined first: applying
+            // the failures below sends control messages, and a push into a survivor's
+            // ring waits until that survivor has admitted us (it used to wait for the
+            // restart's whole timeout when another rank was dead at our start).
+            engine.boot_mut().joined()?;
             for &(d, g) in &dead {
                 engine.report_failure(d, format!("launcher: dead at restart (incarnation {g})"));
             }
             engine.apply_failures();
-            // Our segment exists: the survivors can admit us.
-            engine.boot_mut().joined()?;
         } else {
             // Every rank's transports are up before anyone sends.
             engine.boot_mut().fence()?;

@@ -1,0 +1,400 @@
+//! The Master-Leader-Workers example (`examples/master_leader_workers.rs`) under
+//! `steadfast-run --no-kill` with 7 ranks (a master, 2 groups of 3) while this test
+//! SIGKILLs non-master ranks at random times: a worker, a leader, two ranks at once, a
+//! leader and one of its workers at once, a rank and then its restarted incarnation.
+//! Every run must end with every answer checked correct by the master (`MLW OK`),
+//! exactly one restart per kill in the launcher's summary, exit status 0 (every rank's
+//! last incarnation ended well), no process and no `/dev/shm` segment of the job left.
+//! The seed of each run is printed (and named on failure).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
+
+const RANKS: u32 = 7;
+const QUERIES: u64 = 400;
+const RUNS: u64 = 20;
+
+/// `target/<profile>/examples/<name>`, which `cargo test` builds with the tests.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps/<test>");
+    let path = dir.join("examples").join(name);
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// xorshift64*: the whole kill schedule of a run comes from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pause(&mut self, max_ms: u64) -> Duration {
+        Duration::from_millis(self.below(max_ms + 1))
+    }
+}
+
+/// What one run kills (world ranks; 1 and 4 lead the two groups).
+#[derive(Debug, Clone, Copy)]
+enum Pattern {
+    Worker,
+    Leader,
+    TwoAtOnce,
+    LeaderAndItsWorker,
+    AgainAfterRestart,
+    /// These two world ranks at once, this many ms after every rank started.
+    Pair(u32, u32, u64),
+}
+
+impl Pattern {
+    fn of_run(k: u64) -> Pattern {
+        [
+            Pattern::Worker,
+            Pattern::Leader,
+            Pattern::TwoAtOnce,
+            Pattern::LeaderAndItsWorker,
+            Pattern::AgainAfterRestart,
+        ][(k % 5) as usize]
+    }
+}
+
+/// The running job, as its output tells it: each rank's current pid and generation.
+struct Job {
+    lines: mpsc::Receiver<String>,
+    pids: Vec<Option<(u32, i32)>>,
+    stopping: bool,
+    out: String,
+}
+
+impl Job {
+    /// Reads what has arrived, or waits up to `d` for more.
+    fn read(&mut self, d: Duration) {
+        let Ok(first) = self.lines.recv_timeout(d) else {
+            return;
+        };
+        for line in std::iter::once(first).chain(self.lines.try_iter().collect::<Vec<_>>()) {
+            if let Some(rest) = line.split("MLW PID rank ").nth(1) {
+                let w: Vec<&str> = rest.split_whitespace().collect();
+                // "R generation G pid P"
+                let (r, g, p) = (w[0].parse::<usize>(), w[2].parse(), w[4].parse());
+                if let (Ok(r), Ok(g), Ok(p)) = (r, g, p) {
+                    self.pids[r] = Some((g, p));
+                }
+            }
+            self.stopping |= line.contains("MLW STOPPING");
+            self.out.push_str(&line);
+            self.out.push('\n');
+        }
+    }
+
+    /// Waits until every rank has started, or `limit`.
+    fn started(&mut self, limit: Instant) -> bool {
+        while self.pids.iter().any(Option::is_none) && Instant::now() < limit {
+            self.read(Duration::from_millis(20));
+        }
+        self.pids.iter().all(Option::is_some)
+    }
+
+    /// SIGKILLs the current incarnation of each rank in `ranks` (unless the run is
+    /// stopping); the generations killed.
+    fn kill(&mut self, ranks: &[u32]) -> Option<Vec<u32>> {
+        self.read(Duration::ZERO);
+        if self.stopping {
+            return None;
+        }
+        let mut gens = Vec::new();
+        for &r in ranks {
+            let (g, pid) = self.pids[r as usize].expect("started");
+            // SAFETY: a signal to a rank process of this test's job.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            gens.push(g);
+        }
+        Some(gens)
+    }
+
+    /// Waits until rank `r` runs a generation above `g`, or `limit`.
+    fn restarted(&mut self, r: u32, g: u32, limit: Instant) -> bool {
+        while Instant::now() < limit {
+            if self.pids[r as usize].is_some_and(|(now, _)| now > g) {
+                return true;
+            }
+            self.read(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+/// The kills of one run; how many processes were killed (`Err` when the run stopped
+/// before all its kills: too short a run for this machine).
+fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, String> {
+    let limit = Instant::now() + Duration::from_secs(60);
+    if !job.started(limit) {
+        return Err("not every rank started".into());
+    }
+    let worker = |rng: &mut Rng| [2, 3, 5, 6][rng.below(4) as usize];
+    let leader = |rng: &mut Rng| [1, 4][rng.below(2) as usize];
+    let pause = match pattern {
+        Pattern::Pair(_, _, ms) => Duration::from_millis(ms),
+        _ => rng.pause(500),
+    };
+    std::thread::sleep(pause);
+    let ranks: Vec<u32> = match pattern {
+        Pattern::Worker | Pattern::AgainAfterRestart => vec![worker(rng)],
+        Pattern::Leader => vec![leader(rng)],
+        Pattern::TwoAtOnce => {
+            let a = 1 + rng.below(6) as u32;
+            let b = 1 + (a + rng.below(5) as u32) % 6;
+            vec![a, b]
+        }
+        Pattern::LeaderAndItsWorker => {
+            let l = leader(rng);
+            vec![l, l + 1 + rng.below(2) as u32]
+        }
+        Pattern::Pair(a, b, _) => vec![a, b],
+    };
+    let gens = job.kill(&ranks).ok_or("stopped before the first kill")?;
+    if let Pattern::AgainAfterRestart = pattern {
+        let r = ranks[0];
+        if !job.restarted(r, gens[0], limit) {
+            return Err(format!("rank {r} was never restarted"));
+        }
+        std::thread::sleep(rng.pause(300));
+        job.kill(&[r]).ok_or("stopped before the second kill")?;
+        return Ok(2);
+    }
+    Ok(ranks.len())
+}
+
+/// One run: the job under `pattern`'s kills; panics naming the seed on any failure.
+fn run_once(k: u64, pattern: Pattern, seed: u64, marker: &str) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", &RANKS.to_string(), "--no-kill", "--tag-output"])
+        .arg(example("master_leader_workers"))
+        .args(["--queries", &QUERIES.to_string(), "--pace-ms", "10", marker])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .die_with_parent();
+    let mut child = cmd.spawn().expect("start steadfast-run");
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut job = Job {
+        lines: rx,
+        pids: vec![None; RANKS as usize],
+        stopping: false,
+        out: String::new(),
+    };
+    let mut rng = Rng(seed | 1);
+    let injected = inject(&mut job, pattern, &mut rng);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        job.read(Duration::from_millis(20));
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+    };
+    let _ = reader.join();
+    job.read(Duration::ZERO);
+    let err = err_reader.join().unwrap();
+    let out = &job.out;
+    let what = format!("run {k} ({pattern:?}, seed {seed:#x})");
+    let kills = injected.unwrap_or_else(|e| panic!("{what}: {e}\nstdout:\n{out}\nstderr:\n{err}"));
+    assert_eq!(
+        status,
+        Some(0),
+        "{what}: the job's status\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    let ok = format!("MLW OK answers={QUERIES} restarts=");
+    assert!(out.contains(&ok), "{what}\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(!out.contains("MLW FAIL"), "{what}\nstdout:\n{out}");
+    let restarts = err.matches("(SIGKILL); restarted as incarnation").count();
+    assert_eq!(restarts, kills, "{what}: one restart per kill\n{err}");
+    assert_no_segments(out, &what);
+    assert_no_rank_left(marker, &what);
+    println!("{what}: {kills} kill(s), {restarts} restart(s), all answers correct");
+}
+
+/// No shared-memory segment of the job (named by the master's line) is left.
+fn assert_no_segments(out: &str, what: &str) {
+    let prefix = out
+        .lines()
+        .find_map(|l| l.split("MLW SEGMENTS ").nth(1))
+        .unwrap_or_else(|| panic!("{what}: no MLW SEGMENTS line: {out}"))
+        .trim()
+        .to_string();
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "{what}: segments left: {left:?}");
+}
+
+/// No process of this run is left (every incarnation was reaped).
+fn assert_no_rank_left(marker: &str, what: &str) {
+    let ps = Command::new("ps")
+        .args(["-eo", "pid,args"])
+        .output()
+        .unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let left: Vec<&str> = ps
+        .lines()
+        .filter(|l| l.contains("master_leader_workers") && l.contains(marker))
+        .collect();
+    assert!(left.is_empty(), "{what}: processes left: {left:?}");
+}
+
+#[test]
+fn the_scenario_survives_random_kills_of_workers_and_leaders_twenty_times() {
+    let base = std::env::var("MLW_SEED")
+        .ok()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    println!("MLW_SEED={base:#x}");
+    for k in 0..RUNS {
+        let seed = base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let marker = format!("mlw-{}-{k}", std::process::id());
+        run_once(k, Pattern::of_run(k), seed, &marker);
+    }
+}
+
+/// Group 0's leader and one of its workers killed together: the master restarts the
+/// leader while the worker is dead and not restarted yet (the new leader restarts it
+/// once it has rejoined). A restarted process's init used to push its failure reports
+/// into a survivor's ring before telling the launcher it joined, and so waited for an
+/// admission that could not come until the restart timed out (60 s).
+#[test]
+fn a_leader_restarted_while_its_worker_is_dead_rejoins_and_restarts_it() {
+    for (k, ms) in [300, 600, 900].into_iter().enumerate() {
+        let marker = format!("mlw-pair-{}-{k}", std::process::id());
+        let worker = 2 + (k % 2) as u32;
+        run_once(k as u64, Pattern::Pair(1, worker, ms), 0x5eed, &marker);
+    }
+}
+
+/// A leader that cannot restart its worker (`--fail-restart-of 2`: the restarted
+/// incarnation exits before it joins) aborts its group (exit status 42, the other worker
+/// SIGKILLed); the master restarts the leader, which cannot rebuild a group with no
+/// survivor: the run ends with a failure naming the query, never a hang, and leaves no
+/// process and no segment.
+#[test]
+fn a_leader_that_cannot_restart_its_worker_aborts_its_group_and_the_run_fails_clearly() {
+    let marker = format!("mlw-abort-{}", std::process::id());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    cmd.args(["-n", &RANKS.to_string(), "--no-kill", "--tag-output"])
+        .arg(example("master_leader_workers"))
+        .args([
+            "--queries",
+            "2000",
+            "--pace-ms",
+            "10",
+            "--fail-restart-of",
+            "2",
+        ])
+        .arg(&marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .die_with_parent();
+    let mut child = cmd.spawn().expect("start steadfast-run");
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut job = Job {
+        lines: rx,
+        pids: vec![None; RANKS as usize],
+        stopping: false,
+        out: String::new(),
+    };
+    assert!(job.started(Instant::now() + Duration::from_secs(60)));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(job.kill(&[2]).is_some(), "the run ended before the kill");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        job.read(Duration::from_millis(20));
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+    };
+    let _ = reader.join();
+    job.read(Duration::ZERO);
+    let err = err_reader.join().unwrap();
+    let out = &job.out;
+    assert!(
+        status.is_some_and(|s| s != 0),
+        "status {status:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    // The restarted leader's init fails today (rank 2's keys were dropped for the
+    // incarnation that never joined, and init reads every rank's parameters): the
+    // master's restart of the leader fails. Once init skips such a rank, the new leader
+    // reports its group lost instead. Both end the run with the query named.
+    assert!(
+        out.contains("MLW FAIL query")
+            && (out.contains("group of leader 1 is lost")
+                || out.contains("restarting leader 1: restart failed")),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(!out.contains("MLW OK"), "{out}");
+    assert!(
+        err.contains("rank 1 incarnation 0 exited with status 42; restarted as incarnation 1"),
+        "{err}"
+    );
+    assert_no_segments(out, "the abort run");
+    assert_no_rank_left(&marker, "the abort run");
+}
