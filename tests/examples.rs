@@ -2,11 +2,9 @@
 //! here, under `steadfast-run`, over shared memory and over the fabric, and must end as
 //! its documentation says.
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-use steadfast_os::DieWithParent;
+use std::process::Command;
+use std::time::Duration;
 
 /// `target/<profile>/examples/<name>`, which `cargo test` builds with the tests.
 fn example(name: &str) -> PathBuf {
@@ -30,36 +28,8 @@ fn run(n: u32, name: &str, env: &[(&str, &str)], limit: Duration) -> (i32, Strin
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &n.to_string()])
         .arg(example(name))
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.die_with_parent();
-    let mut child = cmd.spawn().expect("start steadfast-run");
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code().unwrap_or(-1);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break -2;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (status, t_out.join().unwrap(), t_err.join().unwrap())
+        .envs(env.iter().copied());
+    steadfast_testsupport::run_limited(cmd, limit)
 }
 
 fn embed_runs(env: &[(&str, &str)]) {

@@ -51,15 +51,7 @@ fn marker(name: &str) -> String {
 
 /// No process of this test's rank program is left (every incarnation was reaped).
 fn assert_no_orphans(marker: &str) {
-    let ps = Command::new("ps")
-        .args(["-eo", "pid,args"])
-        .output()
-        .unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    let left: Vec<&str> = ps
-        .lines()
-        .filter(|l| l.contains("bootstrap-test-rank") && l.contains(marker))
-        .collect();
+    let left = steadfast_testsupport::processes_with(&["bootstrap-test-rank", marker]);
     assert!(left.is_empty(), "processes left: {left:?}");
 }
 
@@ -192,15 +184,7 @@ fn assert_no_segments(stdout: &str) {
 
 /// The processes of one run of restart-test-rank, told apart by a marker argument.
 fn assert_no_rank_left(marker: &str) {
-    let ps = Command::new("ps")
-        .args(["-eo", "pid,args"])
-        .output()
-        .unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    let left: Vec<&str> = ps
-        .lines()
-        .filter(|l| l.contains("restart-test-rank") && l.contains(marker))
-        .collect();
+    let left = steadfast_testsupport::processes_with(&["restart-test-rank", marker]);
     assert!(left.is_empty(), "processes left: {left:?}");
 }
 

@@ -181,56 +181,84 @@ fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, Strin
     Ok(ranks.len())
 }
 
+/// A started job: its stdout read line by line into `job` (pids, the whole output), its
+/// stderr gathered on another thread.
+struct Running {
+    child: std::process::Child,
+    job: Job,
+    reader: std::thread::JoinHandle<()>,
+    err_reader: std::thread::JoinHandle<String>,
+}
+
+impl Running {
+    /// Starts `cmd` (it dies with this test).
+    fn start(mut cmd: Command) -> Running {
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .die_with_parent();
+        let mut child = cmd.spawn().expect("start steadfast-run");
+        let stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        Running {
+            child,
+            job: Job {
+                lines: rx,
+                pids: vec![None; RANKS as usize],
+                stopping: false,
+                out: String::new(),
+            },
+            reader,
+            err_reader,
+        }
+    }
+
+    /// Waits for the job, killing it after `limit`; (status, stdout, stderr).
+    fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            self.job.read(Duration::from_millis(20));
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                break st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+        };
+        let _ = self.reader.join();
+        self.job.read(Duration::ZERO);
+        let err = self.err_reader.join().unwrap();
+        (status, self.job.out, err)
+    }
+}
+
 /// One run: the job under `pattern`'s kills; panics naming the seed on any failure.
 fn run_once(k: u64, pattern: Pattern, seed: u64, marker: &str) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &RANKS.to_string(), "--no-kill", "--tag-output"])
         .arg(example("master_leader_workers"))
-        .args(["--queries", &QUERIES.to_string(), "--pace-ms", "10", marker])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .die_with_parent();
-    let mut child = cmd.spawn().expect("start steadfast-run");
-    let stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut job = Job {
-        lines: rx,
-        pids: vec![None; RANKS as usize],
-        stopping: false,
-        out: String::new(),
-    };
+        .args(["--queries", &QUERIES.to_string(), "--pace-ms", "10", marker]);
+    let mut run = Running::start(cmd);
+    let job = &mut run.job;
     let mut rng = Rng(seed | 1);
-    let injected = inject(&mut job, pattern, &mut rng);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        job.read(Duration::from_millis(20));
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-    };
-    let _ = reader.join();
-    job.read(Duration::ZERO);
-    let err = err_reader.join().unwrap();
-    let out = &job.out;
+    let injected = inject(job, pattern, &mut rng);
+    let (status, out, err) = run.finish(Duration::from_secs(90));
+    let out = &out;
     let what = format!("run {k} ({pattern:?}, seed {seed:#x})");
     let kills = injected.unwrap_or_else(|e| panic!("{what}: {e}\nstdout:\n{out}\nstderr:\n{err}"));
     assert_eq!(
@@ -266,15 +294,7 @@ fn assert_no_segments(out: &str, what: &str) {
 
 /// No process of this run is left (every incarnation was reaped).
 fn assert_no_rank_left(marker: &str, what: &str) {
-    let ps = Command::new("ps")
-        .args(["-eo", "pid,args"])
-        .output()
-        .unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    let left: Vec<&str> = ps
-        .lines()
-        .filter(|l| l.contains("master_leader_workers") && l.contains(marker))
-        .collect();
+    let left = steadfast_testsupport::processes_with(&["master_leader_workers", marker]);
     assert!(left.is_empty(), "{what}: processes left: {left:?}");
 }
 
@@ -330,52 +350,14 @@ fn a_leader_that_cannot_restart_its_worker_aborts_its_group_and_the_run_fails_cl
             "--fail-restart-of",
             "2",
         ])
-        .arg(&marker)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .die_with_parent();
-    let mut child = cmd.spawn().expect("start steadfast-run");
-    let stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut job = Job {
-        lines: rx,
-        pids: vec![None; RANKS as usize],
-        stopping: false,
-        out: String::new(),
-    };
+        .arg(&marker);
+    let mut run = Running::start(cmd);
+    let job = &mut run.job;
     assert!(job.started(Instant::now() + Duration::from_secs(60)));
     std::thread::sleep(Duration::from_millis(300));
     assert!(job.kill(&[2]).is_some(), "the run ended before the kill");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        job.read(Duration::from_millis(20));
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-    };
-    let _ = reader.join();
-    job.read(Duration::ZERO);
-    let err = err_reader.join().unwrap();
-    let out = &job.out;
+    let (status, out, err) = run.finish(Duration::from_secs(90));
+    let out = &out;
     assert!(
         status.is_some_and(|s| s != 0),
         "status {status:?}\nstdout:\n{out}\nstderr:\n{err}"

@@ -98,3 +98,21 @@ pub fn run_limited(mut cmd: Command, limit: Duration) -> (i32, String, String) {
     };
     (status, t_out.join().unwrap(), t_err.join().unwrap())
 }
+
+/// The processes (`pid args` lines of `ps -eo pid,args`) whose line holds every one of
+/// `needles`: a test names its rank program and a marker argument unique to its run, and
+/// checks that none is left.
+///
+/// # Panics
+/// When `ps` cannot be run.
+pub fn processes_with(needles: &[&str]) -> Vec<String> {
+    let ps = Command::new("ps")
+        .args(["-eo", "pid,args"])
+        .output()
+        .expect("run ps");
+    String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| needles.iter().all(|n| l.contains(n)))
+        .map(str::to_string)
+        .collect()
+}
