@@ -30,7 +30,10 @@
 //! `MLW STOPPING answers=N` once every answer is in (then 100 ms before the leaders are
 //! told to stop, so an outside fault injector watching for the line stops first), and
 //! `MLW OK answers=N restarts=R`, or `MLW FAIL query I: ...`. Each process prints
-//! `MLW PID rank R generation G pid P` when it starts.
+//! `MLW PID rank R generation G pid P` when it starts, and a first incarnation prints
+//! `MLW READY rank R` once its communicators are made and saved (a kill before that
+//! ends the run: the survivors' `split` fails; the test kills only after every rank is
+//! ready).
 
 use std::time::Duration;
 use steadfast::{Comm, CommError, World};

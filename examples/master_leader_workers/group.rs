@@ -28,6 +28,7 @@ pub fn run(world: &World, layout: &Layout) {
     } else {
         let grp = world.comm().split(g + 1, me).expect("split");
         grp.save(NAME).expect("save");
+        println!("MLW READY rank {me}");
         grp
     };
     if grp.rank() == 0 {

@@ -19,6 +19,7 @@ pub fn run(world: &World, layout: &Layout) {
     let wc = world.comm();
     // The split is collective over the world: the master takes a color of its own.
     let _alone = wc.split(0, 0).expect("split");
+    println!("MLW READY rank 0");
     print_segments();
     let g_count = u64::from(layout.groups);
     let mut groups: Vec<Group> = (0..layout.groups)
