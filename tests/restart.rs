@@ -13,27 +13,8 @@ fn run(n: u32, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &n.to_string(), "--tag-output"])
         .arg(env!("CARGO_BIN_EXE_bootstrap-test-rank"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .die_with_parent();
-    let child = cmd.spawn().expect("start steadfast-run");
-    let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let watchdog = std::thread::spawn(move || {
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            // SAFETY: signal 0 only asks whether the process exists.
-            if unsafe { libc::kill(pid as i32, 0) } != 0 {
-                return;
-            }
-        }
-        // SAFETY: killing the launcher we started; its ranks die with it.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    });
-    let out = child.wait_with_output().expect("wait for steadfast-run");
-    let _ = watchdog.join();
-    out
+        .args(args);
+    run_cmd(cmd)
 }
 
 fn text(out: &Output) -> (String, String) {
