@@ -363,6 +363,7 @@ impl World {
     /// epoch), stores the record as this incarnation's saved one (a later incarnation
     /// rejoins at this epoch or a later one) and says this process is a member again.
     pub(super) fn register(&self, name: &str, record: &Saved) -> Result<Comm, CommError> {
+        self.await_incarnations(name, record)?;
         let shared = self.shared();
         let launcher = |e: crate::bootstrap::BootstrapError| {
             CommError::Launcher(format!("rejoining communicator {name:?}: {e}"))
@@ -398,6 +399,38 @@ impl World {
         self.announce(record.id, RejoinState::Member)
             .map_err(launcher)?;
         Ok(Comm::new(std::sync::Arc::clone(shared), id))
+    }
+
+    /// Waits (progressing) until this process knows every other member of `record` at
+    /// the incarnation the record names, or a later one: admitted here, or reported
+    /// dead. Registering the epoch earlier would count a member restarted alongside
+    /// this one (named in the record, not admitted here yet) as failed in it, and an
+    /// agreement would then report the new incarnation failed at the other members.
+    fn await_incarnations(&self, name: &str, record: &Saved) -> Result<(), CommError> {
+        let me = self.rank();
+        let deadline = Instant::now() + REJOIN_WAIT;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let behind = {
+                let e = self.shared().lock();
+                record
+                    .group
+                    .iter()
+                    .zip(&record.incarnations)
+                    .find(|&(&w, &g)| w != me && e.generation_of(w) < g)
+                    .map(|(&w, &g)| (w, g))
+            };
+            let Some((w, g)) = behind else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline {
+                return Err(CommError::Restart(format!(
+                    "communicator {name:?} names rank {w} incarnation {g}, which never joined here within {REJOIN_WAIT:?}"
+                )));
+            }
+            self.progress_for(pause);
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
     }
 
     /// The first value found under `key` at a live member of `group` (never waits).
