@@ -127,12 +127,17 @@ fn run(rx: File, launcher: u32) {
     let all_gone = wait_for_exits(&ranks, RANK_EXIT_WAIT);
     // The sruns cancel their steps as they die; one that could not (killed before it
     // started its step, or by a SIGKILL of the whole group) leaves it to us.
+    let how = if steps.is_some() {
+        "SIGTERM to their sruns, their parent-death signal, which cancel their steps"
+    } else {
+        "SIGKILL, their parent-death signal"
+    };
     let cancelled = steps.map_or(0, |(job, prefix)| cancel_steps(&job, &prefix));
     let removed = segments::remove_segments(&seg_jobs);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "steadfast-run: the launcher (pid {launcher}) died; its {} ranks {} (their parent-death signal) within {:?}; removed {removed} shared-memory segment files of the job{}",
+        "steadfast-run: the launcher (pid {launcher}) died; its {} ranks {} ({how}) within {:?}; removed {removed} shared-memory segment files of the job{}",
         ranks.len(),
         if all_gone { "were killed" } else { "were not all gone" },
         start.elapsed(),
