@@ -3,8 +3,10 @@
 //! allocation and a restarted rank as one more step; the job's bootstrap stays
 //! steadfast-run's. Checked: each rank is its own step with the launcher's environment;
 //! a SIGKILLed rank restarted twice (by two survivors at once) answers its restarter,
-//! each restart a new step of the same allocation; the launcher's own SIGKILL leaves no
-//! step and no process; a direct `srun --mpi=pmi2` job answers a restart with an error
+//! each restart a new step of the same allocation; the Master-Leader-Workers example
+//! (7 ranks) survives a worker and then a leader SIGKILLed with every answer correct;
+//! `--kill-on-bad-exit`, SIGTERM and the launcher's own SIGKILL leave no step and no
+//! process; a direct `srun --mpi=pmi2` job answers a restart with an error
 //! that says how to get one. After each run: no step of the job left (`squeue -s`), no
 //! process, no `/dev/shm` segment.
 //!
@@ -12,10 +14,12 @@
 //! why it is skipped and passes. Each test starts its own Slurm and stops it after;
 //! the tests of this binary take turns (one Slurm at a time, on random ports).
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{mpsc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use steadfast_os::DieWithParent;
 
 /// Longest run of one job (salloc included).
 const LIMIT: Duration = Duration::from_secs(90);
@@ -374,4 +378,175 @@ fn a_restart_under_srun_pmi2_is_refused_naming_the_way_to_get_one() {
     );
     assert_no_segments(&stdout);
     assert_no_process_left(&["restart-test-rank", &mark]);
+}
+
+/// The Master-Leader-Workers run as its output tells it: each rank's pid and
+/// generation, who is ready, whether the master is stopping.
+struct Mlw {
+    lines: mpsc::Receiver<String>,
+    pids: [Option<(u32, i32)>; 7],
+    ready: [bool; 7],
+    stopping: bool,
+    out: String,
+}
+
+impl Mlw {
+    /// Reads the lines that have arrived, waiting up to `d` for the first.
+    fn read(&mut self, d: Duration) {
+        let Ok(first) = self.lines.recv_timeout(d) else {
+            return;
+        };
+        for line in std::iter::once(first).chain(self.lines.try_iter().collect::<Vec<_>>()) {
+            if let Some(rest) = line.split("MLW PID rank ").nth(1) {
+                // "R generation G pid P"
+                let w: Vec<&str> = rest.split_whitespace().collect();
+                if let (Some(r), Some(g), Some(p)) = (
+                    w.first().and_then(|r| r.parse::<usize>().ok()),
+                    w.get(2).and_then(|g| g.parse().ok()),
+                    w.get(4).and_then(|p| p.parse().ok()),
+                ) {
+                    self.pids[r] = Some((g, p));
+                }
+            }
+            if let Some(r) = line
+                .split("MLW READY rank ")
+                .nth(1)
+                .and_then(|r| r.trim().parse::<usize>().ok())
+            {
+                self.ready[r] = true;
+            }
+            self.stopping |= line.contains("MLW STOPPING");
+            self.out.push_str(&line);
+            self.out.push('\n');
+        }
+    }
+
+    /// Waits until `done` holds or `limit` passes.
+    fn until(&mut self, limit: Instant, done: impl Fn(&Mlw) -> bool) -> bool {
+        while !done(self) && Instant::now() < limit {
+            self.read(Duration::from_millis(20));
+        }
+        done(self)
+    }
+
+    /// SIGKILLs rank `r`'s current incarnation and waits for the next one to start.
+    fn kill_and_see_restarted(&mut self, r: usize) {
+        self.read(Duration::ZERO);
+        assert!(
+            !self.stopping,
+            "the run ended before rank {r}'s kill:\n{}",
+            self.out
+        );
+        let (g, pid) = self.pids[r].expect("started");
+        // SAFETY: a signal to a rank process of this test's job.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let limit = Instant::now() + Duration::from_secs(30);
+        let restarted = self.until(limit, |m| m.pids[r].is_some_and(|(now, _)| now > g));
+        assert!(restarted, "rank {r} was never restarted:\n{}", self.out);
+    }
+}
+
+#[test]
+fn master_leader_workers_survives_a_worker_and_a_leader_killed_with_ranks_as_steps() {
+    let Some(slurm) = LocalSlurm::start("mlw") else {
+        return;
+    };
+    steadfast_testsupport::cargo_build(
+        env!("CARGO_MANIFEST_DIR"),
+        &["--example", "master_leader_workers"],
+    );
+    // Under a name of this run's own, to find its processes (and only them) after.
+    let example = slurm.dir.join(format!("mlw-slurm-{}", std::process::id()));
+    std::os::unix::fs::symlink(
+        steadfast_testsupport::profile_dir().join("examples/master_leader_workers"),
+        &example,
+    )
+    .expect("link the example");
+    let example = example.to_str().expect("UTF-8 path").to_string();
+    let mut cmd = slurm.command("salloc");
+    cmd.args([
+        "-n",
+        "7",
+        "--overcommit",
+        "-t",
+        "5",
+        "sh",
+        "-c",
+        RUN_THEN_LOOK,
+        "sh",
+    ])
+    .args([env!("CARGO_BIN_EXE_steadfast-run"), "--spawner", "slurm"])
+    .args(["-n", "7", "--no-kill", "--tag-output", &example])
+    .args(["--queries", "600", "--pace-ms", "10"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .die_with_parent();
+    let mut child = cmd.spawn().expect("start salloc");
+    let (tx, lines) = mpsc::channel();
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut mlw = Mlw {
+        lines,
+        pids: [None; 7],
+        ready: [false; 7],
+        stopping: false,
+        out: String::new(),
+    };
+    let start = Instant::now();
+    let started = mlw.until(start + Duration::from_secs(60), |m| {
+        m.pids.iter().all(Option::is_some) && m.ready.iter().all(|&r| r)
+    });
+    if started {
+        // A worker of group 0, then the leader of group 1 (world ranks 1 and 4 lead).
+        mlw.kill_and_see_restarted(2);
+        mlw.kill_and_see_restarted(4);
+    }
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code().unwrap_or(-1);
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break -2;
+        }
+        mlw.read(Duration::from_millis(20));
+    };
+    let _ = reader.join();
+    mlw.read(Duration::ZERO);
+    let (stdout, stderr) = (mlw.out, err_reader.join().unwrap());
+    assert!(started, "not every rank started:\n{stdout}\n{stderr}");
+    assert_eq!(status, 0, "stdout {stdout}\nstderr {stderr}");
+    assert!(
+        stdout.contains("MLW OK answers=600 restarts=1"),
+        "{stdout}\n{stderr}"
+    );
+    for r in [2, 4] {
+        assert!(
+            stderr.contains(&format!(
+                "rank {r} incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
+            )),
+            "{stderr}"
+        );
+    }
+    assert_eq!(
+        stderr.matches("restarted as incarnation").count(),
+        2,
+        "{stderr}"
+    );
+    // Seven ranks and two restarts: steps 0 to 8 of this allocation.
+    assert!(stdout.contains("NEXT-STEP 9"), "{stdout}");
+    assert_no_steps_left(&stdout);
+    assert_no_segments(&stdout);
+    assert_no_process_left(&[&example]);
 }

@@ -2,10 +2,10 @@
 //!
 //! Inside a Slurm allocation, `steadfast-run` starts each rank, and each restarted
 //! incarnation, as a job step of one task of the allocation on this node: `srun
-//! --jobid=J --overlap -N1 -n1 --nodelist=<this node> --mpi=none ... PROGRAM ARGS`, with
-//! the environment a forked rank gets (srun exports it to the task). Slurm then
-//! accounts for, contains and cleans up every rank like any step of the job, and a
-//! restart is one more step. The launcher's service stays the job's bootstrap and
+//! --jobid=J --overlap -N1 -n1 --nodelist=<this node> --mpi=none --export=ALL ...
+//! PROGRAM ARGS`, with the environment a forked rank gets (srun exports it to the
+//! task). Slurm then accounts for, contains and cleans up every rank like any step of
+//! the job, and a restart is one more step. The launcher's service stays the job's bootstrap and
 //! store, as when it forks the ranks: the ranks talk to it, never to Slurm's PMI.
 //!
 //! The launcher's child is the `srun` client, not the rank: the rank's end is seen as
@@ -127,6 +127,9 @@ impl Slurm {
                 "--nodes=1",
                 "--ntasks=1",
                 "--mpi=none",
+                // The rank's bootstrap is in the environment: exported whatever the
+                // site's default (SLURM_EXPORT_ENV=NONE is common).
+                "--export=ALL",
                 "--kill-on-bad-exit=0",
                 "--quit-on-interrupt",
                 "--input=none",
