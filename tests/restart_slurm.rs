@@ -6,9 +6,9 @@
 //! each restart a new step of the same allocation; the Master-Leader-Workers example
 //! (7 ranks) survives a worker and then a leader SIGKILLed with every answer correct;
 //! `--kill-on-bad-exit`, SIGTERM and the launcher's own SIGKILL leave no step and no
-//! process; a direct `srun --mpi=pmi2` job answers a restart with an error
-//! that says how to get one. After each run: no step of the job left (`squeue -s`), no
-//! process, no `/dev/shm` segment.
+//! process; a direct `srun --mpi=pmi2` or `--mpi=pmix` job answers a restart with an
+//! error that says how to get one. After each run: no step of the job left (`squeue
+//! -s`), no process, no `/dev/shm` segment.
 //!
 //! Needs root and slurm-wlm (slurmctld, slurmd, srun); without them every test prints
 //! why it is skipped and passes. Each test starts its own Slurm and stops it after;
@@ -338,46 +338,50 @@ echo PROCS-BEGIN; pgrep -af "sleep $nap"; echo PROCS-END"#;
 }
 
 #[test]
-fn a_restart_under_srun_pmi2_is_refused_naming_the_way_to_get_one() {
-    let Some(slurm) = LocalSlurm::start("pmi2") else {
+fn a_restart_under_srun_pmi2_or_pmix_is_refused_naming_the_way_to_get_one() {
+    let Some(slurm) = LocalSlurm::start("pmi") else {
         return;
     };
-    let mark = marker("slurm-pmi2");
-    let mut cmd = slurm.command("srun");
-    // The rank program prints its segments' names from the job id, which rank 0 adopts
-    // from here as from steadfast-run.
-    cmd.env(
-        "STEADFAST_JOB_ID",
-        format!(
-            "{:016x}",
-            0x5eed_0000_0000_0000 | u64::from(std::process::id())
+    let cases = [
+        (
+            "pmi2",
+            "PMI-1 (mpiexec.hydra, srun --mpi=pmi2) has no way to start a process into a running job",
+            "steadfast-run -n N PROGRAM in the batch script or salloc shell",
         ),
-    )
-    .args([
-        "-n",
-        "2",
-        "--overcommit",
-        "--mpi=pmi2",
-        "--kill-on-bad-exit=0",
-        env!("CARGO_BIN_EXE_restart-test-rank"),
-        "exits",
-        "1",
-        &mark,
-    ]);
-    let (_rc, stdout, stderr) = steadfast_testsupport::run_limited(cmd, LIMIT);
-    let error = stdout
-        .lines()
-        .find(|l| l.starts_with("RESTART ERROR:"))
-        .unwrap_or_else(|| panic!("stdout {stdout}\nstderr {stderr}"));
-    println!("pmi2: {error}");
-    assert!(
-        error.contains("cannot restart rank 1")
-            && error.contains("srun --mpi=pmi2")
-            && error.contains("steadfast-run -n N PROGRAM in the batch script or salloc shell"),
-        "{error}"
-    );
-    assert_no_segments(&stdout);
-    assert_no_process_left(&["restart-test-rank", &mark]);
+        (
+            "pmix",
+            "restarting under PMIx",
+            "run the job under steadfast-run (on one node; under Slurm, inside the allocation)",
+        ),
+    ];
+    for (mpi, why, way) in cases {
+        let mark = marker(&format!("slurm-{mpi}"));
+        let mut cmd = slurm.command("srun");
+        // The rank program prints its segments' names from the job id, which rank 0
+        // adopts from here as from steadfast-run.
+        cmd.env(
+            "STEADFAST_JOB_ID",
+            format!(
+                "{:016x}",
+                0x5eed_0000_0000_0000 | u64::from(std::process::id())
+            ),
+        )
+        .args(["-n", "2", "--overcommit", &format!("--mpi={mpi}")])
+        .arg("--kill-on-bad-exit=0")
+        .args([env!("CARGO_BIN_EXE_restart-test-rank"), "exits", "1", &mark]);
+        let (_rc, stdout, stderr) = steadfast_testsupport::run_limited(cmd, LIMIT);
+        let error = stdout
+            .lines()
+            .find(|l| l.starts_with("RESTART ERROR:"))
+            .unwrap_or_else(|| panic!("{mpi}: stdout {stdout}\nstderr {stderr}"));
+        println!("{mpi}: {error}");
+        assert!(
+            error.contains("cannot restart rank 1") && error.contains(why) && error.contains(way),
+            "{error}"
+        );
+        assert_no_segments(&stdout);
+        assert_no_process_left(&["restart-test-rank", &mark]);
+    }
 }
 
 /// The Master-Leader-Workers run as its output tells it: each rank's pid and
