@@ -5,8 +5,8 @@
 //! a SIGKILLed rank restarted twice (by two survivors at once) answers its restarter,
 //! each restart a new step of the same allocation; the Master-Leader-Workers example
 //! (7 ranks) survives a worker and then a leader SIGKILLed with every answer correct;
-//! `--kill-on-bad-exit`, SIGTERM and the launcher's own SIGKILL leave no step and no
-//! process; a direct `srun --mpi=pmi2` or `--mpi=pmix` job answers a restart with an
+//! `--kill-on-bad-exit`, SIGTERM, the launcher's SIGKILL and its whole process group's
+//! leave no step and no process; a direct `srun --mpi=pmi2` or `--mpi=pmix` job answers a restart with an
 //! error that says how to get one. After each run: no step of the job left (`squeue
 //! -s`), no process, no `/dev/shm` segment.
 //!
@@ -270,25 +270,40 @@ fn a_killed_rank_is_restarted_as_a_new_job_step_and_answers_twice() {
 }
 
 #[test]
-fn the_launchers_death_cancels_its_steps() {
+fn the_launchers_death_and_its_whole_groups_cancel_its_steps() {
     let Some(slurm) = LocalSlurm::start("orphans") else {
         return;
     };
     // A sleep only this run starts.
     let nap = format!("777.{}", std::process::id());
+    // Each phase starts the job in a session of its own (so its process group can be
+    // killed whole), waits for both steps, SIGKILLs the launcher (1) or its whole
+    // group, sruns included (2: only the reaper is left to cancel the steps), then
+    // waits for the steps and processes to go.
     let script = r#"run=$1; nap=$2
-"$run" --spawner slurm -n 2 sleep "$nap" & launcher=$!
-i=0; until [ "$(squeue -s -h -j "$SLURM_JOB_ID" -o %j | grep -c '^steadfast-')" = 2 ]; do
-  i=$((i + 1)); [ $i -gt 300 ] && { echo NEVER-STARTED; break; }; sleep 0.1; done
-kill -KILL $launcher
-i=0; while [ -n "$(squeue -s -h -j "$SLURM_JOB_ID" -o %i)" ] || pgrep -f "sleep $nap" >/dev/null; do
-  i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1; done
-echo "WAITED $i"
+for target in launcher group; do
+  setsid "$run" --spawner slurm -n 2 sleep "$nap" & launcher=$!
+  i=0; until [ "$(squeue -s -h -j "$SLURM_JOB_ID" -o %j | grep -c '^steadfast-')" = 2 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && { echo NEVER-STARTED; break; }; sleep 0.1; done
+  if [ $target = launcher ]; then kill -KILL $launcher; else kill -KILL -$launcher; fi
+  i=0; while [ -n "$(squeue -s -h -j "$SLURM_JOB_ID" -o %i)" ] || pgrep -f "sleep $nap" >/dev/null; do
+    i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1; done
+  echo "$target WAITED $i"
+done
 echo STEPS-BEGIN; squeue -s -h -j "$SLURM_JOB_ID" -o "%i %j"; echo STEPS-END
 echo PROCS-BEGIN; pgrep -af "sleep $nap"; echo PROCS-END"#;
     let (rc, stdout, stderr) = slurm.salloc(script, &[env!("CARGO_BIN_EXE_steadfast-run"), &nap]);
     assert_eq!(rc, 0, "stdout {stdout}\nstderr {stderr}");
     assert!(!stdout.contains("NEVER-STARTED"), "{stdout}\n{stderr}");
+    assert!(stdout.contains("group WAITED"), "{stdout}\n{stderr}");
+    for l in stdout.lines().filter(|l| l.contains(" WAITED ")) {
+        println!("orphans: {l} (tenths of a second until no step and no process)");
+    }
+    // The group's SIGKILL took the sruns too: the reaper cancelled their steps.
+    assert!(
+        stderr.contains("cancelled 2 Slurm job steps"),
+        "stdout {stdout}\nstderr {stderr}"
+    );
     assert_no_steps_left(&stdout);
     let procs = section(&stdout, "PROCS");
     assert!(procs.is_empty(), "processes left: {procs:?}\n{stdout}");
