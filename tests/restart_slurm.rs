@@ -1,7 +1,8 @@
 //! Restart in place under a single-node Slurm (`scripts/slurm-local.sh`): inside an
 //! allocation, `steadfast-run --spawner slurm` starts each rank as a job step of the
 //! allocation and a restarted rank as one more step; the job's bootstrap stays
-//! steadfast-run's. Checked: each rank is its own step with the launcher's environment;
+//! steadfast-run's. Checked: each rank is its own step with the launcher's environment
+//! (`--spawner auto`, the default; inside a step `auto` forks);
 //! a SIGKILLed rank restarted twice (by two survivors at once) answers its restarter,
 //! each restart a new step of the same allocation; the Master-Leader-Workers example
 //! (7 ranks) survives a worker and then a leader SIGKILLed with every answer correct;
@@ -174,15 +175,17 @@ fn each_rank_is_a_job_step_of_the_allocation_with_the_launchers_environment() {
     let Some(slurm) = LocalSlurm::start("steps") else {
         return;
     };
+    // No --spawner: `auto` makes steps inside the allocation. Then, inside a step
+    // (srun steadfast-run), `auto` forks: the rank is in the step of its launcher.
+    let script = r#"run=$1; shift
+"$run" -n 3 --tag-output "$@"; rc=$?
+echo STEPS-BEGIN; squeue -s -h -j "$SLURM_JOB_ID" -o "%i %j"; echo STEPS-END
+srun --overlap -n1 --mpi=none sh -c 'echo OUTER $SLURM_STEP_ID; "$0" -n 1 sh -c "echo INNER \$SLURM_STEP_ID"' "$run"
+exit $rc"#;
     let (rc, stdout, stderr) = slurm.salloc(
-        RUN_THEN_LOOK,
+        script,
         &[
             env!("CARGO_BIN_EXE_steadfast-run"),
-            "--spawner",
-            "slurm",
-            "-n",
-            "3",
-            "--tag-output",
             "sh",
             "-c",
             r#"echo "RANK $STEADFAST_RANK OF $STEADFAST_SIZE STEP $SLURM_JOB_ID.$SLURM_STEP_ID TASKS $SLURM_STEP_NUM_TASKS GEN ${STEADFAST_GENERATION:-0} ADDR ${STEADFAST_RUN_ADDR:+set}""#,
@@ -207,8 +210,9 @@ fn each_rank_is_a_job_step_of_the_allocation_with_the_launchers_environment() {
     steps.sort_unstable();
     steps.dedup();
     assert_eq!(steps.len(), 3, "one step per rank: {stdout}");
-    assert!(stdout.contains("NEXT-STEP 3"), "{stdout}");
     assert_no_steps_left(&stdout);
+    // The three ranks were steps 0 to 2; the outer step is 3, and its rank forked.
+    assert!(stdout.contains("OUTER 3\nINNER 3"), "{stdout}\n{stderr}");
 }
 
 #[test]
