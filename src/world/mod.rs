@@ -195,9 +195,7 @@ impl World {
         // Node map.
         let node = node_identity(&params);
         boot.put("node", node.as_bytes())?;
-        // Kept across this rank's restarts: a restarted process places a rank dead
-        // with no other values by it.
-        boot.put(restored::KEPT_NODE_KEY, node.as_bytes())?;
+        restored::keep_node(&mut *boot, node.as_bytes())?;
         // The kernel we run on, whatever node id was set: counts the ranks sharing
         // these cores.
         let host = steadfast_fabric::liveness::host_identity().to_le_bytes();

@@ -16,6 +16,23 @@ use crate::bootstrap::{Bootstrap, BootstrapError};
 /// node map as the survivors did.
 pub(crate) const KEPT_NODE_KEY: &str = "sf.saved..node";
 
+/// Puts this rank's node under [`KEPT_NODE_KEY`], kept across its restarts: a restarted
+/// process places a rank dead with no other values by it. Launchers that cannot
+/// restart may refuse the key (PMI-1 allows letters, digits, `-` and `_` only): nothing
+/// needs it there.
+///
+/// # Errors
+/// Connection failures.
+pub(super) fn keep_node(boot: &mut dyn Bootstrap, node: &[u8]) -> Result<(), BootstrapError> {
+    match boot.put(KEPT_NODE_KEY, node) {
+        Err(BootstrapError::Refused(why)) => {
+            log::debug!("the launcher does not keep the node for restarts: {why}");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// The value `rank` published under `key`: at first start (`restored` false), waited
 /// for (`get`). In a restarted process: a rank in `dead` (dead here): what it left, if anything (never waits). A live one: waits for
 /// it, as at first start; if it dies meanwhile (`RankDied`), it joins `dead` (its
@@ -76,6 +93,8 @@ mod tests {
     struct Store {
         values: HashMap<(u32, String), Vec<u8>>,
         dead: Vec<u32>,
+        /// Refuses every put (as PMI-1 refuses a key with dots).
+        refuse_puts: bool,
     }
 
     impl Bootstrap for Store {
@@ -86,6 +105,9 @@ mod tests {
             4
         }
         fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
+            if self.refuse_puts {
+                return Err(BootstrapError::Refused(format!("key {key:?} unusable")));
+            }
             self.values.insert((0, key.into()), value.into());
             Ok(())
         }
@@ -159,5 +181,18 @@ mod tests {
             Some(b"n".to_vec())
         );
         assert_eq!(dead.len(), 1);
+    }
+
+    #[test]
+    fn the_node_copy_is_kept_where_the_launcher_takes_it_and_skipped_where_refused() {
+        let mut s = Store::default();
+        keep_node(&mut s, b"n").unwrap();
+        assert_eq!(s.lookup(0, KEPT_NODE_KEY).unwrap(), Some(b"n".to_vec()));
+        let mut pmi = Store {
+            refuse_puts: true,
+            ..Store::default()
+        };
+        keep_node(&mut pmi, b"n").unwrap();
+        assert_eq!(pmi.lookup(0, KEPT_NODE_KEY).unwrap(), None);
     }
 }
