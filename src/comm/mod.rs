@@ -360,6 +360,7 @@ impl Spin {
             if let Some(v) = test()? {
                 return Ok(v);
             }
+            comm.engine.make_way();
             spin.pause();
         }
     }
@@ -482,6 +483,7 @@ impl Comm {
                     return Err(CommError::Excluded);
                 }
             }
+            self.engine.make_way();
             spin.pause();
         }
     }
