@@ -3,8 +3,11 @@
 //!
 //! # Threads
 //! MPI is process-wide, so the state is a `static` behind a mutex. Every call holds the
-//! mutex for its whole duration, with one exception: under `MPI_THREAD_MULTIPLE` a call
-//! that waits (a blocking receive, `MPI_Wait`, a collective) releases it between two
+//! mutex for its whole duration, with two exceptions under `MPI_THREAD_MULTIPLE`:
+//! `MPI_Send`, `MPI_Ssend` and `MPI_Recv` on an intra-communicator look up their
+//! runtime communicator under the mutex, then run the runtime's blocking operation
+//! without it ([`Guard::unlocked`]; the runtime is thread-safe, `docs/threads.md`); and
+//! a call that waits on requests (`MPI_Wait`, a collective, ...) releases it between two
 //! attempts, so another thread can post the send the first one waits for. Each attempt
 //! is one non-blocking test of the runtime's requests under the mutex. Below
 //! `MPI_THREAD_MULTIPLE` the program promises that calls never overlap, and blocking
@@ -39,13 +42,14 @@ pub(crate) enum Phase {
 /// The mutex's content.
 pub(crate) struct Cell(Phase);
 
-// SAFETY: the runtime's `World` and `Comm` are `!Send` as a policy ("used from the
-// thread that created it"), not because of what they hold: their engine sits behind an
-// `Arc` of a `Sync` structure whose token serialises every access, and their reference
-// counts are atomic. Here every value of the state is reached only through `LIB`'s
-// mutex, so no two threads ever use one at once, and the mutex orders one thread's use
-// before the next's. The raw pointers (user buffers of pending requests) are the
-// program's memory, which MPI's rules keep valid until the request completes.
+// SAFETY: the runtime's `Comm`s and requests are `Send + Sync` (docs/threads.md); its
+// `World` is `!Send` as a policy ("lives on the thread that created it"), not because of
+// what it holds: its engine sits behind an `Arc` of a `Sync` structure whose token
+// serialises every access, and its reference counts are atomic. Here every value of the
+// state is reached only through `LIB`'s mutex, so no two threads ever use one at once,
+// and the mutex orders one thread's use before the next's. The raw pointers (user
+// buffers of pending requests) are the program's memory, which MPI's rules keep valid
+// until the request completes.
 unsafe impl Send for Cell {}
 
 static LIB: Mutex<Cell> = Mutex::new(Cell(Phase::Before));
@@ -271,6 +275,17 @@ impl Guard {
 
     fn release(&mut self) {
         self.g = None;
+    }
+
+    /// Runs `f` without the lock and takes it back (a blocking point-to-point call
+    /// under `MPI_THREAD_MULTIPLE`: the runtime's communicators are `Send + Sync` and
+    /// wait holding its engine for one round at a time, so other threads' calls go on
+    /// meanwhile). `f` must not touch the state.
+    pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        self.release();
+        let out = f();
+        self.g = Some(LIB.lock().unwrap_or_else(|p| p.into_inner()));
+        out
     }
 }
 
