@@ -284,6 +284,53 @@ impl<'a> Producer<'a> {
         true
     }
 
+    /// Fills `n` consecutive free cells (`min <= n <= max`, as many as are free) with
+    /// `fill(i, cell)`, `i` from 0, and publishes them together: the stamps of cells
+    /// `1..n` first, that of cell 0 last, so a consumer that finds cell 0 finds the
+    /// others published too (it reads a multi-cell message at once, never catching up
+    /// with the producer inside it, and never polls a line being written). Returns `n`,
+    /// or 0 (nothing written) when fewer than `min` cells are free.
+    #[inline]
+    pub fn try_push_cells(
+        &mut self,
+        min: usize,
+        max: usize,
+        mut fill: impl FnMut(usize, &Cell),
+    ) -> usize {
+        let capacity = self.mask + 1;
+        let (min, max) = (min.max(1) as u64, max as u64);
+        if max < min || min > capacity {
+            return 0;
+        }
+        let mut free = capacity - self.head.wrapping_sub(self.cached_tail).min(capacity);
+        if free < max {
+            // ORDERING: Acquire; pairs with the Release store of `tail` in `try_pop`:
+            // the consumer has finished reading every cell it freed.
+            self.cached_tail = self.header.tail.load(Ordering::Acquire);
+            free = capacity - self.head.wrapping_sub(self.cached_tail).min(capacity);
+            if free < min {
+                return 0;
+            }
+        }
+        let n = free.min(max);
+        for i in 0..n {
+            let pos = self.head.wrapping_add(i);
+            fill(i as usize, &self.cells[(pos & self.mask) as usize]);
+        }
+        for i in (1..n).chain(std::iter::once(0)) {
+            let pos = self.head.wrapping_add(i);
+            // ORDERING: Release; pairs with the Acquire load of the stamp in `try_pop`,
+            // publishing the cell's words. Cell 0's store comes last in program order,
+            // so its Acquire load also makes every later cell's stamp visible.
+            self.cells[(pos & self.mask) as usize].words[0]
+                .store(pos.wrapping_add(1), Ordering::Release);
+        }
+        self.head = self.head.wrapping_add(n);
+        // ORDERING: Relaxed, as in `try_push`.
+        self.header.head.store(self.head, Ordering::Relaxed);
+        n as usize
+    }
+
     /// Cells pushed and not yet popped, as last seen.
     pub fn in_flight(&self) -> u64 {
         self.head.wrapping_sub(self.cached_tail)
@@ -383,6 +430,21 @@ impl<'a> Consumer<'a> {
             }
             pos = pos.wrapping_add(1);
         }
+        // A producer that pushes several cells at once (`try_push_cells`) stamps the
+        // first last: one that died while stamping left later cells of this lap stamped
+        // past `pos`. Turn them back into the previous lap's, or the consumer would pop
+        // them after the new incarnation's first cells.
+        for k in 1..capacity {
+            let q = pos.wrapping_add(k);
+            let cell = &self.cells[(q & self.mask) as usize];
+            // ORDERING: Relaxed load and store: the dead producer has exited (the
+            // caller's contract), this process is the only reader, and the new
+            // producer writes the cell only after the Release store of `admitted`.
+            if cell.words[0].load(Ordering::Relaxed) == q.wrapping_add(1) {
+                let previous = if q < capacity { 0 } else { q + 1 - capacity };
+                cell.words[0].store(previous, Ordering::Relaxed);
+            }
+        }
         self.tail = pos;
         // ORDERING: Relaxed on both counters: published by the Release store of
         // `admitted` below, which the new producer reads with Acquire before it reads
@@ -462,6 +524,72 @@ mod tests {
             for k in 0..6 {
                 assert!(new.try_push(|cell| cell.set(0, k)));
                 assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(k)));
+            }
+        }
+    }
+
+    #[test]
+    fn cells_pushed_together_all_or_as_many_as_free() {
+        let (h, cells) = ring(8);
+        let mut p = Producer::new(&h, &cells);
+        let mut c = Consumer::new(&h, &cells);
+        assert_eq!(
+            p.try_push_cells(3, 3, |i, cell| cell.set(0, 10 + i as u64)),
+            3
+        );
+        assert_eq!(
+            p.try_push_cells(6, 6, |_, _| panic!("5 free: none written")),
+            0
+        );
+        assert_eq!(
+            p.try_push_cells(9, 9, |_, _| panic!("more than the ring")),
+            0
+        );
+        assert_eq!(
+            p.try_push_cells(1, 9, |i, cell| cell.set(0, 13 + i as u64)),
+            5
+        );
+        assert_eq!(p.try_push_cells(1, 1, |_, _| panic!("full")), 0);
+        for k in 0..8 {
+            assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(10 + k)));
+        }
+        // Wraps around the end, and mixes with single pushes.
+        assert!(p.try_push(|cell| cell.set(0, 1)));
+        assert_eq!(
+            p.try_push_cells(7, 7, |i, cell| cell.set(0, 2 + i as u64)),
+            7
+        );
+        for k in 1..9 {
+            assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(k)));
+        }
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn a_producer_dead_while_stamping_cells_leaves_none_of_them() {
+        // It stamped the later cells of a batch, not the first: the consumer sees
+        // nothing, and after admitting a new incarnation, only the new one's cells.
+        for start in [0u64, 6] {
+            let (h, cells) = ring(8);
+            let mut c = Consumer::new(&h, &cells);
+            let mut dead = Producer::new(&h, &cells);
+            for k in 0..start {
+                assert!(dead.try_push(|cell| cell.set(0, k)));
+                assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(k)));
+            }
+            for q in start + 1..start + 4 {
+                let cell = &cells[(q % 8) as usize];
+                cell.set(0, 666);
+                // ORDERING: Release, as `try_push_cells` stamps a cell.
+                cell.words[0].store(q + 1, Ordering::Release);
+            }
+            assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(None));
+            c.admit(1);
+            let mut new = Producer::new(&h, &cells);
+            for k in 0..10 {
+                assert!(new.try_push(|cell| cell.set(0, k)));
+                assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(Some(k)), "start {start}");
+                assert_eq!(c.try_pop(|cell| cell.get(0)), Ok(None), "start {start}");
             }
         }
     }
@@ -584,6 +712,48 @@ mod loom_tests {
                     Some((a, b)) => {
                         assert_eq!((a, b), (next, next * 10));
                         next += 1;
+                    }
+                    None => loom::thread::yield_now(),
+                }
+            }
+            producer.join().unwrap();
+            assert!(c.is_empty());
+        });
+    }
+
+    /// Two batches of two cells through a ring of two (the second waits for the whole
+    /// ring to be free): whenever the consumer finds a batch's first cell, its second
+    /// is published too, payload included. Stamping the first cell before the second
+    /// fails this test.
+    #[test]
+    fn a_batch_is_visible_whole_once_its_first_cell_is() {
+        loom::model(|| {
+            let shared = Arc::new((RingHeader::new(), [Cell::new(), Cell::new()]));
+            let producer = {
+                let shared = shared.clone();
+                loom::thread::spawn(move || {
+                    let mut p = Producer::new(&shared.0, &shared.1);
+                    for batch in 0..2u64 {
+                        while p.try_push_cells(2, 2, |i, cell| cell.set(0, batch * 2 + i as u64))
+                            == 0
+                        {
+                            loom::thread::yield_now();
+                        }
+                    }
+                })
+            };
+            let mut c = Consumer::new(&shared.0, &shared.1);
+            let mut next = 0u64;
+            while next < 4 {
+                match c.try_pop(|cell| cell.get(0)).unwrap() {
+                    Some(v) => {
+                        assert_eq!(v, next);
+                        next += 1;
+                        if next % 2 == 1 {
+                            let second = c.try_pop(|cell| cell.get(0)).unwrap();
+                            assert_eq!(second, Some(next), "second cell of the batch");
+                            next += 1;
+                        }
                     }
                     None => loom::thread::yield_now(),
                 }

@@ -284,8 +284,10 @@ impl Endpoint {
 
     /// Reads the continuation cells of an eager message whose first cell was just
     /// popped: into the destination (`EagerInto::Dst`), into a queue copy, or nowhere
-    /// (`Drop`: truncated receive). Never waits: when a cell is missing (its sender may
-    /// itself be blocked on a full ring toward us, draining it into this very call),
+    /// (`Drop`: truncated receive). A message that fits the ring was published whole
+    /// (`push_eager`), so its cells are all there. Never waits: when a cell is missing
+    /// (a message larger than the ring, whose sender may itself be blocked on a full
+    /// ring toward us, draining it into this very call; or a misbehaving sender),
     /// the message is kept as partial and finished by later pops of the ring; a partial
     /// message is always queued, whoever wanted it.
     ///

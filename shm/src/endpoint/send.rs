@@ -5,17 +5,16 @@
 
 use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter};
 use crate::error::ShmError;
-use crate::message::{Header, EAGER_CONT, EAGER_FIRST, FIN_RESEND, INLINE_MAX};
+use crate::message::{
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_RESEND, INLINE_MAX,
+};
 use crate::ring::Cell;
 use crate::split::{self, SPLIT_MIN};
 
 impl Endpoint {
-    /// Fills and pushes one cell to `dest`; `Ok(false)` when its ring is full.
-    pub(super) fn try_push_with(
-        &mut self,
-        dest: u32,
-        fill: impl FnOnce(&Cell),
-    ) -> Result<bool, ShmError> {
+    /// Whether this process may push into `dest`'s ring: `Ok(false)` while a restarted
+    /// incarnation waits for the peer to admit it.
+    fn ready_to_push(&mut self, dest: u32) -> Result<bool, ShmError> {
         let (me, generation) = (self.config.rank, self.config.generation);
         let peer = self.peers[dest as usize]
             .as_mut()
@@ -29,8 +28,47 @@ impl Endpoint {
             peer.tx = peer.segment.producer(me).pos();
             peer.awaiting_admission = false;
         }
+        Ok(true)
+    }
+
+    /// Fills and pushes one cell to `dest`; `Ok(false)` when its ring is full.
+    pub(super) fn try_push_with(
+        &mut self,
+        dest: u32,
+        fill: impl FnOnce(&Cell),
+    ) -> Result<bool, ShmError> {
+        if !self.ready_to_push(dest)? {
+            return Ok(false);
+        }
+        let me = self.config.rank;
+        let peer = self.peers[dest as usize]
+            .as_mut()
+            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
         let mut p = peer.segment.producer_at(me, peer.tx);
         let pushed = p.try_push(fill);
+        peer.tx = p.pos();
+        Ok(pushed)
+    }
+
+    /// Fills and pushes between `min` and `max` consecutive cells to `dest`, published
+    /// together (see [`Producer::try_push_cells`](crate::ring::Producer::try_push_cells));
+    /// `Ok(0)` when fewer than `min` are free.
+    pub(super) fn try_push_cells(
+        &mut self,
+        dest: u32,
+        min: usize,
+        max: usize,
+        fill: impl FnMut(usize, &Cell),
+    ) -> Result<usize, ShmError> {
+        if !self.ready_to_push(dest)? {
+            return Ok(0);
+        }
+        let me = self.config.rank;
+        let peer = self.peers[dest as usize]
+            .as_mut()
+            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        let mut p = peer.segment.producer_at(me, peer.tx);
+        let pushed = p.try_push_cells(min, max, fill);
         peer.tx = p.pos();
         Ok(pushed)
     }
@@ -66,15 +104,40 @@ impl Endpoint {
         self.push_with(dest, |cell| header.write(cell, payload))
     }
 
-    /// Copies a medium message through consecutive cells.
+    /// Copies a medium message through consecutive cells. A message that fits the ring
+    /// waits for room for all its cells and publishes them at once: the receiver reads
+    /// it whole, straight into its destination, instead of catching up with us inside
+    /// it (then it would poll the very lines we write, and keep the message as partial,
+    /// to be copied twice). A larger one (streamed after a RESEND) goes in as many cells
+    /// as are free at a time.
     pub(super) fn push_eager(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
         let h = Header::Eager {
             tag,
             len: data.len(),
         };
-        self.push(dest, h, &data[..EAGER_FIRST])?;
-        for chunk in data[EAGER_FIRST..].chunks(EAGER_CONT) {
-            self.push_with(dest, |cell| cell.write_bytes(0, chunk))?;
+        let cells = 1 + eager_continuations(data.len());
+        let whole = cells <= self.own.geometry().ring_cells as usize;
+        let fill = |i: usize, cell: &Cell| {
+            if i == 0 {
+                h.write(cell, &data[..EAGER_FIRST]);
+            } else {
+                let from = EAGER_FIRST + (i - 1) * EAGER_CONT;
+                cell.write_bytes(0, &data[from..data.len().min(from + EAGER_CONT)]);
+            }
+        };
+        let mut done = 0;
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        while done < cells {
+            let left = cells - done;
+            let min = if whole { left } else { 1 };
+            let n = self.try_push_cells(dest, min, left, |i, cell| fill(done + i, cell))?;
+            if n > 0 {
+                done += n;
+                waiter = Waiter::new(self.config.operation_timeout);
+                continue;
+            }
+            self.progress()?;
+            waiter.wait(|| self.peer_dead(dest), dest)?;
         }
         Ok(())
     }
