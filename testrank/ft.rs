@@ -27,11 +27,14 @@
 //!   (`matching.rs`).
 //! - `ssend`, `ssend-fail`, `ssend-fabric`, `mprobe`: synchronous sends and matched
 //!   probes (`ssend.rs`).
+//! - `threads T ROUNDS VICTIM`: T threads per rank on shared and private communicators,
+//!   VICTIM (or `none`) SIGKILLed mid-exchange (`threads.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 
 mod matching;
 mod ssend;
+mod threads;
 
 use std::time::{Duration, Instant};
 use steadfast::{Comm, CommError, World, ANY_SOURCE, ANY_TAG};
@@ -964,6 +967,7 @@ fn main() {
         Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
         Some("ssend-fabric") => ssend::ssend_fabric(&world, &comm),
         Some("mprobe") => ssend::mprobe(&world, &comm),
+        Some("threads") => threads::threads(&world, &comm, &args),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

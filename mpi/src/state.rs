@@ -39,13 +39,14 @@ pub(crate) enum Phase {
 /// The mutex's content.
 pub(crate) struct Cell(Phase);
 
-// SAFETY: the runtime's `World` and `Comm` are `!Send` as a policy ("used from the
-// thread that created it"), not because of what they hold: their engine sits behind an
-// `Arc` of a `Sync` structure whose token serialises every access, and their reference
-// counts are atomic. Here every value of the state is reached only through `LIB`'s
-// mutex, so no two threads ever use one at once, and the mutex orders one thread's use
-// before the next's. The raw pointers (user buffers of pending requests) are the
-// program's memory, which MPI's rules keep valid until the request completes.
+// SAFETY: the runtime's `Comm`s and requests are `Send + Sync` (docs/threads.md); its
+// `World` is `!Send` as a policy ("lives on the thread that created it"), not because of
+// what it holds: its engine sits behind an `Arc` of a `Sync` structure whose token
+// serialises every access, and its reference counts are atomic. Here every value of the
+// state is reached only through `LIB`'s mutex, so no two threads ever use one at once,
+// and the mutex orders one thread's use before the next's. The raw pointers (user
+// buffers of pending requests) are the program's memory, which MPI's rules keep valid
+// until the request completes.
 unsafe impl Send for Cell {}
 
 static LIB: Mutex<Cell> = Mutex::new(Cell(Phase::Before));

@@ -46,6 +46,24 @@ use steadfast_os::SpinWait;
 use crate::world::engine::Engine;
 use crate::world::shared::Shared;
 
+// The thread-safety contract (docs/threads.md), checked at compile time: every
+// communicator, request and window may be moved to and shared with other threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Comm>();
+    send_sync::<InterComm>();
+    send_sync::<RecvRequest<'static>>();
+    send_sync::<SendRequest<'static>>();
+    send_sync::<AgreeRequest>();
+    send_sync::<RestartRequest>();
+    send_sync::<OwnedRecvRequest<Vec<u8>>>();
+    send_sync::<OwnedSendRequest<std::sync::Arc<[u8]>>>();
+    send_sync::<AnyRequest<'static>>();
+    send_sync::<Message>();
+    send_sync::<Window<'static>>();
+    send_sync::<CommError>();
+};
+
 /// Receive from any source.
 pub const ANY_SOURCE: Option<u32> = None;
 /// Receive any tag.
@@ -290,6 +308,11 @@ impl From<steadfast_agreement::Decision> for Agreement {
 
 /// A communicator: a group of ranks with its own message space and fault-tolerance
 /// state. Cloning gives another handle to the same communicator.
+///
+/// `Send + Sync`: any thread may call any operation on it, at the same time as other
+/// threads; collective operations (agreement, shrink, dup, split, ...) are called by
+/// one thread per rank at a time, in the same order on every rank (see
+/// `docs/threads.md`).
 #[derive(Clone)]
 pub struct Comm {
     pub(crate) engine: Arc<Shared>,
@@ -297,8 +320,6 @@ pub struct Comm {
     /// Shared by every handle to this communicator: [`Comm::free`] refuses while others
     /// exist.
     handles: Arc<()>,
-    /// Not Send: used from the application's thread only.
-    _local: std::marker::PhantomData<*const ()>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -328,6 +349,8 @@ impl Spin {
 
     /// Calls `test` until it yields a value, pausing between calls; `comm` gives the
     /// engine's idle policy.
+    ///
+    /// `test` takes the engine itself, for one round: nothing holds it across the wait.
     pub(crate) fn until<T>(
         comm: &Comm,
         mut test: impl FnMut() -> Result<Option<T>, CommError>,
@@ -366,7 +389,6 @@ impl Comm {
             engine,
             id,
             handles: Arc::new(()),
-            _local: std::marker::PhantomData,
         }
     }
 
@@ -440,20 +462,25 @@ impl Comm {
     /// [`CommError::Excluded`]; [`CommError::RestoredWorld`] on the world communicator
     /// of a restarted process.
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
-        let mut e = self.engine.lock();
-        if self.id == crate::world::WORLD_COMM && e.generation() > 0 {
-            return Err(CommError::RestoredWorld);
-        }
-        let seq = e.start_agreement(self.id, flag);
-        let mut spin = Spin::new(&e);
-        loop {
-            let c = e.comm_mut(self.id);
-            if let Some(d) = c.take_decision(seq) {
-                return Ok(Agreement::from(d));
+        let (seq, mut spin) = {
+            let mut e = self.engine.lock();
+            if self.id == crate::world::WORLD_COMM && e.generation() > 0 {
+                return Err(CommError::RestoredWorld);
             }
-            e.progress();
-            if e.excluded() {
-                return Err(CommError::Excluded);
+            (e.start_agreement(self.id, flag), Spin::new(&e))
+        };
+        // One round per hold of the engine: other threads go on meanwhile.
+        loop {
+            {
+                let mut e = self.engine.lock();
+                let c = e.comm_mut(self.id);
+                if let Some(d) = c.take_decision(seq) {
+                    return Ok(Agreement::from(d));
+                }
+                e.progress();
+                if e.excluded() {
+                    return Err(CommError::Excluded);
+                }
             }
             spin.pause();
         }

@@ -47,6 +47,15 @@ pub struct RecvRequest<'a> {
     _buf: PhantomData<&'a mut [u8]>,
 }
 
+// SAFETY: the request stands for a `&'a mut [u8]` (which is Send) and a `Comm` (Send);
+// the raw pointer is only written through by the engine, under its token, whichever
+// thread holds it, and the token's Acquire/Release orders those writes before the
+// owner's test sees the outcome.
+unsafe impl Send for RecvRequest<'_> {}
+// SAFETY: a shared reference gives nothing but `Debug` (the `finished` flag); every use
+// of the buffer goes through `&mut self`.
+unsafe impl Sync for RecvRequest<'_> {}
+
 impl std::fmt::Debug for RecvRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecvRequest")
@@ -179,6 +188,12 @@ pub struct SendRequest<'a> {
     sync: Option<u32>,
     _data: PhantomData<&'a [u8]>,
 }
+
+// SAFETY: the request stands for a `&'a [u8]` (Send and Sync) and a `Comm` (Send and
+// Sync); the pointer is only read through, by the transports under the engine's token.
+unsafe impl Send for SendRequest<'_> {}
+// SAFETY: as above; a shared reference gives nothing but `Debug`.
+unsafe impl Sync for SendRequest<'_> {}
 
 impl std::fmt::Debug for SendRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -162,6 +162,13 @@ pub struct OwnedRecvRequest<B: IoBufMut> {
     _buf: PhantomData<B>,
 }
 
+// SAFETY: the request owns the buffer `B` (by raw parts) and a `RecvRequest` (Send):
+// moving it moves the ownership of `B`, so it is Send when `B` is.
+unsafe impl<B: IoBufMut + Send> Send for OwnedRecvRequest<B> {}
+// SAFETY: a shared reference gives nothing but `Debug` (the outcome); the buffer is
+// reached only through `&mut self` or by value.
+unsafe impl<B: IoBufMut + Sync> Sync for OwnedRecvRequest<B> {}
+
 impl<B: IoBufMut> std::fmt::Debug for OwnedRecvRequest<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OwnedRecvRequest")
@@ -231,6 +238,11 @@ pub struct OwnedSendRequest<B: IoBuf> {
     outcome: Option<Result<(), CommError>>,
     _buf: PhantomData<B>,
 }
+
+// SAFETY: as for `OwnedRecvRequest`: it owns `B` and a `SendRequest` (Send).
+unsafe impl<B: IoBuf + Send> Send for OwnedSendRequest<B> {}
+// SAFETY: a shared reference gives nothing but `Debug`.
+unsafe impl<B: IoBuf + Sync> Sync for OwnedSendRequest<B> {}
 
 impl<B: IoBuf> std::fmt::Debug for OwnedSendRequest<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -9,7 +9,7 @@ use steadfast_matching::MatchError;
 use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{Engine, Route};
 use crate::world::matching::{Outcome, RecvFailure, RecvKey};
-use crate::world::shared::EngineGuard;
+use crate::world::shared::Shared;
 use crate::world::tags::{user_match, user_tag, MAX_TAG};
 
 fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
@@ -63,7 +63,7 @@ pub(crate) struct RecvPlan {
 /// A receive posted in the matcher by a blocking call: withdrawn when dropped unless
 /// finished (`key` taken), so the matcher never keeps a buffer whose borrow ended.
 struct PostedRecv<'a> {
-    e: EngineGuard<'a>,
+    shared: &'a Shared,
     key: Option<RecvKey>,
 }
 
@@ -72,7 +72,26 @@ impl Drop for PostedRecv<'_> {
         if let Some(key) = self.key.take() {
             // Withdrawn, or complete (its outcome is dropped): either way the matcher
             // no longer names the buffer.
-            let _ = self.e.cancel_recv(key);
+            let _ = self.shared.lock().cancel_recv(key);
+        }
+    }
+}
+
+/// A fabric receive posted by a blocking call into a buffer it borrows: cancelled when
+/// dropped unless finished (`req` taken), also on unwinding, so libfabric never keeps a
+/// buffer whose borrow ended.
+struct PostedFabric<'a> {
+    shared: &'a Shared,
+    req: Option<Request>,
+}
+
+impl Drop for PostedFabric<'_> {
+    fn drop(&mut self) {
+        if let Some(req) = self.req.take() {
+            if let Some(fab) = self.shared.lock().fab_mut() {
+                // Waits until libfabric no longer holds the buffer.
+                let _ = fab.cancel(req);
+            }
         }
     }
 }
@@ -189,77 +208,93 @@ impl Comm {
         tag: Option<u32>,
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
-        let mut guard = self.engine.lock();
-        let plan = self.plan_recv(&guard, source, tag)?;
-        if plan.mode == RecvMode::Matched {
-            return self.recv_matched(guard, &plan, buf);
-        }
-        let e = &mut *guard;
-        let mut fab_req: Option<Request> = None;
-        let mut spin = Spin::new(e);
-        let mut polls: u32 = 0;
-        let result = loop {
-            if let Some(r) = self.recv_step(e, &plan, &mut fab_req, buf) {
-                break r;
-            }
-            polls = polls.wrapping_add(1);
-            if polls % RECV_POLLS_PER_PROGRESS != 0 {
-                continue;
-            }
-            e.progress();
-            match self.interrupted(e, plan.src_world, plan.wildcard) {
-                // A blocking wildcard receive cannot stay posted (ULFM).
-                Some(CommError::ProcFailedPending { ranks }) => {
-                    break Err(CommError::ProcFailed { ranks })
-                }
-                Some(err) => break Err(err),
-                None => {}
-            }
-            spin.pause();
+        let (plan, mut spin) = {
+            let e = self.engine.lock();
+            (self.plan_recv(&e, source, tag)?, Spin::new(&e))
         };
-        self.recv_finish(e, &plan, &mut fab_req, result)
+        if plan.mode == RecvMode::Matched {
+            return self.recv_matched(&plan, buf, spin);
+        }
+        let mut fab = PostedFabric {
+            shared: &self.engine,
+            req: None,
+        };
+        let mut polls: u32 = 0;
+        // One attempt (and now and then one progress round) per hold of the engine:
+        // other threads go on meanwhile.
+        loop {
+            let mut guard = self.engine.lock();
+            let e = &mut *guard;
+            let mut result = self.recv_step(e, &plan, &mut fab.req, buf);
+            polls = polls.wrapping_add(1);
+            if result.is_none() && polls % RECV_POLLS_PER_PROGRESS == 0 {
+                e.progress();
+                result = match self.interrupted(e, plan.src_world, plan.wildcard) {
+                    // A blocking wildcard receive cannot stay posted (ULFM).
+                    Some(CommError::ProcFailedPending { ranks }) => {
+                        Some(Err(CommError::ProcFailed { ranks }))
+                    }
+                    other => other.map(Err),
+                };
+            }
+            if let Some(result) = result {
+                return self.recv_finish(e, &plan, &mut fab.req, result);
+            }
+            drop(guard);
+            if polls % RECV_POLLS_PER_PROGRESS == 0 {
+                spin.pause();
+            }
+        }
     }
 
     /// A blocking receive through the matcher: posted now, waited for; withdrawn if the
-    /// wait ends otherwise (also on unwinding), so the matcher never keeps `buf`.
+    /// wait ends otherwise (also on unwinding), so the matcher never keeps `buf`. The
+    /// engine is held for one poll at a time: another thread's round may complete the
+    /// receive meanwhile (writing `buf`, which this call borrows until it returns).
     fn recv_matched(
         &self,
-        guard: EngineGuard<'_>,
         plan: &RecvPlan,
         buf: &mut [u8],
+        mut spin: Spin,
     ) -> Result<Status, CommError> {
         let mut posted = PostedRecv {
-            e: guard,
+            shared: &self.engine,
             key: None,
         };
-        let key = posted
-            .e
-            .post_recv(plan.ctx, plan.source, plan.tag, buf.as_mut_ptr(), buf.len());
+        let key = self.engine.lock().post_recv(
+            plan.ctx,
+            plan.source,
+            plan.tag,
+            buf.as_mut_ptr(),
+            buf.len(),
+        );
         posted.key = Some(key);
-        let mut spin = Spin::new(&posted.e);
         let mut polls: u32 = 0;
         loop {
-            let e = &mut *posted.e;
-            if let Some(out) = e.recv_outcome(key) {
-                posted.key = None;
-                e.tick();
-                return outcome_result(out);
-            }
-            // The rings first: a message placed straight into `buf` completes it.
-            e.drain_arrivals();
-            if let Some(out) = e.recv_outcome(key) {
-                posted.key = None;
-                e.tick();
-                return outcome_result(out);
-            }
-            polls = polls.wrapping_add(1);
-            if polls % RECV_POLLS_PER_PROGRESS != 0 {
-                continue;
-            }
-            e.progress();
-            if let Some(done) = self.matched_interrupted(e, key, true) {
-                posted.key = None;
-                return done;
+            {
+                let mut guard = self.engine.lock();
+                let e = &mut *guard;
+                if let Some(out) = e.recv_outcome(key) {
+                    posted.key = None;
+                    e.tick();
+                    return outcome_result(out);
+                }
+                // The rings first: a message placed straight into `buf` completes it.
+                e.drain_arrivals();
+                if let Some(out) = e.recv_outcome(key) {
+                    posted.key = None;
+                    e.tick();
+                    return outcome_result(out);
+                }
+                polls = polls.wrapping_add(1);
+                if polls % RECV_POLLS_PER_PROGRESS != 0 {
+                    continue;
+                }
+                e.progress();
+                if let Some(done) = self.matched_interrupted(e, key, true) {
+                    posted.key = None;
+                    return done;
+                }
             }
             spin.pause();
         }

@@ -23,6 +23,7 @@ use steadfast_os::SpinWait;
 
 use super::{Comm, CommError};
 use crate::world::engine::{Engine, Route};
+use crate::world::shared::Shared;
 
 /// Tag of the descriptor exchange (on the window's own communicator).
 const TAG: u32 = 1;
@@ -93,6 +94,15 @@ pub struct Window<'a> {
     closed: bool,
     _buf: PhantomData<&'a mut [u8]>,
 }
+
+// SAFETY: a window stands for a `&'a mut [u8]` (or an owned `Vec<u8>`), both Send, and
+// a `Comm` (Send); its memory is only reached by copies through the raw pointer, from
+// any thread as from the peers' processes (which write it whenever they put).
+unsafe impl Send for Window<'_> {}
+// SAFETY: every method takes `&self` and reaches the memory only by copies (what a copy
+// sees of a concurrent put or `write_local` is unspecified, as it is for a peer's put:
+// see the module doc and docs/threads.md), and the engine only under its token.
+unsafe impl Sync for Window<'_> {}
 
 impl std::fmt::Debug for Window<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -264,7 +274,7 @@ const RMA_IN_FLIGHT: usize = 1;
 /// this process, and this one the target). If the target dies meanwhile, what is in
 /// flight is cancelled.
 fn fabric_access(
-    e: &mut Engine,
+    shared: &Shared,
     world: u32,
     region: &RemoteRegion,
     offset: u64,
@@ -278,7 +288,11 @@ fn fabric_access(
     let mut next = 0usize;
     let mut result = Ok(());
     let mut spin = SpinWait::default();
+    // One poll (and one progress round) per hold of the engine: other threads go on
+    // while the transfer runs.
     loop {
+        let mut guard = shared.lock();
+        let e = &mut *guard;
         let fab = e.fab_mut().ok_or(CommError::NoFabricEndpoint)?;
         // Post chunks while there is room.
         while result.is_ok() && next < len {
@@ -342,6 +356,7 @@ fn fabric_access(
         }
         // Heartbeats go out and failures are learnt while the transfer runs.
         e.progress();
+        drop(guard);
         spin.pause();
     }
 }
@@ -591,6 +606,8 @@ impl Window<'_> {
             }
             (Target::Cma { pid, addr, .. }, access) => {
                 e.stats_mut().one_sided_shm += 1;
+                // The copy needs no engine: other threads go on meanwhile.
+                drop(guard);
                 let at = addr + offset as u64;
                 match access {
                     // SAFETY: a `Cma` target is another process of this node (this
@@ -598,11 +615,12 @@ impl Window<'_> {
                     Access::Put(data) => unsafe { steadfast_shm::cma::write_to(pid, at, data) },
                     Access::Get(buf) => steadfast_shm::cma::read_from(pid, at, buf),
                 }
-                .map_err(|err| cma_error(err, w, e))
+                .map_err(|err| cma_error(err, w, &mut self.comm.engine.lock()))
             }
             (Target::Fabric { world, region, .. }, access) => {
                 e.stats_mut().one_sided_fabric += 1;
-                fabric_access(e, world, &region, offset as u64, access)
+                drop(guard);
+                fabric_access(&self.comm.engine, world, &region, offset as u64, access)
             }
         };
         result.map_err(|err| fill_ranks(err, target))

@@ -1,20 +1,21 @@
-//! The engine shared between the application's thread and the optional progress
-//! thread.
+//! The engine shared by every thread of the process that calls the library, and by the
+//! optional progress thread.
 //!
 //! Whoever holds the progress token (`steadfast_agreement::shared::ProgressToken`, a
-//! try-only flag, loom-checked) owns the engine. The application thread takes it on
-//! entry to every operation and keeps it for the operation's whole duration (it waits
-//! for it only while the progress thread holds it, for one progress round); the
-//! progress thread only ever *tries*, every half heartbeat period, so it runs exactly
-//! when the application is computing outside the library. Without a progress thread
-//! nobody else ever takes the token: an uncontended compare-and-swap per operation.
+//! try-only flag, loom-checked) owns the engine. An operation takes it for one *round*
+//! at a time: a non-blocking call or a test for the call, a blocking wait for each of
+//! its polls (take, one attempt and maybe one progress round, release, then pause), so
+//! no thread ever holds it across a wait and a thread that finds it taken waits at most
+//! for one round of another (`docs/threads.md`). The progress thread only ever *tries*,
+//! every half heartbeat period. With one application thread and no progress thread
+//! nobody else ever takes the token: an uncontended compare-and-swap per round.
 //!
 //! [`ProgressThread`] is that thread; stopping it wakes it from its sleep.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,20 @@ use super::engine::Engine;
 /// The engine and the token that guards it.
 pub(crate) struct Shared {
     token: ProgressToken,
+    /// The holder's [`thread_mark`] while the token is held, 0 otherwise: only read by
+    /// a thread that finds the token taken, to tell a re-entrant call (a bug of this
+    /// crate: it would wait for itself forever) from another thread's round.
+    owner: AtomicUsize,
     engine: UnsafeCell<Engine>,
+}
+
+/// A number unique to the calling thread among the live threads, never 0: the address
+/// of a thread-local byte.
+fn thread_mark() -> usize {
+    thread_local! {
+        static MARK: u8 = const { 0 };
+    }
+    MARK.with(|m| std::ptr::from_ref(m) as usize)
 }
 
 // SAFETY: the engine is only ever reached through `lock`/`try_lock`, which hand out
@@ -39,9 +53,19 @@ unsafe impl Sync for Shared {}
 /// Exclusive access to the engine while held.
 pub(crate) struct EngineGuard<'a> {
     _token: ProgressGuard<'a>,
+    owner: &'a AtomicUsize,
     engine: &'a mut Engine,
     /// Not Send: released by the thread that took it.
     _local: PhantomData<*const ()>,
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        // ORDERING: Relaxed; cleared before the token's Release (the field drops after
+        // this), so a thread never reads its own mark after it released the token
+        // (per-location coherence: its later reads see this store or a newer one).
+        self.owner.store(0, Ordering::Relaxed);
+    }
 }
 
 impl Deref for EngineGuard<'_> {
@@ -61,45 +85,76 @@ impl Shared {
     pub fn new(engine: Engine) -> Self {
         Shared {
             token: ProgressToken::new(),
+            owner: AtomicUsize::new(0),
             engine: UnsafeCell::new(engine),
         }
     }
 
     /// Takes the engine if nobody holds it.
+    #[inline]
     pub fn try_lock(&self) -> Option<EngineGuard<'_>> {
         let token = self.token.try_acquire()?;
+        // ORDERING: Relaxed; read only by this thread (see `lock_contended`) and
+        // cleared by the guard's drop before the token is released.
+        self.owner.store(thread_mark(), Ordering::Relaxed);
         // SAFETY: holding the token grants exclusive access (see the Send/Sync note);
         // the reference lives no longer than the guard, which releases the token.
         let engine = unsafe { &mut *self.engine.get() };
         Some(EngineGuard {
             _token: token,
+            owner: &self.owner,
             engine,
             _local: PhantomData,
         })
     }
 
-    /// Takes the engine, waiting while the progress thread finishes its round.
+    /// Takes the engine, waiting while another thread finishes its round (every holder
+    /// keeps it for one round only: one operation's step and at most one progress
+    /// round, never a wait).
     ///
     /// # Panics
-    /// After 10 s without getting it: only a re-entrant call on the application thread
-    /// (a bug) could hold it that long.
+    /// When the calling thread holds the engine already: a re-entrant call inside this
+    /// crate, which would otherwise wait for itself forever.
+    #[inline]
     pub fn lock(&self) -> EngineGuard<'_> {
-        if let Some(g) = self.try_lock() {
-            return g;
+        match self.try_lock() {
+            Some(g) => g,
+            None => self.lock_contended(),
         }
-        let start = std::time::Instant::now();
+    }
+
+    /// The slow path of [`lock`](Self::lock): spins briefly (a round is short), then
+    /// yields the core between attempts (the holder may need it, on a node with more
+    /// threads than cores).
+    #[cold]
+    fn lock_contended(&self) -> EngineGuard<'_> {
+        // ORDERING: Relaxed; this thread's own mark is only ever seen here if this
+        // thread stored it and has not cleared it (coherence), i.e. if it holds the
+        // token: no other value matters.
+        assert_ne!(
+            self.owner.load(Ordering::Relaxed),
+            thread_mark(),
+            "steadfast engine taken twice by one thread (a re-entrant call)"
+        );
+        let mut spins: u32 = 0;
         loop {
-            std::thread::yield_now();
-            if let Some(g) = self.try_lock() {
-                return g;
+            if !self.token.is_held() {
+                if let Some(g) = self.try_lock() {
+                    return g;
+                }
             }
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(10),
-                "steadfast engine held for 10 s: re-entrant use from one thread?"
-            );
+            spins = spins.saturating_add(1);
+            if spins < LOCK_SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
     }
 }
+
+/// Polls of a taken token before [`Shared::lock`] starts yielding the core.
+const LOCK_SPINS: u32 = 64;
 
 /// The optional thread that runs the engine while the application computes.
 ///
