@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! steadfast-run -n 7 --no-kill target/release/examples/master_leader_workers \
-//!     [--groups G] [--size L] [--queries N] [--pace-ms P] [--fail-restart-of R]
+//!     [--groups G] [--size L] [--queries N] [--pace-ms P] [--fail-restart-of R] [--kill-restart-of R]
 //! ```
 //!
 //! World rank 0 is the master; ranks 1.. form G groups of L (default 2 groups of 3:
@@ -20,20 +20,27 @@
 //! again; the master restarts a dead leader and sends it the query in flight again; the
 //! restarted leader rejoins the group (`World::rejoin`; the workers readmit it when their
 //! receive from it fails) and restarts the workers that are gone. A leader that cannot
-//! restart a worker aborts its group (`Comm::abort`); its restarted incarnation finds no
-//! live member to rejoin through and reports the group lost to the master, which fails
-//! the run naming the query (a group with no survivor cannot be rebuilt yet).
-//! `--fail-restart-of R` shows that path: a restarted incarnation of world rank R exits
-//! with status 3 before it joins, so its restart fails.
+//! restart a worker aborts its group (`Comm::abort`); the master restarts the leader,
+//! whose `rejoin` re-founds the group (no member survived: `docs/restart.md`) and which
+//! then restarts its workers. The leaders restart a dead master (each that notices asks;
+//! one process starts); the new master asks every leader for the answers it gave
+//! (each leader keeps its incarnation's), checks them, and sends the queries nobody
+//! answered. A restart whose new process is killed before it joins is asked again.
+//!
+//! Fault injection for the tests: `--fail-restart-of R` makes the first restarted
+//! incarnation of world rank R exit with status 3 before it joins (its restart fails:
+//! the leader aborts its group); `--kill-restart-of R` makes it SIGKILL itself before it
+//! joins (its restarter asks again).
 //!
 //! Output (the master's): `MLW SEGMENTS <prefix>` (its shared-memory segments' names),
 //! `MLW STOPPING answers=N` once every answer is in (then 100 ms before the leaders are
 //! told to stop, so an outside fault injector watching for the line stops first), and
 //! `MLW OK answers=N restarts=R`, or `MLW FAIL query I: ...`. Each process prints
-//! `MLW PID rank R generation G pid P` when it starts, and a first incarnation prints
-//! `MLW READY rank R` once its communicators are made and saved (a kill before that
-//! ends the run: the survivors' `split` fails; the test kills only after every rank is
-//! ready).
+//! `MLW STARTING rank R generation G pid P` first thing (before `World::init`), then
+//! `MLW PID rank R generation G pid P` once it has joined, and a first incarnation
+//! prints `MLW READY rank R` once its communicators are made and saved (a kill before
+//! that ends the run: the survivors' `split` fails; the test kills only after every
+//! rank is ready).
 
 use std::time::Duration;
 use steadfast::{Comm, CommError, World};
@@ -42,12 +49,17 @@ use steadfast::{Comm, CommError, World};
 const QUERY: u32 = 1;
 /// Leader -> master: `[index, answer]`; index `LOST` reports a group that cannot be rebuilt.
 const ANSWER: u32 = 2;
+/// Leader -> restarted master: `[n, index_1, answer_1, ..., index_n, answer_n]`, the
+/// answers this leader's incarnation gave (asked by a `QUERY` of index `STATE`).
+const HELD: u32 = 5;
 /// Leader -> worker: `[kind, index, query, lo, hi]`.
 const WORK: u32 = 3;
 /// Worker -> leader: `[index, lo, part]`, or `[BYE, 0, 0]` after a stop.
 const PART: u32 = 4;
 const STOP: u64 = u64::MAX;
 const LOST: u64 = u64::MAX - 1;
+/// A `QUERY` index: a restarted master asks for the leader's answers.
+const STATE: u64 = u64::MAX - 2;
 const BYE: u64 = u64::MAX;
 /// `WORK` kinds.
 const KIND_WORK: u64 = 0;
@@ -98,8 +110,10 @@ struct Layout {
     size: u32,
     queries: u64,
     pace: Duration,
-    /// A world rank whose restarted incarnations exit at once (`--fail-restart-of`).
+    /// A world rank whose first restarted incarnation exits at once (`--fail-restart-of`).
     fail_restart_of: Option<u32>,
+    /// A world rank whose first restarted incarnation kills itself (`--kill-restart-of`).
+    kill_restart_of: Option<u32>,
 }
 
 impl Layout {
@@ -110,6 +124,7 @@ impl Layout {
             queries: 200,
             pace: Duration::ZERO,
             fail_restart_of: None,
+            kill_restart_of: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -124,6 +139,7 @@ impl Layout {
                 "--queries" => l.queries = value("--queries")?,
                 "--pace-ms" => l.pace = Duration::from_millis(value("--pace-ms")?),
                 "--fail-restart-of" => l.fail_restart_of = Some(value("--fail-restart-of")? as u32),
+                "--kill-restart-of" => l.kill_restart_of = Some(value("--kill-restart-of")? as u32),
                 // Anything else (a test's marker) is ignored.
                 _ => {}
             }
@@ -145,13 +161,25 @@ fn main() {
         eprintln!("master_leader_workers: {e}");
         std::process::exit(2)
     });
-    if layout.fail_restart_of.is_some() {
-        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
-        if env("STEADFAST_GENERATION").unwrap_or(0) > 0
-            && env("STEADFAST_RANK") == layout.fail_restart_of
-        {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    let (rank, generation) = (
+        env("STEADFAST_RANK"),
+        env("STEADFAST_GENERATION").unwrap_or(0),
+    );
+    if let Some(r) = rank {
+        println!(
+            "MLW STARTING rank {r} generation {generation} pid {}",
+            std::process::id()
+        );
+    }
+    if generation == 1 && rank.is_some() {
+        if rank == layout.fail_restart_of {
             // The restart of this rank fails (its restarter sees it exit before joining).
             std::process::exit(3);
+        }
+        if rank == layout.kill_restart_of {
+            // SAFETY: a signal to this process itself; it ends here.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
         }
     }
     let world = World::init().unwrap_or_else(|e| {
@@ -182,19 +210,31 @@ fn main() {
     world.finalize();
 }
 
-/// Retries `irestart_rank` while the rank still looks alive here (the launcher may
-/// learn of the death after this process did), then waits for it.
+/// Restarts `rank` of `comm`: retries `irestart_rank` while the rank still looks alive
+/// here (the launcher may learn of the death after this process did), and asks again
+/// (up to 5 times) when the new process was killed before it joined (a restart that
+/// exits by itself is not asked again: it would fail the same way).
 fn restart(world: &World, comm: &Comm, rank: u32) -> Result<u32, CommError> {
     let start = std::time::Instant::now();
+    let mut killed = 0;
     loop {
-        match comm.irestart_rank(rank) {
-            Ok(request) => return request.wait(),
+        let outcome = comm.irestart_rank(rank).and_then(|request| request.wait());
+        match outcome {
             Err(CommError::Restart(m))
                 if m.contains("is alive") && start.elapsed() < Duration::from_secs(30) =>
             {
                 world.progress_for(Duration::from_millis(1));
             }
-            Err(e) => return Err(e),
+            Err(CommError::Restart(m))
+                if m.contains("killed by signal")
+                    && m.contains("before it joined")
+                    && killed < 5 =>
+            {
+                killed += 1;
+                log::warn!("restart of rank {rank}: {m}; asking again");
+                world.progress_for(Duration::from_millis(1));
+            }
+            other => return other,
         }
     }
 }

@@ -1,13 +1,14 @@
 //! The leaders and workers: a group communicator (a saved `split` of the world); the
 //! leader splits each query among its workers, restarts those that die and readmits
-//! them; a worker readmits its restarted leader when its receive from it fails.
+//! them, keeps the answers it gave (a restarted master asks for them) and restarts a
+//! dead master; a worker readmits its restarted leader when its receive from it fails.
 
 use std::time::Duration;
 use steadfast::{Comm, CommError, World};
 
 use super::{
-    bytes, part, restart, words, Layout, ABORT_CODE, ANSWER, BYE, ITEMS, KIND_READMIT, KIND_STOP,
-    KIND_WORK, LOST, PART, QUERY, STOP, WORK,
+    bytes, part, restart, words, Layout, ABORT_CODE, ANSWER, BYE, HELD, ITEMS, KIND_READMIT,
+    KIND_STOP, KIND_WORK, LOST, PART, QUERY, STATE, STOP, WORK,
 };
 
 const NAME: &str = "grp";
@@ -15,16 +16,19 @@ const NAME: &str = "grp";
 pub fn run(world: &World, layout: &Layout) {
     let me = world.rank();
     let g = (me - 1) / layout.size;
-    let leader = layout.leader(g);
     let grp = if world.is_restored() {
-        if me == leader && group_is_gone(world, leader, layout.size) {
-            // Nobody left to rejoin through (the group was aborted).
-            let _ = world.comm().send(0, ANSWER, &bytes(&[LOST, 0]));
-            return;
+        // With a survivor in the group, it readmits this process; with none (the group
+        // was aborted, or all died), the lowest restarted member re-founds it.
+        match world.rejoin(NAME) {
+            Ok(grp) => grp,
+            Err(e) => {
+                log::error!("rank {me}: rejoining the group: {e}");
+                if me == layout.leader(g) {
+                    let _ = world.comm().send(0, ANSWER, &bytes(&[LOST, 0]));
+                }
+                return;
+            }
         }
-        world
-            .rejoin(NAME)
-            .unwrap_or_else(|e| panic!("rank {me}: rejoin: {e}"))
     } else {
         let grp = world.comm().split(g + 1, me).expect("split");
         grp.save(NAME).expect("save");
@@ -38,23 +42,35 @@ pub fn run(world: &World, layout: &Layout) {
     }
 }
 
-/// Whether every other member of the leader's group is dead here.
-fn group_is_gone(world: &World, leader: u32, size: u32) -> bool {
-    let failed = world.comm().failed_ranks();
-    size > 1 && (leader + 1..leader + size).all(|w| failed.contains(&w))
-}
-
-/// The leader: answers the master's queries until it says stop.
+/// The leader: answers the master's queries until it says stop; restarts a dead master
+/// and tells a restarted one the answers it gave.
 fn lead(world: &World, grp: &Comm) {
     let wc = world.comm();
     // A restarted leader first brings back the workers that are gone.
     heal(world, grp);
+    // (index, answer) of every query this incarnation answered.
+    let mut given: Vec<(u64, u64)> = Vec::new();
     loop {
         let mut b = [0u8; 16];
-        if let Err(e) = wc.recv(Some(0), Some(QUERY), &mut b) {
-            // The master is not restarted by the leaders (yet): nothing to serve.
-            log::error!("leader {}: the master is gone: {e}", world.rank());
-            return;
+        match wc.recv(Some(0), Some(QUERY), &mut b) {
+            Ok(_) => {}
+            Err(CommError::ProcFailed { .. }) => {
+                // Every leader that notices asks; one process starts.
+                match restart(world, &wc, 0) {
+                    Ok(generation) => {
+                        log::info!("leader {}: master restarted ({generation})", world.rank());
+                        continue;
+                    }
+                    Err(e) => {
+                        log::error!("leader {}: cannot restart the master: {e}", world.rank());
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                log::error!("leader {}: receiving a query: {e}", world.rank());
+                return;
+            }
         }
         let [index, q] = words(&b)[..] else {
             unreachable!("two words")
@@ -64,7 +80,15 @@ fn lead(world: &World, grp: &Comm) {
             let _ = wc.send(0, ANSWER, &bytes(&[STOP, 0]));
             return;
         }
+        if index == STATE {
+            let mut held = vec![given.len() as u64];
+            held.extend(given.iter().flat_map(|&(i, v)| [i, v]));
+            // A dead master: the next receive says so.
+            let _ = wc.send(0, HELD, &bytes(&held));
+            continue;
+        }
         let value = solve(world, grp, index, q);
+        given.push((index, value));
         // A dead master: the next receive says so.
         let _ = wc.send(0, ANSWER, &bytes(&[index, value]));
     }

@@ -120,10 +120,11 @@ crate::mpi_fn! {
 
 crate::mpi_fn! {
     /// `MPIX_Comm_rejoin`: collective over the survivors and the restarted members of
-    /// the communicator saved as `name`. A survivor readmits the restarted members
-    /// into the communicator it saved under `name` and gets that handle back; a
-    /// restarted process gets the communicator back with its old rank (a new handle,
-    /// with `MPI_COMM_WORLD`'s error handler). Afterwards point to point, collectives,
+    /// the communicator saved as `name`. A survivor (a process that saved or already
+    /// rejoined it) readmits the restarted members into the communicator it holds as
+    /// `name` and gets that handle back; a restarted process gets the communicator back
+    /// with its old rank (a new handle, with `MPI_COMM_WORLD`'s error handler), or
+    /// re-founds it when no member survived (`docs/restart.md`). Afterwards point to point, collectives,
     /// agreement, revoke and shrink include every member again.
     fn MPIX_Comm_rejoin / PMPIX_Comm_rejoin(name: *const c_char, newcomm: *mut Handle) {
         call(MPI_COMM_WORLD, |g| {
@@ -134,7 +135,10 @@ crate::mpi_fn! {
             let lib = g.lib()?;
             // The survivors contribute the complement of their count of collectives on
             // it, a restarted member all ones: the AND is the survivors' complement.
-            let (h, p2p, contribution) = if lib.world.is_restored() {
+            // A restarted process that holds the communicator already (it rejoined or
+            // re-founded it) is a survivor of the next restart: it readmits.
+            let holds = lib.saved.iter().any(|(n, _)| *n == name);
+            let (h, p2p, contribution) = if lib.world.is_restored() && !holds {
                 let p2p = lib.world.rejoin(&p)?;
                 let coll = lib.world.rejoin(&c)?;
                 let errhandler = lib.comm(MPI_COMM_WORLD)?.errhandler;

@@ -537,3 +537,36 @@ fn a_killed_rank_is_restarted_and_rejoins_its_saved_communicator() {
         );
     }
 }
+
+/// The Master-Leader-Workers scenario in C (`tests/c/mlw.c`): a worker that dies is
+/// restarted by its leader and readmitted; a worker whose restart fails makes its
+/// leader abort the group (`MPI_Abort` on it), the master restarts the leader, whose
+/// `MPIX_Comm_rejoin` re-founds the group with no survivor, and it restarts its workers;
+/// every answer is checked and every rank's last incarnation ends well.
+#[test]
+fn the_master_leader_workers_scenario_recovers_a_worker_and_an_aborted_group() {
+    let (status, out, err) = run(&["-np", "7", "--no-kill"], program("mlw"), &[], &[]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("MLW-C OK answers=40 restarts=1"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        !out.contains("MLW-C FAIL"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    for line in [
+        "rank 3 incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1",
+        "rank 5 incarnation 1 exited with status 3",
+        "rank 4 incarnation 0 exited with status 42; restarted as incarnation 1",
+        "rank 6 incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1",
+    ] {
+        assert!(err.contains(line), "{line:?} missing:\n{err}");
+    }
+    for (rank, restored) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 1), (6, 1)] {
+        assert!(
+            out.contains(&format!("rank {rank}: MLW-C DONE restored={restored}")),
+            "rank {rank}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}

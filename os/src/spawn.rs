@@ -14,8 +14,8 @@
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-/// Makes a [`Command`]'s child die (SIGKILL) when the thread that spawns it ends, or
-/// its process dies.
+/// Makes a [`Command`]'s child die (SIGKILL, or a signal of the caller's choice) when
+/// the thread that spawns it ends, or its process dies.
 ///
 /// ```
 /// use std::process::Command;
@@ -27,15 +27,25 @@ use std::process::Command;
 pub trait DieWithParent {
     /// Sets the parent-death signal to SIGKILL in the child, before `exec`.
     fn die_with_parent(&mut self) -> &mut Self;
+
+    /// Sets the parent-death signal to `signal` in the child, before `exec`: for a
+    /// child that must clean up on its way out (e.g. `srun`, which cancels its job
+    /// step on SIGTERM but cannot on SIGKILL).
+    fn die_with_parent_by(&mut self, signal: libc::c_int) -> &mut Self;
 }
 
 impl DieWithParent for Command {
     fn die_with_parent(&mut self) -> &mut Self {
+        self.die_with_parent_by(libc::SIGKILL)
+    }
+
+    fn die_with_parent_by(&mut self, signal: libc::c_int) -> &mut Self {
         // Read in the parent, before the fork: the child compares its parent with it.
         let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+        let signal = libc::c_ulong::try_from(signal).unwrap_or(libc::SIGKILL as libc::c_ulong);
         let hook = move || -> std::io::Result<()> {
             // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of the calling process.
-            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal) } != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             // SAFETY: getppid has no preconditions and cannot fail.
@@ -79,6 +89,26 @@ mod tests {
         );
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
+
+    #[test]
+    fn the_parent_death_signal_can_be_chosen() {
+        let mut child = std::thread::spawn(|| {
+            Command::new("sleep")
+                .arg("60")
+                .die_with_parent_by(libc::SIGTERM)
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        let watch = ProcessWatch::new(child.id());
+        assert!(
+            watch.wait_exit(Duration::from_secs(20)),
+            "child outlived its parent"
+        );
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
     }
 
     #[test]

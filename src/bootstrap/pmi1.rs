@@ -403,7 +403,7 @@ impl Bootstrap for Pmi1 {
     fn restart_begin(&mut self, rank: u32, _generation: u32) -> Result<(), BootstrapError> {
         Err(BootstrapError::NoSpawner {
             rank,
-            why: "PMI-1 (mpiexec.hydra, srun --mpi=pmi2) has no way to start a process into a running job; run the job under steadfast-run to restart ranks".into(),
+            why: "PMI-1 (mpiexec.hydra, srun --mpi=pmi2) has no way to start a process into a running job; to restart ranks, run the job under steadfast-run (under Slurm: steadfast-run -n N PROGRAM in the batch script or salloc shell, which starts each rank as a job step and restarts it as one)".into(),
         })
     }
 }

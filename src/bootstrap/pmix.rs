@@ -296,7 +296,7 @@ impl Bootstrap for Pmix {
     fn restart_begin(&mut self, rank: u32, _generation: u32) -> Result<(), BootstrapError> {
         Err(BootstrapError::NoSpawner {
             rank,
-            why: "restarting under PMIx (PMIx_Spawn into the running job) is not implemented yet; run the job under steadfast-run to restart ranks".into(),
+            why: "restarting under PMIx (mpirun, srun --mpi=pmix: PMIx_Spawn into the running job) is not implemented yet; to restart ranks, run the job under steadfast-run (on one node; under Slurm, inside the allocation)".into(),
         })
     }
 }

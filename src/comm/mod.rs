@@ -23,6 +23,7 @@ mod mprobe;
 mod nonblocking;
 mod owned;
 mod p2p;
+mod refound;
 mod rejoin;
 mod restart;
 mod wait_any;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use steadfast_agreement::{CommId, CommKey, Epoch};
 
+use super::refound::RejoinState;
 use super::{Comm, CommError};
 use crate::bootstrap::SAVED_PREFIX;
 use crate::world::{World, WORLD_COMM};
@@ -124,7 +125,7 @@ impl Saved {
 }
 
 /// The store key of a saved communicator.
-fn saved_key(name: &str) -> String {
+pub(super) fn saved_key(name: &str) -> String {
     format!("{SAVED_PREFIX}{name}")
 }
 
@@ -134,11 +135,16 @@ fn epoch_key(id: u64, rank: u32, generation: u32) -> String {
     format!("sf.epoch.{id:016x}.{rank}.{generation}")
 }
 
-/// A name is 1 to [`MAX_NAME`] printable ASCII characters.
+/// A name is 1 to [`MAX_NAME`] printable ASCII characters, the first not a dot (names
+/// beginning with one are the runtime's: `sf.saved..node` keeps a rank's node).
 fn check_name(name: &str) -> Result<(), CommError> {
-    if name.is_empty() || name.len() > MAX_NAME || !name.bytes().all(|b| b.is_ascii_graphic()) {
+    if name.is_empty()
+        || name.len() > MAX_NAME
+        || name.starts_with('.')
+        || !name.bytes().all(|b| b.is_ascii_graphic())
+    {
         return Err(CommError::InvalidArgument(format!(
-            "communicator name {name:?}: 1 to {MAX_NAME} printable ASCII characters, no spaces"
+            "communicator name {name:?}: 1 to {MAX_NAME} printable ASCII characters, no spaces, not beginning with a dot"
         )));
     }
     Ok(())
@@ -307,6 +313,14 @@ impl World {
                 "rank {me} is not a member of the communicator saved as {name:?}"
             )));
         }
+        if shared.lock().has_comm(CommId(saved.id)) {
+            return Err(CommError::InvalidArgument(format!(
+                "communicator {name:?} is rejoined already"
+            )));
+        }
+        // The other restarted members see that this one waits (`refound`).
+        self.announce(saved.id, RejoinState::Waiting)
+            .map_err(launcher)?;
         let key = epoch_key(saved.id, me, generation);
         let deadline = Instant::now() + REJOIN_WAIT;
         let mut pause = FIRST_PAUSE;
@@ -315,6 +329,9 @@ impl World {
                 break Saved::decode(&bytes).map_err(|p| {
                     CommError::Restart(format!("the new epoch of communicator {name:?}: {p}"))
                 })?;
+            }
+            if self.founds(&saved).map_err(launcher)? {
+                return self.refound(name, &saved);
             }
             if Instant::now() >= deadline {
                 return Err(CommError::Restart(format!(
@@ -333,6 +350,24 @@ impl World {
                 "the new epoch of communicator {name:?} does not name rank {me} incarnation {generation}"
             )));
         }
+        let comm = self.register(name, &record)?;
+        log::debug!(
+            "rejoined communicator {name:?} ({:#x}) at epoch {}",
+            record.id,
+            record.epoch
+        );
+        Ok(comm)
+    }
+
+    /// Registers the communicator of `record` (this process's place in it at its
+    /// epoch), stores the record as this incarnation's saved one (a later incarnation
+    /// rejoins at this epoch or a later one) and says this process is a member again.
+    pub(super) fn register(&self, name: &str, record: &Saved) -> Result<Comm, CommError> {
+        self.await_incarnations(name, record)?;
+        let shared = self.shared();
+        let launcher = |e: crate::bootstrap::BootstrapError| {
+            CommError::Launcher(format!("rejoining communicator {name:?}: {e}"))
+        };
         let id = CommId(record.id);
         let mut e = shared.lock();
         if e.has_comm(id) {
@@ -357,17 +392,45 @@ impl World {
             record.incarnations.clone(),
         )
         .ok_or_else(|| CommError::Restart(format!("communicator {name:?}: not a member")))?;
-        // A later incarnation rejoins at this epoch or a later one.
         e.boot_mut()
             .put(&saved_key(name), &record.encode())
             .map_err(launcher)?;
         drop(e);
-        log::debug!(
-            "rejoined communicator {name:?} ({:#x}) at epoch {}",
-            record.id,
-            record.epoch
-        );
+        self.announce(record.id, RejoinState::Member)
+            .map_err(launcher)?;
         Ok(Comm::new(std::sync::Arc::clone(shared), id))
+    }
+
+    /// Waits (progressing) until this process knows every other member of `record` at
+    /// the incarnation the record names, or a later one: admitted here, or reported
+    /// dead. Registering the epoch earlier would count a member restarted alongside
+    /// this one (named in the record, not admitted here yet) as failed in it, and an
+    /// agreement would then report the new incarnation failed at the other members.
+    fn await_incarnations(&self, name: &str, record: &Saved) -> Result<(), CommError> {
+        let me = self.rank();
+        let deadline = Instant::now() + REJOIN_WAIT;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let behind = {
+                let e = self.shared().lock();
+                record
+                    .group
+                    .iter()
+                    .zip(&record.incarnations)
+                    .find(|&(&w, &g)| w != me && e.generation_of(w) < g)
+                    .map(|(&w, &g)| (w, g))
+            };
+            let Some((w, g)) = behind else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline {
+                return Err(CommError::Restart(format!(
+                    "communicator {name:?} names rank {w} incarnation {g}, which never joined here within {REJOIN_WAIT:?}"
+                )));
+            }
+            self.progress_for(pause);
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
     }
 
     /// The first value found under `key` at a live member of `group` (never waits).
@@ -448,7 +511,7 @@ mod tests {
     #[test]
     fn names_are_checked_and_digests_tell_candidates_apart() {
         assert!(check_name("group-1").is_ok());
-        for bad in ["", "a b", "é", &"x".repeat(MAX_NAME + 1)] {
+        for bad in ["", "a b", "é", ".node", &"x".repeat(MAX_NAME + 1)] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
         assert_ne!(digest(&[(1, 1)]), digest(&[(1, 2)]));

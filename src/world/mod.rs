@@ -8,6 +8,7 @@
 
 pub(crate) mod engine;
 pub(crate) mod matching;
+mod restored;
 pub(crate) mod shared;
 pub mod tags;
 
@@ -194,6 +195,7 @@ impl World {
         // Node map.
         let node = node_identity(&params);
         boot.put("node", node.as_bytes())?;
+        restored::keep_node(&mut *boot, node.as_bytes())?;
         // The kernel we run on, whatever node id was set: counts the ranks sharing
         // these cores.
         let host = steadfast_fabric::liveness::host_identity().to_le_bytes();
@@ -224,7 +226,6 @@ impl World {
         } else {
             boot.fence()?;
         }
-        let is_dead = |r: u32| dead.iter().any(|&(d, _)| d == r);
         let mut generations = vec![0u32; size as usize];
         generations[rank as usize] = generation;
         if restored {
@@ -232,29 +233,45 @@ impl World {
                 if let Some(&(_, g)) = dead.iter().find(|&&(d, _)| d == r) {
                     generations[r as usize] = g;
                 } else if r != rank {
-                    let g = boot.get(r, "gen")?;
-                    generations[r as usize] =
-                        u32::from_le_bytes(g.as_slice().try_into().map_err(|_| {
-                            InitError::BadPeerData {
-                                rank: r,
-                                what: "generation",
-                            }
-                        })?);
+                    // None: it died meanwhile, with its keys dropped (the launcher's
+                    // failure event tells its incarnation later).
+                    if let Some(g) = restored::peer_value(&mut *boot, true, &mut dead, r, "gen")? {
+                        generations[r as usize] =
+                            u32::from_le_bytes(g.as_slice().try_into().map_err(|_| {
+                                InitError::BadPeerData {
+                                    rank: r,
+                                    what: "generation",
+                                }
+                            })?);
+                    }
                 }
             }
+            for d in &mut dead {
+                d.1 = d.1.max(generations[d.0 as usize]);
+            }
         }
-        // Every rank compares every rank's values, so a mismatch stops them all here.
-        let agreed = (0..size)
-            .map(|r| {
-                if r == rank {
-                    Ok(params.agreed_encoding())
-                } else {
-                    boot.get(r, params::consistency::KEY)
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // A rank's value; in a restarted process, `None` for a dead rank that left none
+        // (see `restored`).
+        let peer = restored::peer_value;
+        // Every rank compares every rank's values, so a mismatch stops them all here
+        // (a dead rank that left none cannot disagree).
+        let mine = params.agreed_encoding();
+        let mut agreed = Vec::with_capacity(size as usize);
+        for r in 0..size {
+            agreed.push(if r == rank {
+                mine.clone()
+            } else {
+                peer(&mut *boot, restored, &mut dead, r, params::consistency::KEY)?
+                    .unwrap_or_else(|| mine.clone())
+            });
+        }
         params::consistency::compare(&agreed)?;
-        let job_bytes = boot.get(0, "job")?;
+        let job_bytes = match launcher_job_id() {
+            Some(job) if restored => job.to_le_bytes().to_vec(),
+            _ => peer(&mut *boot, restored, &mut dead, 0, "job")?.ok_or_else(|| {
+                InitError::Rejoin("rank 0 is dead and its job id is unknown".into())
+            })?,
+        };
         let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
             InitError::BadPeerData {
                 rank: 0,
@@ -266,10 +283,16 @@ impl World {
         for r in 0..size {
             nodes.push(if r == rank {
                 node.as_bytes().to_vec()
+            } else if restored {
+                restored::peer_node(&mut *boot, &mut dead, r)?.ok_or_else(|| {
+                    InitError::Rejoin(format!("rank {r} is dead and its node is unknown"))
+                })?
             } else {
                 boot.get(r, "node")?
             });
-            if r == rank || boot.get(r, "host")? == host {
+            if r == rank
+                || peer(&mut *boot, restored, &mut dead, r, "host")?.is_some_and(|h| h == host)
+            {
                 host_ranks.push(r);
             }
         }
@@ -344,6 +367,7 @@ impl World {
             cfg.split_copy = params.shm_split_copy();
             cfg.generation = generation;
             let mut ep = ShmEndpoint::open(cfg)?;
+            let is_dead = |r: u32| dead.iter().any(|&(d, _)| d == r);
             let local_dead: Vec<u32> = (0..local_world.len() as u32)
                 .filter(|&l| is_dead(local_world[l as usize]))
                 .collect();

@@ -18,7 +18,23 @@ Environment given to every rank: STEADFAST_RUN_ADDR, STEADFAST_RUN_SECRET,
 STEADFAST_RANK, STEADFAST_SIZE, STEADFAST_JOB_ID, STEADFAST_WITH_FT (ulfm, mpi or no,
 from --with-ft); STEADFAST_INITIAL_ERRHANDLER with --initial-errhandler;
 IPATH_NO_BACKTRACE=1 and HFI_NO_BACKTRACE=1 unless set (so a rank killed by a signal
-is reported as killed by it); FI_OFI_RXM_MSG_RX_SIZE/TX_SIZE=32 unless set.";
+is reported as killed by it); FI_OFI_RXM_MSG_RX_SIZE/TX_SIZE=32 unless set;
+STEADFAST_GENERATION in a restarted rank (1 for its first restart).
+
+Spawners (how ranks are started, and restarted when a survivor asks: see
+docs/restart.md):
+  fork: every rank is a child of steadfast-run (it dies with it).
+  slurm: inside a Slurm allocation (salloc, sbatch), every rank and every restarted
+      incarnation is a job step of one task on this node: srun --jobid=$SLURM_JOB_ID
+      --overlap -N1 -n1 --nodelist=<this node> --mpi=none, named
+      steadfast-<job>-<rank>; steadfast-run stays the job's bootstrap. A rank's death
+      is its srun's exit (status 128+N: killed by signal N). Steps are cancelled when
+      steadfast-run ends, however it ends. steadfast-run must run on a node of the
+      allocation (a batch script does; so does salloc where it runs its shell there).
+  auto (default): slurm when SLURM_JOB_ID is set, SLURM_STEP_ID is not and srun is in
+      PATH; fork otherwise.
+  Under srun --mpi=pmi2 or mpirun directly (no steadfast-run), a restart is refused:
+  those launchers cannot start a process into the running job.";
 
 /// What a rank's failure does to the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -29,6 +45,18 @@ pub enum WithFt {
     Mpi,
     /// An MPI without fault tolerance: a rank's failure aborts the job.
     No,
+}
+
+/// How the ranks (and restarted incarnations) are started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SpawnerKind {
+    /// As Slurm job steps inside a Slurm allocation (SLURM_JOB_ID set, not inside a
+    /// step, srun in PATH), else forked (default).
+    Auto,
+    /// Forked by steadfast-run.
+    Fork,
+    /// Each rank a job step of the allocation on this node (srun --overlap -n1).
+    Slurm,
 }
 
 /// How the job's exit status is chosen.
@@ -94,6 +122,10 @@ pub struct Options {
     /// Also print the bootstrap service's debug messages (connections, refusals).
     #[arg(short, long)]
     pub verbose: bool,
+    /// How ranks are started and restarted: auto (job steps inside a Slurm
+    /// allocation, else fork), fork, or slurm (see below).
+    #[arg(long, value_enum, default_value_t = SpawnerKind::Auto, value_name = "HOW")]
+    pub spawner: SpawnerKind,
     /// How the job's exit status is chosen (see below).
     #[arg(long, value_enum, default_value_t = ExitStatusPolicy::AnyFailure, value_name = "POLICY")]
     pub exit_status: ExitStatusPolicy,
@@ -116,7 +148,7 @@ const SINGLE_DASH: [(&str, &str); 5] = [
 ];
 
 /// Options that take a value as the next argument.
-const TAKES_VALUE: [&str; 8] = [
+const TAKES_VALUE: [&str; 9] = [
     "-n",
     "--np",
     "--host",
@@ -125,6 +157,7 @@ const TAKES_VALUE: [&str; 8] = [
     "--initial-errhandler",
     "--listen",
     "--exit-status",
+    "--spawner",
 ];
 
 /// Rewrites the single-dash long options before the program to their `--` form; the
@@ -306,6 +339,9 @@ mod tests {
         assert_eq!(o.n, 4);
         assert_eq!(o.initial_errhandler.as_deref(), Some("mpi_errors_return"));
         assert_eq!(o.prog, ["prog", "-np", "--x"]);
+        assert_eq!(o.spawner, SpawnerKind::Auto);
+        let o = parse(&["-n", "2", "--spawner", "slurm", "prog"]).unwrap();
+        assert_eq!(o.spawner, SpawnerKind::Slurm);
         let o = parse(&["-n", "2", "--with-ft", "no", "-host", "localhost:2", "a"]).unwrap();
         assert!(o.kill_on_bad_exit());
         o.check().unwrap();
@@ -317,6 +353,7 @@ mod tests {
         assert!(parse(&["-n", "0", "prog"]).is_err());
         assert!(parse(&["-n", "2"]).is_err());
         assert!(parse(&["-n", "2", "--with-ft", "maybe", "prog"]).is_err());
+        assert!(parse(&["-n", "2", "--spawner", "ssh", "prog"]).is_err());
         let o = parse(&["-n", "2", "--host", "elsewhere.example", "prog"]).unwrap();
         assert!(o.check().unwrap_err().contains("elsewhere.example"));
         let o = parse(&["-n", "100000", "prog"]).unwrap();

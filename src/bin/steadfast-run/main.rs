@@ -8,15 +8,18 @@
 //! once, and the summary names who died and how. Ctrl-C and SIGTERM reach every rank;
 //! every rank dies with the launcher (PR_SET_PDEATHSIG), so no orphan is left; and the
 //! job's shared-memory segments are removed when it ends, by the launcher or, if the
-//! launcher is killed, by its reaper process.
+//! launcher is killed, by its reaper process. Inside a Slurm allocation the ranks are
+//! job steps instead of children (`slurm`, `--spawner`).
 
 mod cli;
 mod reaper;
 mod relay;
+mod slurm;
 mod spawner;
 
-use cli::{ExitStatusPolicy, Options, WithFt};
+use cli::{ExitStatusPolicy, Options, SpawnerKind, WithFt};
 use reaper::Reaper;
+use slurm::Slurm;
 use spawner::Spawner;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -163,6 +166,18 @@ impl JobSegments {
         }
     }
 
+    /// Tells the reaper the Slurm steps to cancel if the launcher dies.
+    fn slurm_steps(&self, slurm: &Slurm) {
+        if let Some(r) = self
+            .reaper
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            r.slurm_steps(&slurm.job_id, &slurm.prefix);
+        }
+    }
+
     fn rank_started(&self, pid: u32) {
         if let Some(r) = self
             .reaper
@@ -224,6 +239,24 @@ fn main() {
         seen: Mutex::new(BTreeSet::new()),
         reaper: Mutex::new(reaper),
     });
+    let slurm: Option<&'static Slurm> = match o.spawner {
+        SpawnerKind::Fork => None,
+        kind => Slurm::detect(job, kind == SpawnerKind::Slurm)
+            .unwrap_or_else(|why| {
+                job_segments.clean_up();
+                fail(2, &why)
+            })
+            .map(|s| &*Box::leak(Box::new(s))),
+    };
+    if let Some(s) = slurm {
+        log::debug!(
+            "ranks are job steps of Slurm job {} on node {} (named {}<rank>)",
+            s.job_id,
+            s.node,
+            s.prefix
+        );
+        job_segments.slurm_steps(s);
+    }
     let mut limits = Limits::default();
     if let Some(nofile) = nofile {
         let spare = nofile.saturating_sub(cli::descriptors_needed(o.n));
@@ -234,7 +267,7 @@ fn main() {
     let spawner = {
         let (addr, secret_hex) = (addr.clone(), secret_hex.clone());
         Arc::new(Spawner::new(
-            Box::new(move |rank| rank_command(o, rank, &addr, &secret_hex, job)),
+            Box::new(move |rank| rank_command(o, slurm, rank, &addr, &secret_hex, job)),
             o.tag_output,
         ))
     };
@@ -270,7 +303,7 @@ fn main() {
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut taggers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     for rank in 0..o.n {
-        let mut cmd = rank_command(o, rank, &addr, &secret_hex, job);
+        let mut cmd = rank_command(o, slurm, rank, &addr, &secret_hex, job);
         match cmd.spawn() {
             Ok(mut child) => {
                 job_segments.rank_started(child.id());
@@ -282,9 +315,10 @@ fn main() {
             }
             Err(e) => {
                 for c in children.iter_mut().flatten() {
-                    let _ = c.kill();
+                    stop(c, slurm.is_some());
                     let _ = c.wait();
                 }
+                end_steps(slurm);
                 job_segments.clean_up();
                 fail(
                     1,
@@ -293,7 +327,8 @@ fn main() {
             }
         }
     }
-    let ended = supervise(o, &service, &spawner, children);
+    let ended = supervise(o, slurm.is_some(), &service, &spawner, children);
+    end_steps(slurm);
     // Every rank has exited, so their pipes are closed: let the taggers print the rest
     // before we exit (lines would otherwise be lost).
     for t in taggers.into_iter().chain(spawner.take_taggers()) {
@@ -303,11 +338,47 @@ fn main() {
     std::process::exit(summarise(o, &ended));
 }
 
-/// The command of one rank: the program, its environment, death with the launcher.
-fn rank_command(o: &Options, rank: u32, addr: &str, secret_hex: &str, job: u64) -> Command {
-    let mut cmd = Command::new(&o.prog[0]);
-    cmd.args(&o.prog[1..])
-        .env("STEADFAST_RUN_ADDR", addr)
+/// Stops a rank's process: SIGKILL for a forked rank; SIGTERM for a job step's srun,
+/// on which srun cancels the step (after SIGKILL the step would run on).
+fn stop(child: &mut Child, step: bool) {
+    if step {
+        // SAFETY: signalling our own child, not yet waited for.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    } else {
+        let _ = child.kill();
+    }
+}
+
+/// Cancels the job steps of this launcher that are still listed (none when every srun
+/// ended normally; a backstop for the others).
+fn end_steps(slurm: Option<&Slurm>) {
+    if let Some(s) = slurm {
+        let n = slurm::cancel_steps(&s.job_id, &s.prefix);
+        if n > 0 {
+            log::warn!("cancelled {n} job steps left running by their srun");
+        }
+    }
+}
+
+/// The command of one rank: the program (through srun for a job step), its
+/// environment, death with the launcher.
+fn rank_command(
+    o: &Options,
+    slurm: Option<&Slurm>,
+    rank: u32,
+    addr: &str,
+    secret_hex: &str,
+    job: u64,
+) -> Command {
+    let mut cmd = match slurm {
+        Some(s) => s.command(rank, &o.prog),
+        None => {
+            let mut cmd = Command::new(&o.prog[0]);
+            cmd.args(&o.prog[1..]);
+            cmd
+        }
+    };
+    cmd.env("STEADFAST_RUN_ADDR", addr)
         .env("STEADFAST_RUN_SECRET", secret_hex)
         .env("STEADFAST_RANK", rank.to_string())
         .env("STEADFAST_SIZE", o.n.to_string())
@@ -343,8 +414,12 @@ fn rank_command(o: &Options, rank: u32, addr: &str, secret_hex: &str, job: u64) 
     if o.tag_output {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    // The rank dies with the launcher.
-    cmd.die_with_parent();
+    // The rank dies with the launcher; a step's srun gets SIGTERM, to cancel its step.
+    if slurm.is_some() {
+        cmd.die_with_parent_by(libc::SIGTERM);
+    } else {
+        cmd.die_with_parent();
+    }
     cmd
 }
 
@@ -358,9 +433,11 @@ struct Ended {
     interrupted: i32,
 }
 
-/// Waits for every rank (restarted ones included), relaying signals and deaths.
+/// Waits for every rank (restarted ones included), relaying signals and deaths;
+/// `steps`: the children are the ranks' srun clients.
 fn supervise(
     o: &Options,
+    steps: bool,
     service: &Service,
     spawner: &Spawner,
     mut children: Vec<Option<Child>>,
@@ -375,7 +452,7 @@ fn supervise(
             let r = new.rank as usize;
             if killing || interrupted != 0 {
                 let mut child = new.child;
-                let _ = child.kill();
+                stop(&mut child, steps);
                 let _ = child.wait();
                 continue;
             }
@@ -402,6 +479,11 @@ fn supervise(
         for (rank, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot else { continue };
             if let Ok(Some(status)) = child.try_wait() {
+                let status = if steps {
+                    slurm::rank_status(status)
+                } else {
+                    status
+                };
                 progressed = true;
                 outcomes[rank] = Some(status);
                 *slot = None;
@@ -420,7 +502,7 @@ fn supervise(
         }
         if kill_all {
             for c in children.iter_mut().flatten() {
-                let _ = c.kill();
+                stop(c, steps);
             }
         }
         if !progressed {

@@ -3,9 +3,12 @@
 //! crash).
 //!
 //! The launcher tells it, over a pipe, each rank's pid (`P <pid>`) and each segment id
-//! of the job (`S <hex>`) as soon as it learns them, and `D` when it has cleaned up
-//! itself. When the pipe ends without `D`, the launcher is dead: the ranks are dying
-//! too (PR_SET_PDEATHSIG), so the reaper waits for them (watched through pidfds opened
+//! of the job (`S <hex>`) as soon as it learns them, the Slurm job and name prefix of
+//! its job steps when the ranks are steps (`C <job> <prefix>`), and `D` when it has
+//! cleaned up itself. When the pipe ends without `D`, the launcher is dead: the ranks
+//! are dying too (PR_SET_PDEATHSIG; a step's srun cancels its step then, and the
+//! reaper cancels any step of the launcher still listed), so the reaper waits for them
+//! (watched through pidfds opened
 //! when it heard of them, so a reused pid is never waited for), bounded by [`RANK_EXIT_WAIT`],
 //! removes the segments and reports on stderr. It runs in a session of its own, so a
 //! signal sent to the launcher's process group (Ctrl-C, a batch system killing the
@@ -18,6 +21,8 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
 use steadfast::fabric::liveness::ProcessWatch;
 use steadfast::launcher::segments;
+
+use crate::slurm::cancel_steps;
 
 /// Longest wait for the ranks to die after the launcher did.
 const RANK_EXIT_WAIT: Duration = Duration::from_secs(10);
@@ -67,6 +72,11 @@ impl Reaper {
         self.say(&format!("P {pid}"));
     }
 
+    /// Tells the reaper the ranks are Slurm job steps of `job_id` named `prefix...`.
+    pub fn slurm_steps(&mut self, job_id: &str, prefix: &str) {
+        self.say(&format!("C {job_id} {prefix}"));
+    }
+
     /// Tells the reaper a segment id of the job.
     pub fn segment_job(&mut self, seg_job: u64) {
         self.say(&format!("S {seg_job:x}"));
@@ -94,11 +104,17 @@ fn run(rx: File, launcher: u32) {
     }
     let mut ranks: Vec<ProcessWatch> = Vec::new();
     let mut seg_jobs: Vec<u64> = Vec::new();
+    let mut steps: Option<(String, String)> = None;
     for line in BufReader::new(rx).lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
             Some(("P", pid)) => ranks.extend(pid.parse().ok().map(ProcessWatch::new)),
             Some(("S", hex)) => seg_jobs.extend(u64::from_str_radix(hex, 16).ok()),
+            Some(("C", rest)) => {
+                steps = rest
+                    .split_once(' ')
+                    .map(|(j, p)| (j.to_string(), p.to_string()))
+            }
             _ if line == "D" => return,
             _ => {}
         }
@@ -109,14 +125,27 @@ fn run(rx: File, launcher: u32) {
     }
     let start = Instant::now();
     let all_gone = wait_for_exits(&ranks, RANK_EXIT_WAIT);
+    // The sruns cancel their steps as they die; one that could not (killed before it
+    // started its step, or by a SIGKILL of the whole group) leaves it to us.
+    let how = if steps.is_some() {
+        "SIGTERM to their sruns, their parent-death signal, which cancel their steps"
+    } else {
+        "SIGKILL, their parent-death signal"
+    };
+    let cancelled = steps.map_or(0, |(job, prefix)| cancel_steps(&job, &prefix));
     let removed = segments::remove_segments(&seg_jobs);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "steadfast-run: the launcher (pid {launcher}) died; its {} ranks {} (SIGKILL, their parent-death signal) within {:?}; removed {removed} shared-memory segment files of the job",
+        "steadfast-run: the launcher (pid {launcher}) died; its {} ranks {} ({how}) within {:?}; removed {removed} shared-memory segment files of the job{}",
         ranks.len(),
         if all_gone { "were killed" } else { "were not all gone" },
-        start.elapsed()
+        start.elapsed(),
+        if cancelled > 0 {
+            format!("; cancelled {cancelled} Slurm job steps")
+        } else {
+            String::new()
+        }
     );
 }
 

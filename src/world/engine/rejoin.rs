@@ -150,6 +150,12 @@ impl Engine {
 
 /// Communicators and restarted members (`docs/restart.md`, "Communicators").
 impl Engine {
+    /// World rank `w`'s current incarnation as known here (the one admitted, or a later
+    /// one the launcher reported dead).
+    pub fn generation_of(&self, w: u32) -> u32 {
+        self.generations.get(w as usize).copied().unwrap_or(0)
+    }
+
     /// The members of communicator `id` (comm rank, incarnation) that were restarted
     /// since its epoch began and are admitted here: alive at a later incarnation than
     /// the one the epoch holds.
