@@ -5,7 +5,9 @@
 //! runs one rank is SIGKILLed mid-exchange and every survivor thread returns its data
 //! or an error, revokes, shrinks its private communicator (eight shrinks at once per
 //! rank) and checks the result; no thread hangs (the job's time limit), no process and
-//! no shared-memory segment is left. Scenario: `testrank/threads.rs`.
+//! no shared-memory segment is left. Scenario: `testrank/threads.rs`. In-process, on a
+//! world of one: threads blocked in `recv` leave the engine to the threads that send
+//! them their messages (fails, at its 60 s limit, when a wait holds the engine).
 //!
 //! `STEADFAST_THREADS_RUNS` (default 1) repeats each kill run (the acceptance is
 //! 20 runs in a row on a 2-core machine).
@@ -170,4 +172,104 @@ fn every_thread_returns_when_a_rank_is_killed_over_shm_4_ranks() {
 #[test]
 fn every_thread_returns_when_a_rank_is_killed_over_tcp() {
     kill(3, TCP, "small");
+}
+
+/// A job of one process (as `libsteadfast-mpi`'s singleton): rank 0 of 1.
+#[derive(Default)]
+struct JobOfOne {
+    published: std::collections::HashMap<String, Vec<u8>>,
+}
+
+impl steadfast::bootstrap::Bootstrap for JobOfOne {
+    fn rank(&self) -> u32 {
+        0
+    }
+
+    fn size(&self) -> u32 {
+        1
+    }
+
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), steadfast::bootstrap::BootstrapError> {
+        self.published.insert(key.to_string(), value.to_vec());
+        Ok(())
+    }
+
+    fn get(
+        &mut self,
+        _rank: u32,
+        key: &str,
+    ) -> Result<Vec<u8>, steadfast::bootstrap::BootstrapError> {
+        self.published
+            .get(key)
+            .cloned()
+            .ok_or_else(|| steadfast::bootstrap::BootstrapError::Refused(key.to_string()))
+    }
+
+    fn fence(&mut self) -> Result<(), steadfast::bootstrap::BootstrapError> {
+        Ok(())
+    }
+
+    fn failures(
+        &mut self,
+        _wait: Duration,
+    ) -> Result<Vec<steadfast::bootstrap::FailureEvent>, steadfast::bootstrap::BootstrapError> {
+        Ok(Vec::new())
+    }
+}
+
+/// In one process: eight threads block in `recv` (to self) before anything is sent, and
+/// eight other threads then send their messages, agree and dup/free on private
+/// communicators meanwhile. A blocked receive holding the engine for its whole wait
+/// would keep every sender out (the earlier `lock` gave up with a panic after 10 s);
+/// here every receive gets its bytes, well within the limit.
+#[test]
+fn threads_blocked_in_recv_leave_the_engine_to_the_senders() {
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    // Not dropped on a failure below: its drop would wait for the engine, which a stuck
+    // receive would hold for ever.
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    let start = Instant::now();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    // Detached threads: a hang fails the test at the timeout below instead of hanging
+    // a scope's join.
+    let mut threads = Vec::new();
+    for t in 0..THREADS {
+        let (comm, done) = (comm.clone(), done_tx.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            let st = comm.recv(Some(0), Some(t), &mut buf).unwrap();
+            let want: Vec<u8> = (0..st.len).map(|i| (i as u32 * 7 + t) as u8).collect();
+            assert_eq!(buf[..st.len], want[..], "thread {t}'s message");
+            done.send(t).unwrap();
+        }));
+    }
+    // Every receiver is (very likely) blocked by now.
+    std::thread::sleep(Duration::from_millis(100));
+    for t in 0..THREADS {
+        let comm = comm.clone();
+        threads.push(std::thread::spawn(move || {
+            let len = [8usize, 2000, 4096][t as usize % 3];
+            let data: Vec<u8> = (0..len).map(|i| (i as u32 * 7 + t) as u8).collect();
+            comm.send(0, t, &data).unwrap();
+            let private = comm.dup().unwrap();
+            assert_eq!(private.agree(!0).unwrap(), !0);
+            private.free().unwrap();
+        }));
+    }
+    drop(done_tx);
+    let mut got = Vec::new();
+    while got.len() < THREADS as usize {
+        match done_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(t) => got.push(t),
+            Err(e) => panic!("receivers done: {got:?}, then {e}"),
+        }
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    println!("{THREADS} receives in {:?}", start.elapsed());
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
 }

@@ -56,14 +56,20 @@ fn send(
     // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, unchanged during the
     // call.
     let data = unsafe { bytes(buf, len) }?;
-    // The latency path: no other thread may call meanwhile, so the runtime's blocking
-    // send runs on the table's communicator, without a clone.
-    if let (CommKind::Intra { p2p, .. }, false) = (&e.kind, lib.multiple()) {
-        match mode {
-            Mode::Standard => p2p.send(dest, tag, data)?,
-            Mode::Sync => p2p.ssend(dest, tag, data)?,
+    if let CommKind::Intra { p2p, .. } = &e.kind {
+        let send = |c: &Comm| match mode {
+            Mode::Standard => c.send(dest, tag, data),
+            Mode::Sync => c.ssend(dest, tag, data),
+        };
+        if lib.multiple() {
+            // Other threads' calls go on while this one waits (the runtime is
+            // thread-safe): the lock is only held for the lookup.
+            let c = p2p.clone();
+            return Ok(g.unlocked(|| send(&c))?);
         }
-        return Ok(());
+        // The latency path: no other thread may call meanwhile, so the runtime's
+        // blocking send runs on the table's communicator, without a clone.
+        return Ok(send(p2p)?);
     }
     match target(g, comm)?.0 {
         Target::Intra(c) => {
@@ -305,23 +311,29 @@ fn recv(
         return Ok(());
     }
     let source = recv_source(source, e.size)?;
+    let recv = |c: &Comm| -> R<Outcome> {
+        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
+        // program during the call.
+        let data = unsafe { bytes_mut(buf, len) }?;
+        Ok(match c.recv(source, tag, data) {
+            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+            Err(e) => Outcome {
+                bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+                    len
+                } else {
+                    0
+                },
+                ..Outcome::failed(crate::error::class_of(&e))
+            },
+        })
+    };
     let outcome = match (&e.kind, lib.multiple()) {
         // The latency path, as in `send`.
-        (CommKind::Intra { p2p, .. }, false) => {
-            // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by
-            // the program during the call.
-            let data = unsafe { bytes_mut(buf, len) }?;
-            match p2p.recv(source, tag, data) {
-                Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-                Err(e) => Outcome {
-                    bytes: if matches!(e, sf::CommError::Truncated { .. }) {
-                        len
-                    } else {
-                        0
-                    },
-                    ..Outcome::failed(crate::error::class_of(&e))
-                },
-            }
+        (CommKind::Intra { p2p, .. }, false) => recv(p2p)?,
+        // Without the lock while it waits, as in `send`.
+        (CommKind::Intra { p2p, .. }, true) => {
+            let c = p2p.clone();
+            g.unlocked(|| recv(&c))?
         }
         _ => recv_slow(g, comm, source, tag, buf, len)?,
     };
@@ -348,7 +360,7 @@ fn blocking(o: Outcome) -> Outcome {
     }
 }
 
-/// A blocking receive under `MPI_THREAD_MULTIPLE` or on an inter-communicator.
+/// A blocking receive on an inter-communicator.
 fn recv_slow(
     g: &mut Guard,
     comm: Handle,

@@ -3,8 +3,11 @@
 //!
 //! # Threads
 //! MPI is process-wide, so the state is a `static` behind a mutex. Every call holds the
-//! mutex for its whole duration, with one exception: under `MPI_THREAD_MULTIPLE` a call
-//! that waits (a blocking receive, `MPI_Wait`, a collective) releases it between two
+//! mutex for its whole duration, with two exceptions under `MPI_THREAD_MULTIPLE`:
+//! `MPI_Send`, `MPI_Ssend` and `MPI_Recv` on an intra-communicator look up their
+//! runtime communicator under the mutex, then run the runtime's blocking operation
+//! without it ([`Guard::unlocked`]; the runtime is thread-safe, `docs/threads.md`); and
+//! a call that waits on requests (`MPI_Wait`, a collective, ...) releases it between two
 //! attempts, so another thread can post the send the first one waits for. Each attempt
 //! is one non-blocking test of the runtime's requests under the mutex. Below
 //! `MPI_THREAD_MULTIPLE` the program promises that calls never overlap, and blocking
@@ -272,6 +275,17 @@ impl Guard {
 
     fn release(&mut self) {
         self.g = None;
+    }
+
+    /// Runs `f` without the lock and takes it back (a blocking point-to-point call
+    /// under `MPI_THREAD_MULTIPLE`: the runtime's communicators are `Send + Sync` and
+    /// wait holding its engine for one round at a time, so other threads' calls go on
+    /// meanwhile). `f` must not touch the state.
+    pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        self.release();
+        let out = f();
+        self.g = Some(LIB.lock().unwrap_or_else(|p| p.into_inner()));
+        out
     }
 }
 

@@ -361,6 +361,7 @@ impl Spin {
             if let Some(v) = test()? {
                 return Ok(v);
             }
+            comm.engine.make_way();
             spin.pause();
         }
     }
@@ -483,6 +484,7 @@ impl Comm {
                     return Err(CommError::Excluded);
                 }
             }
+            self.engine.make_way();
             spin.pause();
         }
     }

@@ -241,6 +241,7 @@ impl Comm {
                 return self.recv_finish(e, &plan, &mut fab.req, result);
             }
             drop(guard);
+            self.engine.make_way();
             if polls % RECV_POLLS_PER_PROGRESS == 0 {
                 spin.pause();
             }
@@ -287,16 +288,18 @@ impl Comm {
                     return outcome_result(out);
                 }
                 polls = polls.wrapping_add(1);
-                if polls % RECV_POLLS_PER_PROGRESS != 0 {
-                    continue;
-                }
-                e.progress();
-                if let Some(done) = self.matched_interrupted(e, key, true) {
-                    posted.key = None;
-                    return done;
+                if polls % RECV_POLLS_PER_PROGRESS == 0 {
+                    e.progress();
+                    if let Some(done) = self.matched_interrupted(e, key, true) {
+                        posted.key = None;
+                        return done;
+                    }
                 }
             }
-            spin.pause();
+            self.engine.make_way();
+            if polls % RECV_POLLS_PER_PROGRESS == 0 {
+                spin.pause();
+            }
         }
     }
 

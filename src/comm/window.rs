@@ -357,6 +357,7 @@ fn fabric_access(
         // Heartbeats go out and failures are learnt while the transfer runs.
         e.progress();
         drop(guard);
+        shared.make_way();
         spin.pause();
     }
 }

@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     /// a thread that finds the token taken, to tell a re-entrant call (a bug of this
     /// crate: it would wait for itself forever) from another thread's round.
     owner: AtomicUsize,
+    /// Threads in [`Shared::lock`]'s slow path: a poller that releases the token gives
+    /// way to them ([`Shared::make_way`]) instead of taking it back at once.
+    waiting: AtomicUsize,
     engine: UnsafeCell<Engine>,
 }
 
@@ -86,6 +89,7 @@ impl Shared {
         Shared {
             token: ProgressToken::new(),
             owner: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             engine: UnsafeCell::new(engine),
         }
     }
@@ -136,11 +140,13 @@ impl Shared {
             thread_mark(),
             "steadfast engine taken twice by one thread (a re-entrant call)"
         );
+        // ORDERING: Relaxed; a hint for `make_way`, which never reads data through it.
+        self.waiting.fetch_add(1, Ordering::Relaxed);
         let mut spins: u32 = 0;
-        loop {
+        let guard = loop {
             if !self.token.is_held() {
                 if let Some(g) = self.try_lock() {
-                    return g;
+                    break g;
                 }
             }
             spins = spins.saturating_add(1);
@@ -149,7 +155,35 @@ impl Shared {
             } else {
                 std::thread::yield_now();
             }
+        };
+        // ORDERING: Relaxed; as above.
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
+    }
+
+    /// Called by a waiting thread between two polls, after releasing the engine: while
+    /// another thread waits for it and it is still free, pauses (briefly, then yields
+    /// once), so a poller does not take it back before the waiter's round. Costs one
+    /// load when nobody waits.
+    #[inline]
+    pub fn make_way(&self) {
+        // ORDERING: Relaxed; a hint: a stale value costs one pause or one lost turn.
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return;
         }
+        self.make_way_slow();
+    }
+
+    #[cold]
+    fn make_way_slow(&self) {
+        for _ in 0..LOCK_SPINS {
+            // ORDERING: Relaxed; as in `make_way`.
+            if self.waiting.load(Ordering::Relaxed) == 0 || self.token.is_held() {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        std::thread::yield_now();
     }
 }
 
