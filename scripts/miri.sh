@@ -28,4 +28,4 @@ miri() { cargo "+$TOOLCHAIN" miri test "$@"; }
 miri -p steadfast-matching --lib
 miri -p steadfast-agreement --lib -- shared:: wire:: types::
 miri -p steadfast-shm --lib -- ring:: message::
-miri -p steadfast-os --lib -- hash::
+miri -p steadfast-os --lib -- hash:: shared_bytes::

@@ -141,6 +141,7 @@ if [ -x "$venv/bin/mpicc" ]; then
     "$venv/bin/mpicc" -O2 -o "$work/ulfm_phases" benches/compare/ulfm_phases.c
     "$venv/bin/mpicc" -O2 -o "$work/ompi_pingpong" benches/compare/ompi_pingpong.c
     "$venv/bin/mpicc" -O2 -o "$work/ompi_mbw_mr" benches/compare/ompi_mbw_mr.c
+    "$venv/bin/mpicc" -O2 -pthread -o "$work/ompi_mt_mr" benches/compare/ompi_mt_mr.c
     "$venv/bin/mpicc" -O2 -o "$work/ulfm_restart" benches/compare/ulfm_restart.c
     mpiexec() { "$venv/bin/mpiexec" --allow-run-as-root --with-ft ulfm --mca async_mpi_finalize 1 "$@" 2>/dev/null; }
     sf_lat=(); om_lat=(); sf_bw=(); om_bw=(); sf_mr=(); om_mr=()
@@ -163,6 +164,22 @@ if [ -x "$venv/bin/mpicc" ]; then
     row "Open MPI" "shm 8 B one-way latency (us)" "$(printf '%s\n' "${sf_lat[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_lat[@]}" | median)" lower
     row "Open MPI" "shm 1 MiB bandwidth, window 64 (MB/s)" "$(printf '%s\n' "${sf_bw[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_bw[@]}" | median)" higher
     row "Open MPI" "shm 8 B message rate, 1 pair, window 64 (messages/s)" "$(printf '%s\n' "${sf_mr[@]}" | median)" "Open MPI sm" "$(printf '%s\n' "${om_mr[@]}" | median)" higher
+    # Multithreaded message rate (8 B, T threads per rank; each thread pair on its own
+    # communicator, or all on one): steadfast-bench mt_mr against ompi_mt_mr.c with
+    # MPI_THREAD_MULTIPLE. Lines "THREADS LAYOUT RATE" in both files.
+    : >"$work/sf_mt"; : >"$work/om_mt"
+    sf_mt() { $run -n 2 $bench mt_mr --route shm --threads 1,2,4,8 --repetitions 3 | awk '$1 ~ /^[0-9]+$/ && ($2 == "private" || $2 == "shared") {print $1, $2, $3}' >>"$work/sf_mt" || true; }
+    om_mt() { mpiexec -n 2 "$work/ompi_mt_mr" 1,2,4,8 | awk '$1 == "mt_mr" {print $2, $3, $4}' >>"$work/om_mt" || true; }
+    for r in $(seq "$rounds"); do
+        if [ $((r % 2)) = 1 ]; then sf_mt; om_mt; else om_mt; sf_mt; fi
+    done
+    for layout in private shared; do
+        for t in 1 2 4 8; do
+            row "Open MPI" "shm 8 B message rate, $t threads per rank, $layout communicators (messages/s)" \
+                "$(awk -v t=$t -v l=$layout '$1 == t && $2 == l {print $3}' "$work/sf_mt" | median)" "Open MPI sm THREAD_MULTIPLE" \
+                "$(awk -v t=$t -v l=$layout '$1 == t && $2 == l {print $3}' "$work/om_mt" | median)" higher
+        done
+    done
     for n in $ranks; do
         ov=(); [ $n -gt "$(nproc)" ] && ov=(--oversubscribe)
         : >"$work/sf"; : >"$work/om"

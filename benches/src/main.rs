@@ -3,7 +3,8 @@
 //!
 //! Point to point (ranks 0 and 1; OSU-style tables): `latency`, `bw` (window of 64),
 //! `bibw`; message rate (OSU's `osu_mbw_mr`: rank i sends to rank i + n/2, windows of
-//! 64): `mbw_mr`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives:
+//! 64): `mbw_mr`, and with threads (T threads per rank, private or shared
+//! communicators): `mt_mr`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives:
 //! `allreduce`; fault tolerance (the phases ICLDisco's ulfm-testing reports): `agree`,
 //! `revoke`, `shrink`, `detect`; restart in place: `restart` (under `steadfast-run
 //! --no-kill`, over shared memory). Every number is the median of `--repetitions` runs of
@@ -27,6 +28,7 @@ mod p2p;
 mod rate;
 mod report;
 mod rma;
+mod threads;
 
 use std::fmt::Display;
 
@@ -58,6 +60,20 @@ enum Bench {
     /// messages in flight per pair, as OSU's osu_mbw_mr (an even number of ranks).
     #[command(name = "mbw_mr")]
     MbwMr(Common),
+    /// Multithreaded message rate between ranks 0 and 1 (2 ranks): T threads per
+    /// rank, thread t sending 64-message windows of `--min` bytes (8) to thread t,
+    /// each pair on a communicator of its own and/or all on one.
+    #[command(name = "mt_mr")]
+    MtMr {
+        #[command(flatten)]
+        common: Common,
+        /// Thread counts per rank, comma separated (1 to 64 each).
+        #[arg(long, default_value = "1,2,4,8")]
+        threads: String,
+        /// Communicators: private (one per thread pair), shared (one for all) or both.
+        #[arg(long, default_value = "both")]
+        comms: String,
+    },
     /// Latency of a put from rank 0 into rank 1's window (complete at the target).
     Put(Common),
     /// Latency of a get by rank 0 from rank 1's window.
@@ -194,6 +210,16 @@ fn main() {
         Bench::MbwMr(c) => {
             let c = checked(c, "mbw_mr", Some(rate::SIZES));
             rate::mbw_mr(&init(&c, None), &c)
+        }
+        Bench::MtMr {
+            common,
+            threads,
+            comms,
+        } => {
+            let c = checked(common, "mt_mr", Some(threads::SIZES));
+            let counts = threads::parse_threads(&threads).unwrap_or_else(|e| fail(&e));
+            let layouts = threads::Layout::parse_list(&comms).unwrap_or_else(|e| fail(&e));
+            threads::mt_mr(&init(&c, None), &c, &counts, &layouts)
         }
         Bench::Put(c) => {
             let c = checked(c, "put", Some(rma::SIZES));

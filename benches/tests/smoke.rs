@@ -103,6 +103,40 @@ fn message_rate_prints_bandwidth_and_messages_per_second() {
     );
 }
 
+/// mt_mr at 2 ranks with 1 and 3 threads on private and shared communicators, over
+/// shm and the fabric: one row per thread count and layout; a bad thread list and a rank
+/// count other than 2 are one-line errors.
+#[test]
+fn multithreaded_message_rate_has_a_row_per_thread_count_and_layout() {
+    for route in ["shm", "fabric"] {
+        let a = with("mt_mr", &["--threads", "1,3", "--route"]);
+        let mut a = args(&a);
+        a.push(route);
+        let (code, out, err) = bench(2, &a, &[]);
+        assert_eq!(code, Some(0), "{route}: {out}\n{err}");
+        assert!(out.contains("# steadfast-bench mt_mr"), "{out}");
+        assert!(out.contains("# size: 8 B"), "{out}");
+        for label in ["1 private", "3 private", "1 shared", "3 shared"] {
+            let row = out
+                .lines()
+                .find(|l| l.starts_with(&format!("{label} ")))
+                .unwrap_or_else(|| panic!("no {label} row: {out}"));
+            let rate: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+            assert!(rate > 0.0, "{row}");
+        }
+    }
+    let a = with("mt_mr", &["--threads", "0,2"]);
+    let (code, _, err) = bench(2, &args(&a), &[]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("--threads \"0,2\""), "{err}");
+    let (code, _, err) = bench(4, &args(&with("mt_mr", &[])), &[]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("mt_mr runs on exactly 2 ranks, not 4"),
+        "{err}"
+    );
+}
+
 #[test]
 fn fault_tolerance_phases_are_reported() {
     for (sub, rows, kills) in [

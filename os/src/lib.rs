@@ -7,6 +7,7 @@
 //! | [`spawn`] | children that die with their parent ([`DieWithParent`] on [`std::process::Command`]) |
 //! | [`host`] | the boot id (read once) and an identity of this host and pid namespace |
 //! | [`hash`] | FNV-1a, the one hash for ids every process derives alike |
+//! | [`shared_bytes`] | copies into and out of memory other threads copy at the same time (relaxed byte atomics: no data race) |
 //! | [`wait`] | [`SpinWait`]: bounded spinning, then yielding the core |
 //!
 //! Nothing here changes process-wide state, starts threads or prints; the only
@@ -27,6 +28,7 @@ pub mod affinity;
 pub mod hash;
 pub mod host;
 pub mod process;
+pub mod shared_bytes;
 pub mod spawn;
 pub mod wait;
 

@@ -99,9 +99,10 @@ pub struct Window<'a> {
 // a `Comm` (Send); its memory is only reached by copies through the raw pointer, from
 // any thread as from the peers' processes (which write it whenever they put).
 unsafe impl Send for Window<'_> {}
-// SAFETY: every method takes `&self` and reaches the memory only by copies (what a copy
-// sees of a concurrent put or `write_local` is unspecified, as it is for a peer's put:
-// see the module doc and docs/threads.md), and the engine only under its token.
+// SAFETY: every method takes `&self` and reaches the memory only by relaxed byte-atomic
+// copies (`steadfast_os::shared_bytes`: two threads' copies never race; what one sees of
+// a concurrent put or `write_local` is unspecified, as it is for a peer's put: see the
+// module doc and docs/threads.md), and the engine only under its token.
 unsafe impl Sync for Window<'_> {}
 
 impl std::fmt::Debug for Window<'_> {
@@ -486,8 +487,10 @@ impl Window<'_> {
     pub fn read_local(&self, offset: usize, out: &mut [u8]) -> Result<(), CommError> {
         self.check_local(offset, out.len())?;
         // SAFETY: in range (checked) of memory the window keeps valid; no Rust reference
-        // to it exists, and `out` is the caller's distinct buffer.
-        unsafe { std::ptr::copy(self.base.add(offset), out.as_mut_ptr(), out.len()) };
+        // to it exists, every access from this process goes through these atomic copies
+        // (other threads may copy at once: the window is Sync), and `out` is the
+        // caller's distinct buffer.
+        unsafe { steadfast_os::shared_bytes::load(self.base.add(offset), out) };
         Ok(())
     }
 
@@ -498,8 +501,9 @@ impl Window<'_> {
     /// `InvalidArgument` when the range exceeds the window.
     pub fn write_local(&self, offset: usize, data: &[u8]) -> Result<(), CommError> {
         self.check_local(offset, data.len())?;
-        // SAFETY: as in `read_local`; ptr::copy tolerates overlap.
-        unsafe { std::ptr::copy(data.as_ptr(), self.base.add(offset), data.len()) };
+        // SAFETY: as in `read_local`; `data` cannot be the window's memory (no Rust
+        // reference to it exists).
+        unsafe { steadfast_os::shared_bytes::store(self.base.add(offset), data) };
         Ok(())
     }
 
@@ -594,15 +598,15 @@ impl Window<'_> {
         let w = self.stopped(e, target)?;
         let result = match (t, access) {
             (Target::Own, Access::Put(data)) => {
-                // SAFETY: in range (checked); `data` cannot alias the window's memory
-                // mutably, and ptr::copy tolerates overlap.
-                unsafe { std::ptr::copy(data.as_ptr(), self.base.add(offset), len) };
+                // SAFETY: in range (checked); `data` cannot be the window's memory (no
+                // Rust reference to it exists); atomic copies, as in `write_local`.
+                unsafe { steadfast_os::shared_bytes::store(self.base.add(offset), &data[..len]) };
                 Ok(())
             }
             (Target::Own, Access::Get(buf)) => {
-                // SAFETY: in range (checked); `buf` is a distinct &mut, and ptr::copy
-                // tolerates overlap anyway.
-                unsafe { std::ptr::copy(self.base.add(offset), buf.as_mut_ptr(), len) };
+                // SAFETY: in range (checked); `buf` is a distinct &mut; atomic copies,
+                // as in `read_local`.
+                unsafe { steadfast_os::shared_bytes::load(self.base.add(offset), &mut buf[..len]) };
                 Ok(())
             }
             (Target::Cma { pid, addr, .. }, access) => {

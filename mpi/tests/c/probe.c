@@ -16,15 +16,7 @@
 
 static int me = -1;
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", me, __LINE__,     \
-                    #cond);                                                            \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS)
+#include "check.h"
 
 /* Rank r sends its right neighbour (r + 1) * 1000 + 7 ints with tag 100 + r, the k-th
  * being r * k; the receiver learns size, source and tag from the probe alone. */

@@ -16,15 +16,7 @@
 
 static int me = -1;
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", me, __LINE__,     \
-                    #cond);                                                            \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
-#define OK(call) CHECK((call) == MPI_SUCCESS)
+#include "check.h"
 
 enum { DONE = 90, GO = 91 };
 
