@@ -149,17 +149,7 @@ fn run_cmd(mut cmd: Command) -> Output {
 
 /// No shared-memory segment of the job (named by rank 0's `SEGMENTS` line) is left.
 fn assert_no_segments(stdout: &str) {
-    let prefix = stdout
-        .lines()
-        .find_map(|l| l.split("SEGMENTS ").nth(1))
-        .unwrap_or_else(|| panic!("no SEGMENTS line: {stdout}"))
-        .trim()
-        .to_string();
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
+    let left = steadfast_testsupport::segments_left(stdout, "SEGMENTS ");
     assert!(left.is_empty(), "segments left: {left:?}");
 }
 

@@ -361,17 +361,7 @@ fn run_with(k: u64, pattern: Pattern, seed: u64, marker: &str, extra: &[&str], s
 
 /// No shared-memory segment of the job (named by the master's line) is left.
 fn assert_no_segments(out: &str, what: &str) {
-    let prefix = out
-        .lines()
-        .find_map(|l| l.split("MLW SEGMENTS ").nth(1))
-        .unwrap_or_else(|| panic!("{what}: no MLW SEGMENTS line: {out}"))
-        .trim()
-        .to_string();
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
+    let left = steadfast_testsupport::segments_left(out, "MLW SEGMENTS ");
     assert!(left.is_empty(), "{what}: segments left: {left:?}");
 }
 

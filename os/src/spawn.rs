@@ -70,15 +70,16 @@ mod tests {
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 
-    #[test]
-    fn child_dies_when_its_parent_thread_ends() {
-        // The "parent" is the spawning thread: let it end while the child sleeps.
-        let mut child = std::thread::spawn(|| {
-            Command::new("sleep")
-                .arg("60")
-                .die_with_parent()
-                .spawn()
-                .unwrap()
+    /// Spawns `sleep 60` configured by `set` from a thread that then ends (the
+    /// "parent" of PR_SET_PDEATHSIG is the spawning thread) and returns the signal the
+    /// child died of.
+    fn death_signal_when_the_parent_thread_ends(
+        set: fn(&mut Command) -> &mut Command,
+    ) -> Option<i32> {
+        let mut child = std::thread::spawn(move || {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("60");
+            set(&mut cmd).spawn().unwrap()
         })
         .join()
         .unwrap();
@@ -87,28 +88,20 @@ mod tests {
             watch.wait_exit(Duration::from_secs(20)),
             "child outlived its parent"
         );
-        let status = child.wait().unwrap();
-        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+        child.wait().unwrap().signal()
+    }
+
+    #[test]
+    fn child_dies_when_its_parent_thread_ends() {
+        let signal = death_signal_when_the_parent_thread_ends(|c| c.die_with_parent());
+        assert_eq!(signal, Some(libc::SIGKILL));
     }
 
     #[test]
     fn the_parent_death_signal_can_be_chosen() {
-        let mut child = std::thread::spawn(|| {
-            Command::new("sleep")
-                .arg("60")
-                .die_with_parent_by(libc::SIGTERM)
-                .spawn()
-                .unwrap()
-        })
-        .join()
-        .unwrap();
-        let watch = ProcessWatch::new(child.id());
-        assert!(
-            watch.wait_exit(Duration::from_secs(20)),
-            "child outlived its parent"
-        );
-        let status = child.wait().unwrap();
-        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+        let signal =
+            death_signal_when_the_parent_thread_ends(|c| c.die_with_parent_by(libc::SIGTERM));
+        assert_eq!(signal, Some(libc::SIGTERM));
     }
 
     #[test]

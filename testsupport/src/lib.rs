@@ -116,3 +116,23 @@ pub fn processes_with(needles: &[&str]) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The shared-memory segments of a job still in `/dev/shm`: the job prints its segment
+/// prefix after `label` on a line of `output` (e.g. `SEGMENTS /steadfast-...`), and every
+/// entry whose name starts with it is listed.
+///
+/// # Panics
+/// When no line of `output` holds `label`, or `/dev/shm` cannot be read.
+pub fn segments_left(output: &str, label: &str) -> Vec<String> {
+    let prefix = output
+        .lines()
+        .find_map(|l| l.split(label).nth(1))
+        .unwrap_or_else(|| panic!("no {label:?} line: {output}"))
+        .trim()
+        .to_string();
+    std::fs::read_dir("/dev/shm")
+        .expect("read /dev/shm")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
