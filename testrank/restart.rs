@@ -13,8 +13,6 @@
 //!   prints `SEGMENTS <prefix>`, the names of the job's shared-memory segments.
 //! - `exits VICTIM`: the restarted incarnation exits with status 3 before `World::init`;
 //!   the leader prints `RESTART ERROR: <error>`.
-//! - `expect-error VICTIM`: as `exits`, but the restarted incarnation runs normally
-//!   (for setups where its init must fail, e.g. the fabric route).
 //! - `group TIMES` (n ranks): world ranks 1 to n - 1 split into a group and save it;
 //!   the last one is killed TIMES times, restarted by group rank 0 and readmitted by
 //!   the survivors while its new incarnation rejoins the saved group; each time they
@@ -182,7 +180,7 @@ fn ask(world: &World, comm: &Comm, mode: &str, victim: u32, leader: u32, times: 
         }
         let asked = Instant::now();
         let outcome = restart(world, comm, victim);
-        if mode == "exits" || mode == "expect-error" {
+        if mode == "exits" {
             match outcome {
                 Err(e) if me == leader => println!("RESTART ERROR: {e}"),
                 other => panic!("restart of a program that exits: {other:?}"),

@@ -305,12 +305,6 @@ impl World {
         // Fabric, only when some peer needs it.
         let mut fab = None;
         let mut provider = None;
-        if needs_fabric && restored {
-            return Err(InitError::Rejoin(
-                "some peer is reached through the fabric, and restarts over the fabric route are not implemented yet (shared memory only)"
-                    .into(),
-            ));
-        }
         if needs_fabric {
             let mut fc = FabricConfig::new(params.provider());
             if let Some(domain) = params.domain() {
@@ -318,12 +312,19 @@ impl World {
             } else if one_host {
                 fc = fc.domain("lo");
             }
-            let mut m = Messenger::open(MessengerConfig::new(fc, rank))?;
+            let mut mc = MessengerConfig::new(fc, rank);
+            // In the address and the tags: survivors fence the dead incarnation by it,
+            // and this one sends to each survivor once that survivor admitted it.
+            mc.generation = generation;
+            let mut m = Messenger::open(mc)?;
             provider = Some(m.info().provider_name());
             boot.put("fabric", &m.address().to_bytes())?;
-            boot.fence()?;
+            if !restored {
+                boot.fence()?;
+            }
             for r in 0..size {
-                if routes[r as usize] == engine::Route::Fabric {
+                // A rank dead now is added when its next incarnation is admitted.
+                if routes[r as usize] == engine::Route::Fabric && !is_dead(r) {
                     let addr = boot.get(r, "fabric")?;
                     m.add_peer(r, &addr)?;
                 }
