@@ -19,6 +19,8 @@
 //!   exchange messages both ways and agree (`AGREED generation G value V`); after the
 //!   last, the restarted rank revokes the group (the others' blocked receives end
 //!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
+//! - `pair` (4 ranks): ranks 2 and 3 killed at once, restarted at once by ranks 0 and
+//!   1; the new incarnations talk to each other, then answer rank 0 (`restart_pair.rs`).
 //! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
 //!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
 //!
@@ -30,6 +32,8 @@ use steadfast::{Comm, CommError, World};
 
 #[path = "restart_group.rs"]
 mod group;
+#[path = "restart_pair.rs"]
+mod pair;
 
 const KILL: u32 = 1;
 const PING: u32 = 7;
@@ -113,6 +117,11 @@ fn main() {
         return;
     }
     let comm = world.comm();
+    if mode == "pair" {
+        pair::run(&world, &comm);
+        world.finalize();
+        return;
+    }
     let (me, size) = (comm.rank(), comm.size());
     let victim = arg(&args, 2);
     let leader = (0..size).find(|&r| r != victim).expect("two ranks or more");

@@ -304,6 +304,32 @@ fn over_tcp_a_rank_restarted_twice_by_two_survivors_at_once_answers_each_time() 
     assert_no_rank_left(&marker("tcp-twice"));
 }
 
+#[test]
+fn over_tcp_two_ranks_killed_and_restarted_at_once_reach_each_other() {
+    // Each new incarnation may start before or after the other joined: whichever way,
+    // each must be admitted by the other (`Messenger::admit`) before it sends to it.
+    let out = run_world(4, &OVER_TCP, &["pair", &marker("tcp-pair")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for r in 2..4 {
+        assert!(
+            stdout.contains(&format!("[0] PAIR ANSWERED rank {r}")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("[{r}] PAIR RESTORED rank {r}")),
+            "{stdout}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "rank {r} incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
+            )),
+            "{stderr}"
+        );
+    }
+    assert_no_rank_left(&marker("tcp-pair"));
+}
+
 /// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS`.
 fn run_world_no_kill(n: u32, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));

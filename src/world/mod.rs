@@ -327,6 +327,14 @@ impl World {
                 if routes[r as usize] == engine::Route::Fabric && !is_dead(r) {
                     let addr = boot.get(r, "fabric")?;
                     m.add_peer(r, &addr)?;
+                    if restored {
+                        // Nothing of an older incarnation of r can reach this new
+                        // process: r may send at once (a restarted r waits for it). A
+                        // failure here is r's death, which the engine learns anyway.
+                        if let Err(e) = m.admit(r) {
+                            log::debug!("rank {r} not told of its admission: {e}");
+                        }
+                    }
                 }
             }
             fab = Some(m);

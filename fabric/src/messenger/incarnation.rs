@@ -35,6 +35,8 @@ use super::{Messenger, Peer, MAX_PEER_ID};
 
 /// How long a drain runs before an admission whose incarnation has the dead one's bit.
 const SAME_BIT_DRAIN: Duration = Duration::from_millis(20);
+/// Admissions by peers not added yet kept at most.
+const MAX_EARLY_ADMITS: usize = 4096;
 
 impl Messenger {
     /// Replaces peer `id` by a newer incarnation of it (restart in place), from the new
@@ -92,8 +94,23 @@ impl Messenger {
                 log::warn!("steadfast-fabric: peer {id}'s replaced address stays in the address vector: {e}");
             }
         }
-        let generation = address.generation;
         self.install_peer(id, address, true, drain)?;
+        self.admit(id)
+    }
+
+    /// Tells peer `id` that this process admits its known incarnation: it may send user
+    /// messages here. [`replace_peer`](Self::replace_peer) does it; a restarted process
+    /// does it for the peers it adds at its start (it is new: no older incarnation of
+    /// theirs ever reached it), and a process does it again for a peer whose restart it
+    /// learns of after it added that incarnation, since that peer may wait for it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown peer; [`Error::PeerUnreachable`] for a
+    /// dead one; [`Error::Fabric`] when the message cannot be posted.
+    pub fn admit(&mut self, id: PeerId) -> Result<()> {
+        let generation = self
+            .peer_generation(id)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown peer {id}")))?;
         let admit = Control {
             op: ControlOp::Admit,
             status: FinStatus::Done,
@@ -124,6 +141,12 @@ impl Messenger {
         let index = id as usize;
         if self.peers.len() <= index {
             self.peers.resize_with(index + 1, || None);
+        }
+        // An admission that came before the peer was added here.
+        let early = self.early_admits.iter().position(|&p| p == id);
+        let admitted = admitted || early.is_some();
+        if let Some(i) = early {
+            self.early_admits.swap_remove(i);
         }
         self.peers[index] = Some(Peer {
             fi_addr,
@@ -175,8 +198,15 @@ impl Messenger {
         if control.token != u64::from(self.config.generation) {
             return;
         }
-        if let Some(Some(p)) = self.peers.get_mut(control.source as usize) {
-            p.admitted = true;
+        match self.peers.get_mut(control.source as usize) {
+            Some(Some(p)) => p.admitted = true,
+            // Not added yet (both ends starting at once): kept for `install_peer`.
+            _ if self.early_admits.len() < MAX_EARLY_ADMITS
+                && !self.early_admits.contains(&control.source) =>
+            {
+                self.early_admits.push(control.source);
+            }
+            _ => {}
         }
     }
 

@@ -235,6 +235,8 @@ pub struct Messenger {
     staging_mrs: Vec<MemoryRegion>,
     /// Free staging buffers.
     staging_free: Vec<u16>,
+    /// Peers that admitted this incarnation before they were added (`incarnation.rs`).
+    early_admits: Vec<PeerId>,
     /// The staging buffer every drain receive lands in (`incarnation.rs`), once a peer
     /// was replaced; never on the free list.
     drain_staging: Option<u16>,
@@ -355,6 +357,7 @@ impl Messenger {
             staging_mrs: Vec::new(),
             staging_free: Vec::new(),
             drain_staging: None,
+            early_admits: Vec::new(),
             staging: Vec::new(),
             slots,
             shm_rescue,

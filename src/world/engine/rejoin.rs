@@ -75,7 +75,13 @@ impl Engine {
         let known = self.fab.as_ref().map(|f| f.peer_generation(w));
         match known {
             None => return Err("this process has no fabric endpoint".into()),
-            Some(Some(k)) if k >= g => return Ok(true),
+            Some(Some(k)) if k >= g => {
+                // Added at this process's own restart already (both restarted at
+                // once): the peer may still wait for this admission.
+                let fab = self.fab.as_mut().expect("checked above");
+                fab.admit(w).map_err(|e| e.to_string())?;
+                return Ok(true);
+            }
             Some(_) => {}
         }
         let bytes = match self.boot.lookup(w, "fabric") {
