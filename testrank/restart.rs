@@ -13,14 +13,14 @@
 //!   prints `SEGMENTS <prefix>`, the names of the job's shared-memory segments.
 //! - `exits VICTIM`: the restarted incarnation exits with status 3 before `World::init`;
 //!   the leader prints `RESTART ERROR: <error>`.
-//! - `expect-error VICTIM`: as `exits`, but the restarted incarnation runs normally
-//!   (for setups where its init must fail, e.g. the fabric route).
 //! - `group TIMES` (n ranks): world ranks 1 to n - 1 split into a group and save it;
 //!   the last one is killed TIMES times, restarted by group rank 0 and readmitted by
 //!   the survivors while its new incarnation rejoins the saved group; each time they
 //!   exchange messages both ways and agree (`AGREED generation G value V`); after the
 //!   last, the restarted rank revokes the group (the others' blocked receives end
 //!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
+//! - `pair` (4 ranks): ranks 2 and 3 killed at once, restarted at once by ranks 0 and
+//!   1; the new incarnations talk to each other, then answer rank 0 (`restart_pair.rs`).
 //! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
 //!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
 //!
@@ -32,6 +32,8 @@ use steadfast::{Comm, CommError, World};
 
 #[path = "restart_group.rs"]
 mod group;
+#[path = "restart_pair.rs"]
+mod pair;
 
 const KILL: u32 = 1;
 const PING: u32 = 7;
@@ -115,6 +117,11 @@ fn main() {
         return;
     }
     let comm = world.comm();
+    if mode == "pair" {
+        pair::run(&world, &comm);
+        world.finalize();
+        return;
+    }
     let (me, size) = (comm.rank(), comm.size());
     let victim = arg(&args, 2);
     let leader = (0..size).find(|&r| r != victim).expect("two ranks or more");
@@ -182,7 +189,7 @@ fn ask(world: &World, comm: &Comm, mode: &str, victim: u32, leader: u32, times: 
         }
         let asked = Instant::now();
         let outcome = restart(world, comm, victim);
-        if mode == "exits" || mode == "expect-error" {
+        if mode == "exits" {
             match outcome {
                 Err(e) if me == leader => println!("RESTART ERROR: {e}"),
                 other => panic!("restart of a program that exits: {other:?}"),

@@ -2,7 +2,8 @@
 //! SIGKILL): a survivor asks the launcher to restart a dead rank, the new incarnation
 //! joins the surviving job with the next generation and its old rank, two askers get
 //! one process, a restarted rank killed again is restarted again, a program that exits
-//! during its restart is a clear error, and no process is left behind.
+//! during its restart is a clear error, and no process is left behind; then the same at
+//! the world and communicator levels, over shared memory and over tcp (`OVER_TCP`).
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -230,22 +231,93 @@ fn a_program_that_exits_during_its_restart_is_a_restart_error() {
     assert_no_rank_left(&marker("world-exits"));
 }
 
+/// The environment of a job whose ranks all talk over libfabric's tcp provider (one
+/// host, but the fabric route forced).
+const OVER_TCP: [(&str, &str); 2] = [("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
+
 #[test]
-fn over_the_fabric_route_a_restart_is_a_clear_error_for_now() {
-    let env = [("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
-    let out = run_world(2, &env, &["expect-error", "1", &marker("world-fabric")]);
-    let (stdout, stderr) = text(&out);
-    assert!(
-        stdout.contains("[0] RESTART ERROR: restart failed: restart of rank 1 failed: incarnation 1 of rank 1 exited with status 101 before it joined"),
-        "stdout {stdout}\nstderr {stderr}"
+fn a_restarted_rank_answers_its_restarter_over_tcp() {
+    let out = run_world(
+        3,
+        &OVER_TCP,
+        &["restart", "2", "1", "1", &marker("tcp-once")],
     );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    // The answer is checked by the restarter: the new incarnation's, never one of the
+    // two messages the dead one left with the same tag (fencing).
+    assert!(stdout.contains("[0] ANSWERED generation 1 in"), "{stdout}");
     assert!(
-        stderr.contains("restarts over the fabric route are not implemented yet"),
+        stdout.contains("[2] RESTORED rank 2 generation 1 done"),
+        "{stdout}"
+    );
+    // Every incarnation, the restarted one included, went through libfabric.
+    assert_eq!(stdout.matches("LIBFABRIC mapped").count(), 4, "{stdout}");
+    assert!(
+        stderr.contains(
+            "rank 2 incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
+        ),
         "{stderr}"
     );
-    // The fabric route loads libfabric (on first use).
-    assert!(stdout.contains("[0] LIBFABRIC mapped"), "{stdout}");
-    assert_no_rank_left(&marker("world-fabric"));
+    assert_no_rank_left(&marker("tcp-once"));
+}
+
+#[test]
+fn over_tcp_a_rank_restarted_twice_by_two_survivors_at_once_answers_each_time() {
+    let out = run_world(
+        4,
+        &OVER_TCP,
+        &["restart", "3", "2", "2", &marker("tcp-twice")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for g in 1..=2 {
+        // Generation 2 has generation 0's tag bit: what generation 0 left must have
+        // been drained, or the answer would be one of its messages.
+        assert!(
+            stdout.contains(&format!("[0] ANSWERED generation {g} in")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("[1] RESTARTED generation {g} by rank 1")),
+            "{stdout}"
+        );
+        let starts = stderr
+            .matches(&format!("restarted as incarnation {g}"))
+            .count();
+        assert_eq!(starts, 1, "{stderr}");
+    }
+    assert!(
+        stdout.contains("[3] RESTORED rank 3 generation 2 done"),
+        "{stdout}"
+    );
+    assert_no_rank_left(&marker("tcp-twice"));
+}
+
+#[test]
+fn over_tcp_two_ranks_killed_and_restarted_at_once_reach_each_other() {
+    // Each new incarnation may start before or after the other joined: whichever way,
+    // each must be admitted by the other (`Messenger::admit`) before it sends to it.
+    let out = run_world(4, &OVER_TCP, &["pair", &marker("tcp-pair")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for r in 2..4 {
+        assert!(
+            stdout.contains(&format!("[0] PAIR ANSWERED rank {r}")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("[{r}] PAIR RESTORED rank {r}")),
+            "{stdout}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "rank {r} incarnation 0 killed by signal 9 (SIGKILL); restarted as incarnation 1"
+            )),
+            "{stderr}"
+        );
+    }
+    assert_no_rank_left(&marker("tcp-pair"));
 }
 
 /// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS`.
@@ -257,9 +329,10 @@ fn run_world_no_kill(n: u32, args: &[&str]) -> Output {
     run_cmd(cmd)
 }
 
-#[test]
-fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_and_shrinks() {
-    let out = run_world(4, &[], &["group", "2", &marker("group")]);
+/// `group 2` on 4 ranks in environment `env`: world rank 3 killed, restarted and
+/// rejoined twice; agreements, revoke and shrink over the group.
+fn group_rejoined_twice(env: &[(&str, &str)], name: &str) {
+    let out = run_world(4, env, &["group", "2", &marker(name)]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for g in 1..=2 {
@@ -289,7 +362,17 @@ fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_an
         "{stderr}"
     );
     assert_no_segments(&stdout);
-    assert_no_rank_left(&marker("group"));
+    assert_no_rank_left(&marker(name));
+}
+
+#[test]
+fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_and_shrinks() {
+    group_rejoined_twice(&[], "group");
+}
+
+#[test]
+fn over_tcp_a_saved_group_is_rejoined_twice_and_agrees_revokes_and_shrinks() {
+    group_rejoined_twice(&OVER_TCP, "tcp-group");
 }
 
 #[test]

@@ -5,23 +5,25 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `SFAD` |
-//! | 4 | 2 | version (1) |
+//! | 4 | 2 | version (2) |
 //! | 6 | 2 | length of the raw name |
 //! | 8 | 4 | libfabric address format of the name |
 //! | 12 | 4 | FNV-1a (low 32 bits) of the provider name |
 //! | 16 | 4 | pid of the owning process |
-//! | 20 | 4 | reserved, zero |
+//! | 20 | 4 | generation of the owning process (its incarnation: 0 on first start, one more at each restart in place) |
 //! | 24 | 8 | host identity ([`steadfast_os::host_identity`]) |
 //! | 32 | n | raw provider name (`fi_getname`) |
 //!
 //! Decoding checks every field against the local endpoint before any byte reaches
-//! libfabric, so malformed input is an error, never undefined behaviour.
+//! libfabric, so malformed input is an error, never undefined behaviour. Version 1 (the
+//! same layout with bytes 20..24 reserved) is refused: a peer that does not say which
+//! incarnation it is cannot be fenced (see `docs/restart.md`).
 
 use crate::error::{Error, Result};
 use steadfast_os::fnv1a64;
 
 const MAGIC: [u8; 4] = *b"SFAD";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 const HEADER_LEN: usize = 32;
 /// Longest raw name accepted (sockaddr_in6 is 28 bytes, shm names are short strings).
 const MAX_NAME_LEN: usize = 1024;
@@ -36,6 +38,7 @@ const MAX_NAME_LEN: usize = 1024;
 ///     provider_hash: 7,
 ///     pid: std::process::id(),
 ///     host: steadfast_os::host_identity(),
+///     generation: 0,
 ///     raw: vec![1, 2, 3, 4],
 /// };
 /// // What the bootstrap carries between processes.
@@ -54,6 +57,9 @@ pub struct PeerAddress {
     pub pid: u32,
     /// Host identity of that process.
     pub host: u64,
+    /// The owning process's incarnation of its rank (0 on first start, one more at
+    /// each restart in place): a survivor admits an address only for a newer one.
+    pub generation: u32,
     /// The provider's raw address.
     pub raw: Vec<u8>,
 }
@@ -73,7 +79,7 @@ impl PeerAddress {
         out.extend_from_slice(&self.addr_format.to_le_bytes());
         out.extend_from_slice(&self.provider_hash.to_le_bytes());
         out.extend_from_slice(&self.pid.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&self.host.to_le_bytes());
         out.extend_from_slice(&self.raw);
         out
@@ -112,6 +118,7 @@ impl PeerAddress {
             addr_format: u32_at(8),
             provider_hash: u32_at(12),
             pid: u32_at(16),
+            generation: u32_at(20),
             host: u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes")),
             raw: bytes[HEADER_LEN..].to_vec(),
         })
@@ -179,6 +186,7 @@ mod tests {
             provider_hash: provider_hash("shm"),
             pid: 1,
             host: 7,
+            generation: 0,
             raw: b"fi_shm://999\0".to_vec(),
         };
         let mut peer = local.clone();
@@ -196,6 +204,7 @@ mod tests {
             provider_hash: provider_hash("net"),
             pid: 42,
             host: 7,
+            generation: 3,
             raw: vec![1, 2, 3, 4],
         }
     }
@@ -223,6 +232,16 @@ mod tests {
         let mut long = bytes.clone();
         long.push(0);
         assert!(PeerAddress::from_bytes(&long).is_err());
+    }
+
+    #[test]
+    fn the_generation_travels_and_version_1_is_refused() {
+        let bytes = sample().to_bytes();
+        assert_eq!(bytes[20..24], 3u32.to_le_bytes());
+        let mut v1 = bytes.clone();
+        v1[4..6].copy_from_slice(&1u16.to_le_bytes());
+        let err = PeerAddress::from_bytes(&v1).unwrap_err().to_string();
+        assert!(err.contains("address version 1, expected 2"), "{err}");
     }
 
     #[test]

@@ -328,12 +328,6 @@ impl World {
         // Fabric, only when some peer needs it.
         let mut fab = None;
         let mut provider = None;
-        if needs_fabric && restored {
-            return Err(InitError::Rejoin(
-                "some peer is reached through the fabric, and restarts over the fabric route are not implemented yet (shared memory only)"
-                    .into(),
-            ));
-        }
         if needs_fabric {
             let mut fc = FabricConfig::new(params.provider());
             if let Some(domain) = params.domain() {
@@ -341,14 +335,29 @@ impl World {
             } else if one_host {
                 fc = fc.domain("lo");
             }
-            let mut m = Messenger::open(MessengerConfig::new(fc, rank))?;
+            let mut mc = MessengerConfig::new(fc, rank);
+            // In the address and the tags: survivors fence the dead incarnation by it,
+            // and this one sends to each survivor once that survivor admitted it.
+            mc.generation = generation;
+            let mut m = Messenger::open(mc)?;
             provider = Some(m.info().provider_name());
             boot.put("fabric", &m.address().to_bytes())?;
-            boot.fence()?;
+            if !restored {
+                boot.fence()?;
+            }
             for r in 0..size {
-                if routes[r as usize] == engine::Route::Fabric {
+                // A rank dead now is added when its next incarnation is admitted.
+                if routes[r as usize] == engine::Route::Fabric && !is_dead(r) {
                     let addr = boot.get(r, "fabric")?;
                     m.add_peer(r, &addr)?;
+                    if restored {
+                        // Nothing of an older incarnation of r can reach this new
+                        // process: r may send at once (a restarted r waits for it). A
+                        // failure here is r's death, which the engine learns anyway.
+                        if let Err(e) = m.admit(r) {
+                            log::debug!("rank {r} not told of its admission: {e}");
+                        }
+                    }
                 }
             }
             fab = Some(m);

@@ -16,6 +16,7 @@
 //! receive buffer that is too small gives [`Error::Truncated`].
 
 mod fence;
+mod incarnation;
 mod liveness;
 mod ops;
 mod post;
@@ -62,6 +63,11 @@ pub struct MessengerConfig {
     pub fabric: FabricConfig,
     /// This process's own id, carried in every message's tag.
     pub local_id: PeerId,
+    /// This process's incarnation of its id (0 on first start, one more at each restart
+    /// in place; see `docs/restart.md`): carried in its address, and its low bit in every
+    /// message's tag. A messenger of generation > 0 sends user messages to a peer only
+    /// once that peer has admitted it ([`Messenger::replace_peer`] on the peer's side).
+    pub generation: u32,
     /// Largest message sent eagerly; larger ones use rendezvous. `None`: the
     /// provider's default (see [`Messenger::eager_limit`]).
     pub eager_threshold: Option<usize>,
@@ -95,6 +101,7 @@ impl MessengerConfig {
         MessengerConfig {
             fabric,
             local_id,
+            generation: 0,
             eager_threshold: None,
             inject_threshold: None,
             request_slots: 1024,
@@ -120,6 +127,13 @@ pub struct Request {
 /// What the messenger knows of one peer.
 struct Peer {
     fi_addr: sys::fi_addr_t,
+    /// The peer's incarnation (from its address).
+    generation: u32,
+    /// Whether the peer has admitted this process's incarnation (see
+    /// [`MessengerConfig::generation`]); user messages to it wait until then.
+    admitted: bool,
+    /// The slot of the receive draining the peer's replaced incarnation, if any.
+    drain: Option<u32>,
     /// Set when the peer is known dead, with what showed it.
     dead: Option<String>,
     /// Process watch when the peer is on this host.
@@ -144,6 +158,8 @@ pub struct MessengerStats {
     pub probes: u64,
     /// Control messages that failed to decode (dropped).
     pub malformed: u64,
+    /// Messages of replaced incarnations dropped (fencing; see `docs/restart.md`).
+    pub fenced: u64,
     /// libfabric shm region locks released after their holder died (1.15-1.17 only;
     /// see docs/architecture.md).
     pub shm_locks_released: u64,
@@ -219,6 +235,11 @@ pub struct Messenger {
     staging_mrs: Vec<MemoryRegion>,
     /// Free staging buffers.
     staging_free: Vec<u16>,
+    /// Peers that admitted this incarnation before they were added (`incarnation.rs`).
+    early_admits: Vec<PeerId>,
+    /// The staging buffer every drain receive lands in (`incarnation.rs`), once a peer
+    /// was replaced; never on the free list.
+    drain_staging: Option<u16>,
     // Dropped last, after the endpoint is closed: memory libfabric may write into.
     staging: Vec<Box<[u8]>>,
     slots: SlotTable,
@@ -286,6 +307,7 @@ impl Messenger {
             provider_hash: provider_hash(&info.provider_name()),
             pid: std::process::id(),
             host: host_identity(),
+            generation: config.generation,
             raw: endpoint.name()?,
         };
         let inject_limit = config
@@ -334,6 +356,8 @@ impl Messenger {
             rendezvous_outstanding: 0,
             staging_mrs: Vec::new(),
             staging_free: Vec::new(),
+            drain_staging: None,
+            early_admits: Vec::new(),
             staging: Vec::new(),
             slots,
             shm_rescue,
@@ -407,7 +431,9 @@ impl Messenger {
         64 * 1024
     }
 
-    /// Adds peer `id` from its exported address bytes.
+    /// Adds peer `id` from its exported address bytes. On a restarted messenger
+    /// ([`MessengerConfig::generation`] > 0), user messages to the peer wait until it
+    /// has admitted this incarnation ([`Messenger::replace_peer`] on its side).
     ///
     /// # Errors
     /// [`Error::MalformedAddress`] when the bytes are not a valid address of this
@@ -420,23 +446,8 @@ impl Messenger {
         }
         let address = PeerAddress::from_bytes(address)?;
         address.check_compatible(&self.address, &self.info.provider_name())?;
-        let fi_addr = self._av.insert(&address.raw)?;
-        let watch = (address.host == self.address.host).then(|| ProcessWatch::new(address.pid));
-        if let (Some(rescue), Some(_)) = (&self.shm_rescue, &watch) {
-            rescue.watch(address.pid);
-        }
-        let index = id as usize;
-        if self.peers.len() <= index {
-            self.peers.resize_with(index + 1, || None);
-        }
-        self.peers[index] = Some(Peer {
-            fi_addr,
-            dead: None,
-            watch,
-            probing: false,
-            exited_at: None,
-        });
-        Ok(())
+        let admitted = self.config.generation == 0;
+        self.install_peer(id, address, admitted, None)
     }
 
     /// Records that `peer` is dead (learnt elsewhere: a launcher, a failure detector):

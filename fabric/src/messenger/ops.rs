@@ -197,8 +197,9 @@ impl Messenger {
         } else {
             data.cast_mut()
         };
+        self.wait_admitted(peer)?;
         if len <= self.inject_limit {
-            let wire_tag = tags::encode(self.config.local_id, tag);
+            let wire_tag = tags::encode(self.config.local_id, self.config.generation, tag);
             // SAFETY: data is valid for len bytes (caller); inject copies it at once.
             let bytes = unsafe { std::slice::from_raw_parts(data, len) };
             self.retry_post(Some(peer), |m| m.endpoint.tinject(bytes, dest, wire_tag))?;
@@ -246,16 +247,20 @@ impl Messenger {
         len: usize,
     ) -> Result<Request> {
         Self::check_tag(tag)?;
-        if let Some(peer) = source {
-            self.peer_addr(peer)?;
-        }
+        let source_incarnation = match source {
+            Some(peer) => {
+                self.peer_addr(peer)?;
+                Some((peer, self.peer_generation(peer).unwrap_or(0)))
+            }
+            None => None,
+        };
         let index = self.slots.take(Op::Recv, source)?;
         let slot = self.slots.get_mut(index);
         slot.buf = buf;
         slot.len = len;
         let staging = self.choose_staging(len);
         self.slots.get_mut(index).staging = staging;
-        let (wire_tag, wire_ignore) = tags::user_match(source, tag, ignore);
+        let (wire_tag, wire_ignore) = tags::user_match(source_incarnation, tag, ignore);
         // SAFETY: forwarded contract on buf.
         unsafe { self.post_user_recv(index, wire_tag, wire_ignore) }
             .inspect_err(|_| self.release_failed(index))?;

@@ -63,7 +63,7 @@ impl Messenger {
         let (desc, mr) = self.local_desc(buf, len)?;
         self.slots.get_mut(index).mr = mr;
         let ctx = self.slots.context(index);
-        let wire_tag = tags::encode(self.config.local_id, tag);
+        let wire_tag = tags::encode(self.config.local_id, self.config.generation, tag);
         // SAFETY: buf is valid (caller), ctx is the slot's context, live until completion.
         self.retry_post(peer, |m| unsafe {
             m.endpoint.post_tsend(buf, len, desc, dest, wire_tag, ctx)
@@ -108,7 +108,7 @@ impl Messenger {
         let mut header = [0u8; RTS_LEN];
         rts.encode(&mut header);
         slot.bounce[..RTS_LEN].copy_from_slice(&header);
-        let wire_tag = tags::encode(self.config.local_id, tag);
+        let wire_tag = tags::encode(self.config.local_id, self.config.generation, tag);
         if RTS_LEN <= self.inject_limit {
             // Inject: no completion to wait for, and the path every provider buffers
             // best when the receive is not posted yet.
@@ -147,7 +147,9 @@ impl Messenger {
                 (buf, len, desc, mr)
             }
         };
-        self.slots.get_mut(index).mr = mr;
+        let slot = self.slots.get_mut(index);
+        slot.mr = mr;
+        slot.posted_match = (tag, ignore);
         let ctx = self.slots.context(index);
         let any = sys::FI_ADDR_UNSPEC_VALUE;
         // SAFETY: ptr is the bounce buffer or the caller's buffer, both valid until

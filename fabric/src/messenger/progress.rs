@@ -100,6 +100,7 @@ impl Messenger {
                 self.finish_rendezvous_send_if_done(index);
             }
             Op::Recv => self.on_recv(index, entry),
+            Op::Drain => self.on_drain(index, false),
             Op::ReadChunk => self.on_read_chunk(index, None),
             Op::ControlSend => {
                 let peer = self.slots.get(index).peer;
@@ -168,6 +169,11 @@ impl Messenger {
     /// A user receive matched a message.
     pub(super) fn on_recv(&mut self, index: u32, entry: &CqEntry) {
         let (source, user_tag) = tags::decode(entry.tag);
+        if self.is_stale(source, entry.tag) {
+            // A replaced incarnation's message (a wildcard receive took it): dropped.
+            self.slots.get_mut(index).posted = false;
+            return self.repost_after_stale(index);
+        }
         let is_rts = entry.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0 && entry.data == RTS_CQ_DATA;
         let slot = self.slots.get_mut(index);
         slot.posted = false;
@@ -233,6 +239,9 @@ impl Messenger {
             self.stats.malformed += 1;
             return;
         };
+        if control.op == ControlOp::Admit {
+            return self.on_admit(&control);
+        }
         if control.op != ControlOp::Fin {
             return; // probes need no answer: their delivery is the answer
         }
@@ -253,6 +262,11 @@ impl Messenger {
         };
         let slot = self.slots.get(index);
         let (op, peer, buffer_len) = (slot.op, slot.peer, slot.len);
+        if op == Op::Drain {
+            // Truncated or failed: the message is consumed (or its connection gone)
+            // either way; only our cancel stops a drain.
+            return self.on_drain(index, error.code == sys::FI_ECANCELED);
+        }
         let text = fi_error_text(error.code as i64);
         let peer_error = |peer: PeerId| Error::PeerUnreachable {
             peer,
@@ -338,7 +352,7 @@ impl Messenger {
                     self.control_receives -= 1;
                 }
             }
-            Op::Free => {}
+            Op::Drain | Op::Free => {}
         }
     }
 
@@ -405,7 +419,7 @@ impl Messenger {
                         .get_or_insert(error);
                 }
             }
-            Op::ControlRecv | Op::ControlSend | Op::Free => {}
+            Op::ControlRecv | Op::ControlSend | Op::Drain | Op::Free => {}
             _ => {
                 slot.pending_error.get_or_insert(error);
             }

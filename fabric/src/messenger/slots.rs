@@ -36,6 +36,9 @@ pub(crate) enum Op {
     ControlRecv,
     /// A user RMA read or write, or an atomic.
     Rma,
+    /// A receive that drains what a replaced incarnation of `peer` left (see
+    /// `incarnation.rs`): re-posted at each message, cancelled at the next replacement.
+    Drain,
 }
 
 /// Where a user receive is posted.
@@ -102,6 +105,9 @@ pub(crate) struct Slot {
     pub parent: u32,
     /// Receive: who sent it and with which user tag (known once matched).
     pub matched: Completion,
+    /// Receive: the wire (tag, ignore) it was posted with (to re-post it when a dead
+    /// incarnation's message matched it).
+    pub posted_match: (u64, u64),
     /// An error decided before the libfabric operation ended (peer death, timeout);
     /// reported once the operation is no longer outstanding.
     pub pending_error: Option<Error>,
@@ -131,6 +137,7 @@ impl Slot {
             chunks_in_flight: 0,
             parent: 0,
             matched: Completion::default(),
+            posted_match: (0, 0),
             pending_error: None,
             detached: false,
             outcome: Outcome::Pending,

@@ -59,6 +59,9 @@ pub(crate) enum ControlOp {
     Fin = 1,
     /// A liveness probe; the receiver ignores it.
     Probe = 2,
+    /// The sender has admitted the receiver's incarnation (the token): user messages
+    /// may flow to the sender (see `incarnation.rs`).
+    Admit = 3,
 }
 
 /// Status carried by a FIN.
@@ -99,6 +102,7 @@ impl Control {
         let op = match bytes[4] {
             1 => ControlOp::Fin,
             2 => ControlOp::Probe,
+            3 => ControlOp::Admit,
             _ => return None,
         };
         let status = match bytes[5] {

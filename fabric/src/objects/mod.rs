@@ -229,6 +229,17 @@ impl AddressVector {
         Ok(out)
     }
 
+    /// Removes one address inserted before (a peer's replaced incarnation).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] when the provider refuses.
+    pub fn remove(&self, fi_addr: sys::fi_addr_t) -> Result<()> {
+        let mut address = fi_addr;
+        // SAFETY: the AV is open; `address` is one fi_addr_t the call reads.
+        let ret = unsafe { sys::fi_av_remove(self.0.ptr(), &mut address, 1, 0) };
+        check("fi_av_remove", ret as i64).map(|_| ())
+    }
+
     pub(crate) fn raw(&self) -> *mut sys::fid_av {
         self.0.ptr()
     }

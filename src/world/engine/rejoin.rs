@@ -42,18 +42,21 @@ impl Engine {
                     }
                     None => false,
                 },
-                Route::Fabric | Route::Local => {
-                    log::warn!(
-                        "rank {w} restarted as incarnation {g}, but restarts over the fabric route are not implemented yet: it stays failed here"
-                    );
-                    continue;
-                }
+                Route::Fabric => match self.admit_fabric(w, g) {
+                    Ok(done) => done,
+                    Err(e) => {
+                        log::warn!("rank {w} incarnation {g} cannot be admitted: {e}");
+                        continue;
+                    }
+                },
+                Route::Local => continue,
             };
             if admitted {
                 self.generations[w as usize] = g;
                 self.control.readmit(w, g, now);
                 // What the dead incarnation left in the matcher's unexpected queues goes
-                // too (the ring's cells were dropped by `readmit` above).
+                // too (the ring's cells were dropped by `readmit` above; over the
+                // fabric, the messenger fences them: `Messenger::replace_peer`).
                 self.matching.readmit(w);
                 log::debug!("rank {w} admitted as incarnation {g}");
             } else {
@@ -62,6 +65,44 @@ impl Engine {
         }
         self.rejoins = still;
         self.drive();
+    }
+
+    /// Admits incarnation `g` of world rank `w`, reached through the fabric: its
+    /// address (published before it joined) replaces the dead incarnation's in the
+    /// messenger, which fences what the dead one sent and tells the new one it may
+    /// send (`Messenger::replace_peer`). `Ok(false)`: not published yet, try again.
+    fn admit_fabric(&mut self, w: u32, g: u32) -> Result<bool, String> {
+        let known = self.fab.as_ref().map(|f| f.peer_generation(w));
+        match known {
+            None => return Err("this process has no fabric endpoint".into()),
+            Some(Some(k)) if k >= g => {
+                // Added at this process's own restart already (both restarted at
+                // once): the peer may still wait for this admission.
+                let fab = self.fab.as_mut().expect("checked above");
+                fab.admit(w).map_err(|e| e.to_string())?;
+                return Ok(true);
+            }
+            Some(_) => {}
+        }
+        let bytes = match self.boot.lookup(w, "fabric") {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(format!("its fabric address cannot be read: {e}")),
+        };
+        let address = steadfast_fabric::PeerAddress::from_bytes(&bytes)
+            .map_err(|e| format!("its fabric address: {e}"))?;
+        if address.generation < g {
+            return Ok(false);
+        }
+        if address.generation > g {
+            return Err(format!(
+                "incarnation {} has replaced it already",
+                address.generation
+            ));
+        }
+        let fab = self.fab.as_mut().expect("checked above");
+        fab.replace_peer(w, &bytes).map_err(|e| e.to_string())?;
+        Ok(true)
     }
 
     /// Asks the launcher to restart world rank `w` (failed here) in place.
