@@ -7,7 +7,7 @@
 //! communicators): `mt_mr`; one-sided (rank 0 into rank 1's window): `put`, `get`; collectives:
 //! `allreduce`; fault tolerance (the phases ICLDisco's ulfm-testing reports): `agree`,
 //! `revoke`, `shrink`, `detect`; restart in place: `restart` (under `steadfast-run
-//! --no-kill`, over shared memory). Every number is the median of `--repetitions` runs of
+//! --no-kill`). Every number is the median of `--repetitions` runs of
 //! `--iterations` operations after `--warmup`, with min and max.
 //!
 //! `--json` prints one JSON document at rank 0 instead of the table (written with
@@ -90,7 +90,7 @@ enum Bench {
     Shrink(Common),
     /// Restart in place: rank 0 has the last rank SIGKILLed, restarts it and times
     /// its answer (kill to answer; the restart request alone), --repetitions rounds.
-    /// Under `steadfast-run --no-kill`, over shared memory.
+    /// Under `steadfast-run --no-kill`, over shared memory or the fabric.
     Restart(Common),
     /// SIGKILL of the last rank to the first ProcFailed at every survivor.
     Detect {
@@ -247,9 +247,6 @@ fn main() {
         }
         Bench::Restart(c) => {
             let c = checked(c, "restart", None);
-            if c.route == "fabric" {
-                fail("restart: restarts over the fabric route are not implemented yet (docs/restart.md): use --route shm or auto on one node");
-            }
             ft::restart(init(&c, None), &c)
         }
         Bench::Detect { common, detectors } => {

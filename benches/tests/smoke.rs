@@ -182,47 +182,43 @@ fn fault_tolerance_phases_are_reported() {
     }
 }
 
-/// restart under `steadfast-run --no-kill`: the last rank is killed and restarted once
-/// per repetition, each incarnation answers rank 0 (the round's generation, checked),
-/// and the job ends well. Over the fabric route it is refused up front.
+/// restart under `steadfast-run --no-kill`, over shared memory and over the fabric
+/// (tcp): the last rank is killed and restarted once per repetition, each incarnation
+/// answers rank 0 (the round's generation, checked), and the job ends well.
 #[test]
 fn restart_in_place_is_timed_over_rounds() {
-    let mut cmd = Command::new(common::launcher());
-    cmd.args(["-n", "3", "--no-kill", common::bench_bin(), "restart"])
-        .args(["--repetitions", "3"]);
-    let out = common::dies_with_test(&mut cmd)
-        .output()
-        .expect("start steadfast-run");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("# steadfast-bench restart"), "{stdout}");
-    for row in ["kill_to_answer", "restart_request"] {
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(row))
-            .unwrap_or_else(|| panic!("no {row}: {stdout}\n{stderr}"));
-        let median: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-        assert!(median > 0.0, "{line}");
-    }
-    for g in 1..=3 {
-        assert!(
-            stderr.contains(&format!(
-                "rank 2 incarnation {} killed by signal 9 (SIGKILL); restarted as incarnation {g}",
-                g - 1
-            )),
-            "{stderr}"
+    for route in ["shm", "fabric"] {
+        let mut cmd = Command::new(common::launcher());
+        cmd.args(["-n", "3", "--no-kill", common::bench_bin(), "restart"])
+            .args(["--repetitions", "3", "--route", route])
+            .env("STEADFAST_PROVIDER", "tcp");
+        let out = common::dies_with_test(&mut cmd)
+            .output()
+            .expect("start steadfast-run");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
         );
+        assert!(out.status.success(), "{route}: {stdout}\n{stderr}");
+        assert!(stdout.contains("# steadfast-bench restart"), "{stdout}");
+        for row in ["kill_to_answer", "restart_request"] {
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(row))
+                .unwrap_or_else(|| panic!("{route}: no {row}: {stdout}\n{stderr}"));
+            let median: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+            assert!(median > 0.0, "{line}");
+        }
+        for g in 1..=3 {
+            assert!(
+                stderr.contains(&format!(
+                    "rank 2 incarnation {} killed by signal 9 (SIGKILL); restarted as incarnation {g}",
+                    g - 1
+                )),
+                "{route}: {stderr}"
+            );
+        }
     }
-    // Checked before bootstrap: no launcher needed.
-    let (code, _, err) = common::alone(&["restart", "--route", "fabric"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("restarts over the fabric route are not implemented yet"),
-        "{err}"
-    );
 }
 
 /// steadfast-report turns a results directory (as benches/compare/run.sh writes it)

@@ -347,7 +347,8 @@ impl World {
             }
             for r in 0..size {
                 // A rank dead now is added when its next incarnation is admitted.
-                if routes[r as usize] == engine::Route::Fabric && !is_dead(r) {
+                let is_dead = dead.iter().any(|&(d, _)| d == r);
+                if routes[r as usize] == engine::Route::Fabric && !is_dead {
                     let addr = boot.get(r, "fabric")?;
                     m.add_peer(r, &addr)?;
                     if restored {
