@@ -10,6 +10,10 @@
 //!   messages are still received, a third receive fails; prints `DEADSOURCE OK`.
 //! - `revokepending`: every rank posts receives nobody matches; rank 0 revokes; every
 //!   receive completes with `Revoked`; prints `REVOKEPENDING OK`.
+//! - `overtake send|isend`: rank 0 fills its ring to rank 1 with eager sends while rank
+//!   1 is not receiving, posts a large `isend` that finds no room, then a small `send`
+//!   (or an `isend` tested first) with the same tag; rank 1 receives them all and
+//!   checks they arrive in send order; prints `OVERTAKE OK`.
 
 use std::time::{Duration, Instant};
 
@@ -383,4 +387,55 @@ pub(crate) fn revoke_pending(world: &World, comm: &Comm) {
         world.progress_for(Duration::from_micros(100));
     }
     println!("REVOKEPENDING OK");
+}
+
+/// Messages that fill the default 64-cell ring exactly: 4 x 16 cells (a first cell of
+/// 232 bytes and 15 continuation cells of 248, `shm/src/message.rs`).
+const FILL: [usize; 4] = [232 + 15 * 248; 4];
+
+/// One sender, one tag: `FILL`'s eager messages, then a large message that finds the
+/// ring full, then a small one (a blocking `send`, or with `isend` an `isend` tested
+/// before the large one's request): all received in send order.
+pub(crate) fn overtake(comm: &Comm, how: &str) {
+    let me = comm.rank();
+    let big = 1 << 20;
+    let count = FILL.len() as u32 + 2;
+    comm.barrier().unwrap();
+    if me == 0 {
+        let mut sends = Vec::new();
+        for (seq, &len) in FILL.iter().enumerate() {
+            sends.push(comm.isend_owned(1, 70, body(0, seq as u32, len)).unwrap());
+        }
+        let large = comm.isend_owned(1, 70, body(0, count - 2, big)).unwrap();
+        let small = body(0, count - 1, 12);
+        if how == "isend" {
+            let mut later = comm.isend_owned(1, 70, small).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !later.test().unwrap() {
+                assert!(Instant::now() < deadline, "rank 0: small isend never done");
+            }
+            later.wait().1.unwrap();
+        } else {
+            comm.send(1, 70, &small).unwrap();
+        }
+        large.wait().1.unwrap();
+        for s in sends {
+            s.wait().1.unwrap();
+        }
+    } else if me == 1 {
+        // Not receiving yet: rank 0's ring fills.
+        std::thread::sleep(Duration::from_millis(200));
+        let recvs: Vec<_> = (0..count)
+            .map(|_| post(comm, Some(0), Some(70), big))
+            .collect();
+        let got = finish_in_reverse(me, recvs);
+        let seqs: Vec<u32> = got.iter().map(|g| g.1).collect();
+        assert_eq!(
+            seqs,
+            (0..count).collect::<Vec<_>>(),
+            "rank 1: one sender's messages by posting order of the receives"
+        );
+    }
+    comm.barrier().unwrap();
+    println!("OVERTAKE OK");
 }
