@@ -10,10 +10,11 @@
 //!   messages are still received, a third receive fails; prints `DEADSOURCE OK`.
 //! - `revokepending`: every rank posts receives nobody matches; rank 0 revokes; every
 //!   receive completes with `Revoked`; prints `REVOKEPENDING OK`.
-//! - `overtake send|isend`: rank 0 fills its ring to rank 1 with eager sends while rank
-//!   1 is not receiving, posts a large `isend` that finds no room, then a small `send`
-//!   (or an `isend` tested first) with the same tag; rank 1 receives them all and
-//!   checks they arrive in send order; prints `OVERTAKE OK`.
+//! - `overtake send|late|isend`: rank 0 fills its ring to rank 1 with eager sends while
+//!   rank 1 is not receiving, posts a large `isend` that finds no room, then a small
+//!   `send` (`late`: once rank 1 has emptied the ring) or an `isend` tested first, with
+//!   the same tag; rank 1 receives them all and checks they arrive in send order; prints
+//!   `OVERTAKE OK`.
 
 use std::time::{Duration, Instant};
 
@@ -416,6 +417,10 @@ pub(crate) fn overtake(comm: &Comm, how: &str) {
             }
             later.wait().1.unwrap();
         } else {
+            if how == "late" {
+                // Rank 1 empties the ring meanwhile: the small one would fit at once.
+                std::thread::sleep(Duration::from_millis(400));
+            }
             comm.send(1, 70, &small).unwrap();
         }
         large.wait().1.unwrap();

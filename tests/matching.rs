@@ -79,14 +79,18 @@ fn overtake(how: &str) {
 /// A large `isend` that finds the ring full is not overtaken by a later blocking
 /// `send` to the same rank with the same tag (issue 15).
 #[test]
-#[ignore = "known bug: a send overtakes an isend that found the shm ring full (issue 15)"]
 fn a_send_does_not_overtake_an_isend_waiting_for_room_over_shm() {
     overtake("send");
 }
 
+/// Nor by a later blocking `send` that would fit the ring at once (the latency path).
+#[test]
+fn a_send_finding_room_does_not_overtake_an_isend_waiting_for_room_over_shm() {
+    overtake("late");
+}
+
 /// Nor by a later `isend` tested before it.
 #[test]
-#[ignore = "known bug: a send overtakes an isend that found the shm ring full (issue 15)"]
 fn an_isend_tested_first_does_not_overtake_an_isend_waiting_for_room_over_shm() {
     overtake("isend");
 }
