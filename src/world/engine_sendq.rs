@@ -49,7 +49,8 @@ impl Engine {
     /// Whether sends to world rank `w` wait for room (a later one must queue).
     #[inline]
     pub fn sends_queued(&self, w: u32) -> bool {
-        !self.sendq.queues.is_empty() && self.sendq.queues.iter().any(|q| q.0 == w)
+        // Empty (one length check) unless some ring was full.
+        self.sendq.queues.iter().any(|q| q.0 == w)
     }
 
     /// Queues a send to world rank `w` (reached through shm) behind the ones waiting.
