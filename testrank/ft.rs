@@ -23,7 +23,7 @@
 //! - `split-after-failure VICTIM`: VICTIM dies; the survivors acknowledge it, split (the
 //!   context agreed among the live ranks only), exchange on the new communicator, free
 //!   it; print `SPLIT OK <size>`.
-//! - `order`, `deadsource`, `revokepending`: MPI matching order and its ULFM rules
+//! - `order`, `deadsource`, `revokepending`, `overtake`: MPI matching order and its ULFM rules
 //!   (`matching.rs`).
 //! - `ssend`, `ssend-fail`, `ssend-fabric`, `mprobe`: synchronous sends and matched
 //!   probes (`ssend.rs`).
@@ -963,6 +963,7 @@ fn main() {
         Some("order") => matching::order(&world, &comm, &args[2]),
         Some("deadsource") => matching::deadsource(&world, &comm),
         Some("revokepending") => matching::revoke_pending(&world, &comm),
+        Some("overtake") => matching::overtake(&comm, &args[2]),
         Some("ssend") => ssend::ssend(&world, &comm),
         Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
         Some("ssend-fabric") => ssend::ssend_fabric(&world, &comm),

@@ -10,6 +10,12 @@
 //!   messages are still received, a third receive fails; prints `DEADSOURCE OK`.
 //! - `revokepending`: every rank posts receives nobody matches; rank 0 revokes; every
 //!   receive completes with `Revoked`; prints `REVOKEPENDING OK`.
+//! - `overtake send|late|isend|drop`: rank 0 fills its ring to rank 1 with eager sends
+//!   while rank 1 is not receiving (files say when), posts a large `isend` that finds no room, then a
+//!   small `send` (`late`: once rank 1 has emptied the ring) or an `isend` tested first,
+//!   with the same tag (`drop`: another large `isend` queued before the first is dropped
+//!   while queued, and never arrives); rank 1 receives them all and checks they arrive
+//!   in send order; prints `OVERTAKE OK`.
 
 use std::time::{Duration, Instant};
 
@@ -383,4 +389,89 @@ pub(crate) fn revoke_pending(world: &World, comm: &Comm) {
         world.progress_for(Duration::from_micros(100));
     }
     println!("REVOKEPENDING OK");
+}
+
+/// Messages that fill the default 64-cell ring exactly: 4 x 16 cells (a first cell of
+/// 232 bytes and 15 continuation cells of 248, `shm/src/message.rs`).
+const FILL: [usize; 4] = [232 + 15 * 248; 4];
+
+/// One sender, one tag: `FILL`'s eager messages, then a large message that finds the
+/// ring full, then a small one (a blocking `send`, or with `isend` an `isend` tested
+/// before the large one's request): all received in send order.
+pub(crate) fn overtake(comm: &Comm, how: &str) {
+    let me = comm.rank();
+    let big = 1 << 20;
+    let count = FILL.len() as u32 + 2;
+    // Rank 1 tells rank 0 it has left the library, and rank 0 tells rank 1 to start
+    // receiving, through files (a message would wait behind the full ring, and a
+    // rank still inside a call may drain its rings): both are the launcher's children.
+    let file = |what: &str| {
+        std::env::temp_dir().join(format!(
+            "steadfast-overtake-{}-{what}",
+            std::os::unix::process::parent_id()
+        ))
+    };
+    let (idle, signal) = (file("idle"), file("go"));
+    let wait_for = |f: &std::path::Path| {
+        // A stall past 20 s goes on anyway (the order is still checked).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !f.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Its reader removes it.
+        let _ = std::fs::remove_file(f);
+    };
+    comm.barrier().unwrap();
+    if me == 0 {
+        wait_for(&idle);
+        let mut sends = Vec::new();
+        for (seq, &len) in FILL.iter().enumerate() {
+            sends.push(comm.isend_owned(1, 70, body(0, seq as u32, len)).unwrap());
+        }
+        // `drop`: a large send queued first and dropped (withdrawn) while queued.
+        let gone = (how == "drop").then(|| comm.isend_owned(1, 70, body(0, 99, big)).unwrap());
+        let large = comm.isend_owned(1, 70, body(0, count - 2, big)).unwrap();
+        drop(gone);
+        // Everything before the small one is posted: rank 1 may receive.
+        std::fs::write(&signal, b"go").unwrap();
+        let small = body(0, count - 1, 12);
+        if how == "isend" {
+            let mut later = comm.isend_owned(1, 70, small).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !later.test().unwrap() {
+                assert!(Instant::now() < deadline, "rank 0: small isend never done");
+            }
+            later.wait().1.unwrap();
+        } else {
+            if how == "late" {
+                // Rank 1 empties the ring meanwhile: the small one would fit at once.
+                std::thread::sleep(Duration::from_millis(400));
+            }
+            comm.send(1, 70, &small).unwrap();
+        }
+        large.wait().1.unwrap();
+        for s in sends {
+            s.wait().1.unwrap();
+        }
+    } else if me == 1 {
+        // Not receiving yet: rank 0's ring fills.
+        std::fs::write(&idle, b"idle").unwrap();
+        wait_for(&signal);
+        let recvs: Vec<_> = (0..count)
+            .map(|_| post(comm, Some(0), Some(70), big))
+            .collect();
+        let got = finish_in_reverse(me, recvs);
+        let seqs: Vec<u32> = got.iter().map(|g| g.1).collect();
+        assert_eq!(
+            seqs,
+            (0..count).collect::<Vec<_>>(),
+            "rank 1: one sender's messages by posting order of the receives"
+        );
+    }
+    comm.barrier().unwrap();
+    if me == 0 {
+        // Left only if rank 1 gave up waiting for it.
+        let _ = std::fs::remove_file(&signal);
+    }
+    println!("OVERTAKE OK");
 }

@@ -3,7 +3,8 @@
 //! whatever order they are tested in (many posted wildcard receives, interleaved tags
 //! against a reference model, several senders, messages waiting before their
 //! receives, probe then receive, self), one sender's same-tag messages (large then
-//! small) do not overtake, a dead source's arrived messages stay receivable while a
+//! small) do not overtake, nor does a later send overtake a large one that found the shm
+//! ring full (issue 15; one withdrawn while waiting never arrives), a dead source's arrived messages stay receivable while a
 //! receive naming it fails with `ProcFailed` (shm: the fabric's provider-matched
 //! receives fail at once), and a revoke completes every pending receive with
 //! `Revoked`. Scenarios: `testrank/matching.rs`.
@@ -68,4 +69,42 @@ fn revoke_completes_every_pending_receive_over_shm() {
 #[test]
 fn revoke_completes_every_pending_receive_over_tcp() {
     revoke_pending(TCP);
+}
+
+/// Heartbeats seldom: one from rank 0 while its ring is kept full would wait for room.
+const QUIET: &[(&str, &str)] = &[
+    ("STEADFAST_HEARTBEAT_MS", "10000"),
+    ("STEADFAST_DETECT_TIMEOUT_MS", "60000"),
+];
+
+fn overtake(how: &str) {
+    let job = run(2, QUIET, &["overtake", how], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(job.lines("OVERTAKE OK").len(), 2, "{}", job.context());
+}
+
+/// A large `isend` that finds the ring full is not overtaken by a later blocking
+/// `send` to the same rank with the same tag (issue 15).
+#[test]
+fn a_send_does_not_overtake_an_isend_waiting_for_room_over_shm() {
+    overtake("send");
+}
+
+/// Nor by a later blocking `send` that would fit the ring at once (the latency path).
+#[test]
+fn a_send_finding_room_does_not_overtake_an_isend_waiting_for_room_over_shm() {
+    overtake("late");
+}
+
+/// Nor by a later `isend` tested before it.
+#[test]
+fn an_isend_tested_first_does_not_overtake_an_isend_waiting_for_room_over_shm() {
+    overtake("isend");
+}
+
+/// A queued send dropped before it left is withdrawn: the sends behind it move up and
+/// it never arrives.
+#[test]
+fn a_send_dropped_while_waiting_for_room_is_withdrawn_over_shm() {
+    overtake("drop");
 }

@@ -27,7 +27,7 @@ use steadfast_shm::ShmError;
 
 use super::p2p::{outcome_result, RecvMode, RecvPlan};
 use super::{Agreement, Comm, CommError, Status};
-use crate::world::engine::Route;
+use crate::world::engine::{Engine, QueuedId, Route};
 use crate::world::matching::RecvKey;
 use crate::world::tags::user_match;
 
@@ -167,8 +167,11 @@ impl Drop for RecvRequest<'_> {
 }
 
 enum SendState {
-    /// Not accepted by the transport yet (ring full).
+    /// Not offered to the transport yet (shm: before the first test).
     Waiting,
+    /// In the engine's queue of its destination, behind sends posted earlier or
+    /// refused for want of room (`engine_sendq.rs`).
+    Queued(QueuedId),
     Shm(steadfast_shm::SendRequest),
     Fabric(Request),
     Done,
@@ -209,6 +212,13 @@ impl SendRequest<'_> {
         unsafe { std::slice::from_raw_parts(self.data, self.len) }
     }
 
+    /// Queues this send behind its destination's waiting sends.
+    fn queue(&self, e: &mut Engine) -> QueuedId {
+        // SAFETY: the request borrows `data` for 'a and, dropped earlier, withdraws the
+        // entry (`Drop`); `Comm::isend`'s contract forbids leaking it.
+        unsafe { e.queue_send(self.world, self.wire_tag, self.data, self.len) }
+    }
+
     /// Progresses once; `true` when `data` may be reused.
     ///
     /// # Errors
@@ -235,6 +245,15 @@ impl SendRequest<'_> {
                     break;
                 }
                 SendState::Waiting => {
+                    // Behind sends to the same rank that wait for room: queue too, so
+                    // none overtakes (docs/matching.md).
+                    if e.sends_queued(self.world) {
+                        e.push_queued();
+                    }
+                    if e.sends_queued(self.world) {
+                        self.state = SendState::Queued(self.queue(e));
+                        break;
+                    }
                     let Route::Shm(l) = e.route(self.world) else {
                         unreachable!("only shm sends wait for room")
                     };
@@ -242,13 +261,34 @@ impl SendRequest<'_> {
                     // SAFETY: the request borrows `data` until it completes.
                     match unsafe { shm.isend(l, self.wire_tag, self.data()) } {
                         Ok(req) => self.state = SendState::Shm(req),
-                        Err(ShmError::WouldBlock) => break,
+                        Err(ShmError::WouldBlock) => {
+                            self.state = SendState::Queued(self.queue(e));
+                            break;
+                        }
                         Err(ShmError::PeerDead(_)) => {
                             e.report_failure(self.world, "process exited".into());
                             e.apply_failures();
                             break;
                         }
                         Err(err) => return Err(err.into()),
+                    }
+                }
+                SendState::Queued(id) => {
+                    let id = *id;
+                    e.push_queued();
+                    match e.take_queued(id) {
+                        None => break,
+                        Some(Ok(req)) => self.state = SendState::Shm(req),
+                        Some(Err(ShmError::PeerDead(_))) => {
+                            self.state = SendState::Done;
+                            e.report_failure(self.world, "process exited".into());
+                            e.apply_failures();
+                            break;
+                        }
+                        Some(Err(err)) => {
+                            self.state = SendState::Done;
+                            return Err(err.into());
+                        }
                     }
                 }
                 SendState::Shm(req) => {
@@ -291,11 +331,16 @@ impl SendRequest<'_> {
         }
         e.progress();
         if let Some(err) = self.comm.interrupted(e, Some(self.world), false) {
-            if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
-                let fab = e.fab_mut().expect("fabric route without messenger");
-                if let Ok(Some(_)) = fab.cancel(req) {
-                    return Ok(true);
+            match std::mem::replace(&mut self.state, SendState::Done) {
+                SendState::Fabric(req) => {
+                    let fab = e.fab_mut().expect("fabric route without messenger");
+                    if let Ok(Some(_)) = fab.cancel(req) {
+                        return Ok(true);
+                    }
                 }
+                // Out of the queue: it will never leave.
+                SendState::Queued(id) => e.cancel_queued(id),
+                _ => {}
             }
             self.state = SendState::Done;
             return Err(err);
@@ -317,6 +362,10 @@ impl Drop for SendRequest<'_> {
     fn drop(&mut self) {
         if let Some(seq) = self.sync.take() {
             self.comm.engine.lock().sync_end(self.world, seq);
+        }
+        if let SendState::Queued(id) = self.state {
+            // Out of the queue: the engine no longer names `data`.
+            self.comm.engine.lock().cancel_queued(id);
         }
         // A fabric send still posted is cancelled (waiting for libfabric to let go of
         // the buffer). A large shm send cannot be withdrawn: the receiver may still read

@@ -167,13 +167,15 @@ impl Comm {
     /// [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a bad rank or tag.
     pub fn send(&self, dest: u32, tag: u32, data: &[u8]) -> Result<(), CommError> {
         // The latency path: a message that fits one shared-memory cell goes out under
-        // one hold of the engine, without a request.
+        // one hold of the engine, without a request (unless earlier sends to `dest`
+        // wait for room: it queues behind them, docs/matching.md).
         if data.len() <= steadfast_shm::message::INLINE_MAX && tag <= MAX_TAG {
             let mut guard = self.engine.lock();
             let e = &mut *guard;
             let c = e.comm(self.id);
             if let (Some(&w), false) = (c.group().get(dest as usize), c.revoked()) {
-                if let (Route::Shm(l), false, false) = (e.route(w), e.excluded(), e.is_failed(w)) {
+                let open = !e.excluded() && !e.is_failed(w) && !e.sends_queued(w);
+                if let (Route::Shm(l), true) = (e.route(w), open) {
                     let (wire_tag, _) = user_match(c.context(), Some(tag));
                     let shm = e.shm_mut().expect("shm route without endpoint");
                     if shm.try_send(l, wire_tag, data).is_ok() {

@@ -87,6 +87,11 @@ mod p2p;
 #[path = "engine_sync.rs"]
 mod sync;
 
+/// Shm sends waiting for room, in posting order per destination.
+#[path = "engine_sendq.rs"]
+mod sendq;
+pub(crate) use sendq::QueuedId;
+
 /// The per-process engine (see the module doc). Its state is private: communicators
 /// use the methods below.
 pub(crate) struct Engine {
@@ -106,6 +111,8 @@ pub(crate) struct Engine {
     matching: Matching,
     /// Synchronous sends in flight and answers owed (`engine_sync.rs`).
     sync: sync::SyncSends,
+    /// Shm sends not accepted yet, per destination in posting order (`engine_sendq.rs`).
+    sendq: sendq::SendQueues,
     /// Failed ranks whose contexts the matcher has not been told about yet.
     to_notify: Vec<u32>,
     /// Inside `drain_arrivals` (it is not re-entered).
@@ -177,6 +184,7 @@ impl Engine {
             boot: parts.boot,
             matching: Matching::new(parts.size),
             sync: sync::SyncSends::default(),
+            sendq: sendq::SendQueues::default(),
             to_notify: Vec::new(),
             draining: false,
             control: ControlPlane::new(parts.rank, parts.size, parts.detector),
@@ -382,9 +390,10 @@ impl Engine {
         dropped
     }
 
-    /// One round of progress: control messages, then (now and then) the clock, the
-    /// launcher and local pids; then failures learnt are applied.
+    /// One round of progress: queued shm sends, control messages, then (now and then)
+    /// the clock, the launcher and local pids; then failures learnt are applied.
     pub fn progress(&mut self) {
+        self.push_queued();
         self.poll_control();
         self.polls = self.polls.wrapping_add(1);
         if self.polls % POLLS_PER_SLOW_CHECK == 0 {
