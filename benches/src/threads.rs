@@ -8,8 +8,10 @@
 //! - `shared`: every thread on one communicator, thread t's data with tag 2 + 2t and its
 //!   acknowledgements with tag 3 + 2t (MPI's matching keeps each thread's stream apart).
 //!
-//! The rate is every thread's messages over the slowest thread's time (of both ranks),
-//! per repetition; the table gives the median, min and max. The Open MPI counterpart is
+//! The rate is every thread's messages over the repetition's wall time, from before the
+//! threads start to after the last one ends (the slower rank's), per repetition; the
+//! table gives the median, min and max. (Each thread timing itself would overstate it:
+//! threads that run one after the other would each look as fast as one alone.) The Open MPI counterpart is
 //! `benches/compare/ompi_mt_mr.c` (`MPI_THREAD_MULTIPLE`), run by `benches/compare/run.sh`.
 
 use std::time::Instant;
@@ -85,15 +87,14 @@ fn tags(layout: Layout, t: usize) -> (u32, u32) {
     }
 }
 
-/// One thread's part of a repetition; returns its time in seconds.
-fn run_thread(comm: &Comm, layout: Layout, t: usize, windows: usize, size: usize) -> f64 {
+/// One thread's part of a repetition.
+fn run_thread(comm: &Comm, layout: Layout, t: usize, windows: usize, size: usize) {
     let me = comm.rank();
     let peer = 1 - me;
     let (data_tag, ack_tag) = tags(layout, t);
     let data = vec![0x5a_u8; size];
     let mut buf = vec![0_u8; size];
     let mut ack = [0_u8; 1];
-    let start = Instant::now();
     for _ in 0..windows {
         if me == 0 {
             let mut sends = Vec::with_capacity(WINDOW);
@@ -119,11 +120,11 @@ fn run_thread(comm: &Comm, layout: Layout, t: usize, windows: usize, size: usize
                 .or_fail(me, format_args!("thread {t}: acknowledgement"));
         }
     }
-    start.elapsed().as_secs_f64()
 }
 
-/// One repetition with `threads` threads: the slowest thread's time (this rank's).
+/// One repetition with `threads` threads: its wall time at this rank, in seconds.
 fn repetition(comms: &[Comm], layout: Layout, threads: usize, windows: usize, size: usize) -> f64 {
+    let start = Instant::now();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -134,11 +135,12 @@ fn repetition(comms: &[Comm], layout: Layout, threads: usize, windows: usize, si
                 s.spawn(move || run_thread(comm, layout, t, windows, size))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(f64::INFINITY))
-            .fold(0.0, f64::max)
-    })
+        for h in handles {
+            // A thread's failure already ended the process (`or_fail`); a panic is a bug.
+            h.join().expect("a message-rate thread panicked");
+        }
+    });
+    start.elapsed().as_secs_f64()
 }
 
 /// Messages per second of all threads together, for each thread count and layout.
@@ -190,7 +192,8 @@ pub fn mt_mr(world: &World, c: &Common, threads: &[usize], layouts: &[Layout]) {
                     .barrier()
                     .or_fail(me, format_args!("barrier before {n} threads"));
                 let secs = repetition(&comms, layout, n, windows, size);
-                // The bits of non-negative floats order as the floats do.
+                // The slower rank's wall time (the bits of non-negative floats order
+                // as the floats do).
                 let mut slowest = [secs.to_bits()];
                 world_comm
                     .allreduce(&mut slowest, ReduceOp::Max)
