@@ -190,9 +190,11 @@ fn a_restarted_rank_has_its_rank_and_answers_its_restarter_over_shm() {
     assert_no_rank_left(&marker("world-once"));
 }
 
-#[test]
-fn a_rank_restarted_twice_by_two_survivors_at_once_starts_one_process_each_time() {
-    let out = run_world(4, &[], &["restart", "3", "2", "2", &marker("world-twice")]);
+/// `restart 3 2 2` at 4 ranks (rank 3 killed twice, ranks 0 and 1 restarting it at
+/// once): each generation answered, one process started per generation, the last one
+/// done; no process left.
+fn restarted_twice_by_two_survivors(env: &[(&str, &str)], name: &str) -> String {
+    let out = run_world(4, env, &["restart", "3", "2", "2", &marker(name)]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for g in 1..=2 {
@@ -213,8 +215,14 @@ fn a_rank_restarted_twice_by_two_survivors_at_once_starts_one_process_each_time(
         stdout.contains("[3] RESTORED rank 3 generation 2 done"),
         "{stdout}"
     );
+    assert_no_rank_left(&marker(name));
+    stdout
+}
+
+#[test]
+fn a_rank_restarted_twice_by_two_survivors_at_once_starts_one_process_each_time() {
+    let stdout = restarted_twice_by_two_survivors(&[], "world-twice");
     assert_no_segments(&stdout);
-    assert_no_rank_left(&marker("world-twice"));
 }
 
 #[test]
@@ -264,34 +272,9 @@ fn a_restarted_rank_answers_its_restarter_over_tcp() {
 
 #[test]
 fn over_tcp_a_rank_restarted_twice_by_two_survivors_at_once_answers_each_time() {
-    let out = run_world(
-        4,
-        &OVER_TCP,
-        &["restart", "3", "2", "2", &marker("tcp-twice")],
-    );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
-    for g in 1..=2 {
-        // Generation 2 has generation 0's tag bit: what generation 0 left must have
-        // been drained, or the answer would be one of its messages.
-        assert!(
-            stdout.contains(&format!("[0] ANSWERED generation {g} in")),
-            "{stdout}"
-        );
-        assert!(
-            stdout.contains(&format!("[1] RESTARTED generation {g} by rank 1")),
-            "{stdout}"
-        );
-        let starts = stderr
-            .matches(&format!("restarted as incarnation {g}"))
-            .count();
-        assert_eq!(starts, 1, "{stderr}");
-    }
-    assert!(
-        stdout.contains("[3] RESTORED rank 3 generation 2 done"),
-        "{stdout}"
-    );
-    assert_no_rank_left(&marker("tcp-twice"));
+    // Generation 2 has generation 0's tag bit: what generation 0 left must have been
+    // drained, or the answer would be one of its messages.
+    restarted_twice_by_two_survivors(&OVER_TCP, "tcp-twice");
 }
 
 #[test]

@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 use crate::address::PeerAddress;
 use crate::error::{Error, Result};
-use crate::mr::{Access, MemoryRegion};
 use crate::PeerId;
 use steadfast_os::ProcessWatch;
 
@@ -242,25 +241,7 @@ impl Messenger {
         if let Some(n) = self.drain_staging {
             return Ok(n);
         }
-        let buffer = vec![0u8; self.eager_limit.clamp(BOUNCE_LEN, 1 << 20)].into_boxed_slice();
-        if self.mr_mode.local() {
-            // SAFETY: the buffer joins the staging pool, kept until the messenger is
-            // dropped, after this region (field order).
-            let mr = unsafe {
-                MemoryRegion::register(
-                    &self.domain,
-                    &self.endpoint,
-                    self.mr_mode,
-                    buffer.as_ptr(),
-                    buffer.len(),
-                    Access::ALL,
-                    0,
-                )?
-            };
-            self.staging_mrs.push(mr);
-        }
-        self.staging.push(buffer);
-        let n = (self.staging.len() - 1) as u16;
+        let n = self.add_staging_buffer(self.eager_limit.clamp(BOUNCE_LEN, 1 << 20))?;
         self.drain_staging = Some(n);
         Ok(n)
     }

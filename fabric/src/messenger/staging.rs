@@ -15,28 +15,35 @@ impl Messenger {
         if self.eager_limit <= BOUNCE_LEN || self.eager_limit > (1 << 20) {
             return Ok(());
         }
-        for i in 0..Self::STAGING_BUFFERS {
-            let buffer = vec![0u8; self.eager_limit].into_boxed_slice();
-            if self.mr_mode.local() {
-                // SAFETY: the buffer is heap memory kept until the messenger is dropped,
-                // after this region (field order).
-                let mr = unsafe {
-                    MemoryRegion::register(
-                        &self.domain,
-                        &self.endpoint,
-                        self.mr_mode,
-                        buffer.as_ptr(),
-                        buffer.len(),
-                        Access::ALL,
-                        0,
-                    )?
-                };
-                self.staging_mrs.push(mr);
-            }
-            self.staging.push(buffer);
-            self.staging_free.push(i as u16);
+        for _ in 0..Self::STAGING_BUFFERS {
+            let i = self.add_staging_buffer(self.eager_limit)?;
+            self.staging_free.push(i);
         }
         Ok(())
+    }
+
+    /// Allocates (and registers, if needed) one staging buffer of `len` bytes, kept
+    /// until the messenger is dropped; its index in the pool (not on the free list).
+    pub(super) fn add_staging_buffer(&mut self, len: usize) -> Result<u16> {
+        let buffer = vec![0u8; len].into_boxed_slice();
+        if self.mr_mode.local() {
+            // SAFETY: the buffer is heap memory kept until the messenger is dropped,
+            // after this region (field order).
+            let mr = unsafe {
+                MemoryRegion::register(
+                    &self.domain,
+                    &self.endpoint,
+                    self.mr_mode,
+                    buffer.as_ptr(),
+                    buffer.len(),
+                    Access::ALL,
+                    0,
+                )?
+            };
+            self.staging_mrs.push(mr);
+        }
+        self.staging.push(buffer);
+        Ok((self.staging.len() - 1) as u16)
     }
 
     /// Where a receive of `len` bytes lands first.
