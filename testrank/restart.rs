@@ -91,7 +91,34 @@ fn restart(world: &World, comm: &Comm, victim: u32) -> Result<u32, CommError> {
     }
 }
 
+/// With `TESTRANK_LOG=debug` (or another level), the library's log goes to
+/// stderr, tagged with this process's id (for debugging a test).
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        eprintln!(
+            "pid {} {}: {}",
+            std::process::id(),
+            record.level(),
+            record.args()
+        );
+    }
+    fn flush(&self) {}
+}
+
 fn main() {
+    if let Some(level) = std::env::var("TESTRANK_LOG")
+        .ok()
+        .and_then(|l| l.parse::<log::LevelFilter>().ok())
+    {
+        if log::set_logger(&StderrLog).is_ok() {
+            log::set_max_level(level);
+        }
+    }
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_default();
     let generation: u32 = std::env::var("STEADFAST_GENERATION")

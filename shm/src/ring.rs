@@ -153,6 +153,17 @@ impl RingHeader {
         }
     }
 
+    /// Lets incarnation `generation` of the producer push into a ring nothing was
+    /// pushed into (a restarted process's new segment, before it joins): no cell of an
+    /// older incarnation can be in it, so nothing is dropped, unlike
+    /// [`Consumer::admit`].
+    pub fn admit_into_new(&self, generation: u32) {
+        // ORDERING: Release; pairs with the Acquire load in `admits`: the producer that
+        // reads it sees the ring's initial counters.
+        self.admitted
+            .store(u64::from(generation) + 1, Ordering::Release);
+    }
+
     /// Whether the consumer has admitted incarnation `generation` of the producer.
     pub fn admits(&self, generation: u32) -> bool {
         // ORDERING: Acquire; pairs with the Release store in `Consumer::admit`: the

@@ -432,6 +432,12 @@ impl Segment {
         self.header().owner_generation
     }
 
+    /// Lets incarnation `generation` of `sender` push into its ring of this new
+    /// segment (see [`RingHeader::admit_into_new`]).
+    pub fn admit_into_new(&self, sender: u32, generation: u32) {
+        self.ring(sender).0.admit_into_new(generation);
+    }
+
     /// Whether the owner admits incarnation `generation` of `sender` into its ring.
     pub fn admits(&self, sender: u32, generation: u32) -> bool {
         self.ring(sender).0.admits(generation)

@@ -166,6 +166,9 @@ impl Drop for RecvRequest<'_> {
     }
 }
 
+/// How long dropping an unfinished large shm send waits for its receiver's answer.
+const SHM_DROP_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 enum SendState {
     /// Not offered to the transport yet (shm: before the first test).
     Waiting,
@@ -295,11 +298,22 @@ impl SendRequest<'_> {
                     let shm = e.shm_mut().expect("shm route without endpoint");
                     match shm.test_send(req) {
                         Ok(true) => {
-                            e.stats_mut().shm_sent += 1;
+                            let unread = req.unread();
                             self.state = SendState::Done;
+                            if unread {
+                                // The receiver dropped it unread: its communicator was
+                                // revoked (or freed) before a receive took it.
+                                if let Some(err) = self.comm.interrupted(e, Some(self.world), false)
+                                {
+                                    return Err(err);
+                                }
+                            }
+                            e.stats_mut().shm_sent += 1;
                         }
                         Ok(false) => break,
                         Err(ShmError::PeerDead(_)) => {
+                            // It cannot read our buffer any more.
+                            self.state = SendState::Done;
                             e.report_failure(self.world, "process exited".into());
                             e.apply_failures();
                             break;
@@ -340,6 +354,15 @@ impl SendRequest<'_> {
                 }
                 // Out of the queue: it will never leave.
                 SendState::Queued(id) => e.cancel_queued(id),
+                SendState::Shm(req) => {
+                    // A large message offered by its address: the live receiver may be
+                    // reading `data` now, so the send lasts until it answers: its FIN
+                    // after the read, or its refusal of the message its revoked
+                    // communicator dropped (or until it dies). Completing here let the
+                    // caller reuse `data` under the receiver's read.
+                    self.state = SendState::Shm(req);
+                    return Ok(false);
+                }
                 _ => {}
             }
             self.state = SendState::Done;
@@ -367,9 +390,24 @@ impl Drop for SendRequest<'_> {
             // Out of the queue: the engine no longer names `data`.
             self.comm.engine.lock().cancel_queued(id);
         }
+        // A large shm send offered by its address cannot be withdrawn: the receiver may
+        // be reading the buffer. It is finished as `wait` would (the receiver answers
+        // after its read, refuses a message it dropped, or dies), within a bound.
+        if matches!(self.state, SendState::Shm(_)) {
+            let deadline = std::time::Instant::now() + SHM_DROP_WAIT;
+            while matches!(self.test(), Ok(false)) {
+                if std::time::Instant::now() >= deadline {
+                    log::warn!(
+                        "a dropped large send to rank {} was not answered in {SHM_DROP_WAIT:?}; its buffer is released while the receiver may still read it",
+                        self.dest
+                    );
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
         // A fabric send still posted is cancelled (waiting for libfabric to let go of
-        // the buffer). A large shm send cannot be withdrawn: the receiver may still read
-        // the buffer, which only it would notice.
+        // the buffer).
         if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
             {
                 let mut e = self.comm.engine.lock();

@@ -19,8 +19,10 @@ use steadfast_shm::Endpoint as ShmEndpoint;
 
 use super::matching::Matching;
 use super::tags::{CONTEXT_BITS, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS};
+use control_held::ControlHeld;
 use rejoin::RestartState;
 
+mod control_held;
 mod rejoin;
 use crate::bootstrap::Bootstrap;
 
@@ -132,6 +134,8 @@ pub(crate) struct Engine {
     shm_dead: Vec<u32>,
     /// Failed sends of control messages, reported once the outputs are drained.
     send_failures: Vec<(u32, String)>,
+    /// Control messages to local ranks that have not admitted this restarted process.
+    control_held: ControlHeld,
     stats: Stats,
     /// Each world rank's incarnation as known here (this process's own included).
     generations: Vec<u32>,
@@ -199,6 +203,7 @@ impl Engine {
             control_buf: vec![0u8; CONTROL_MAX].into_boxed_slice(),
             shm_dead: Vec::new(),
             send_failures: Vec::new(),
+            control_held: ControlHeld::default(),
             stats: Stats::default(),
             generations: parts.generations,
             rejoins: Vec::new(),
@@ -394,6 +399,9 @@ impl Engine {
     /// the clock, the launcher and local pids; then failures learnt are applied.
     pub fn progress(&mut self) {
         self.push_queued();
+        if !self.control_held.is_empty() {
+            self.send_held_control();
+        }
         self.poll_control();
         self.polls = self.polls.wrapping_add(1);
         if self.polls % POLLS_PER_SLOW_CHECK == 0 {
@@ -509,6 +517,7 @@ impl Engine {
                             &self.routes,
                             self.fab.as_mut(),
                             self.shm.as_mut(),
+                            &mut self.control_held,
                             to,
                             bytes,
                         ) {
@@ -528,6 +537,7 @@ impl Engine {
                         }
                     }
                     Output::Failed { rank, how } => {
+                        log::debug!("rank {rank} failed here: {how}");
                         match self.routes[rank as usize] {
                             Route::Shm(l) => {
                                 if let Some(shm) = self.shm.as_mut() {
@@ -621,20 +631,38 @@ impl Engine {
 
 /// Sends a control message to world rank `to`; a failure is returned as the reason to
 /// report (control traffic toward the dead is best effort by design), never an error.
+/// A message to a local rank that has not admitted this restarted process yet is held
+/// (in `held`, behind the ones held for `to` already; see `control_held.rs`).
 fn send_control(
     routes: &[Route],
     fab: Option<&mut Messenger>,
     shm: Option<&mut ShmEndpoint>,
+    held: &mut ControlHeld,
     to: u32,
     bytes: &[u8],
 ) -> Option<String> {
     match routes[to as usize] {
         Route::Local => None,
-        Route::Shm(l) => match shm.map(|s| s.send(l, CONTROL, bytes)) {
-            Some(Err(steadfast_shm::ShmError::PeerDead(_))) => Some("process exited".to_string()),
-            Some(Err(e)) => Some(format!("shm: {e}")),
-            _ => None,
-        },
+        Route::Shm(l) => {
+            let shm = shm?;
+            if held.holds(to) {
+                held.hold(to, bytes);
+                return None;
+            }
+            let sent = match shm.admitted_by(l) {
+                Ok(false) => {
+                    held.hold(to, bytes);
+                    return None;
+                }
+                Ok(true) => shm.send(l, CONTROL, bytes),
+                Err(e) => Err(e),
+            };
+            match sent {
+                Ok(()) => None,
+                Err(steadfast_shm::ShmError::PeerDead(_)) => Some("process exited".to_string()),
+                Err(e) => Some(format!("shm: {e}")),
+            }
+        }
         Route::Fabric => match fab.map(|f| f.send(to, CONTROL, bytes)) {
             Some(Err(e)) => Some(format!("fabric: {e}")),
             _ => None,

@@ -120,6 +120,17 @@ pub struct SendRequest {
     len: usize,
     /// 0 when already complete (inline / eager), else the RTS token.
     token: u64,
+    /// The receiver answered without reading the data (`FIN_FAILED`: it dropped the
+    /// message, e.g. its communicator was revoked, or its read failed).
+    unread: bool,
+}
+
+impl SendRequest {
+    /// Whether the receiver let the (complete) send go without reading its data: it
+    /// dropped the message (a revoked or freed communicator) or could not read it.
+    pub fn unread(&self) -> bool {
+        self.unread
+    }
 }
 
 /// What a receive got.
@@ -334,6 +345,14 @@ impl Endpoint {
                     ),
                 }
                 .into());
+            }
+            let owner = segment.owner_generation();
+            if owner > 0 {
+                // A restarted peer pushes into our ring only once it reads its
+                // incarnation admitted there. Our segment is new (nothing older is in
+                // it), and no launcher event will tell us to admit this incarnation:
+                // we know it from the start (two ranks restarted at once).
+                self.own.admit_into_new(r, owner);
             }
             let pid = segment.owner_pid();
             let watch = ProcessWatch::new(pid);

@@ -6,7 +6,7 @@
 use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter};
 use crate::error::ShmError;
 use crate::message::{
-    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_RESEND, INLINE_MAX,
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_RESEND, INLINE_MAX,
 };
 use crate::ring::Cell;
 use crate::split::{self, SPLIT_MIN};
@@ -29,6 +29,29 @@ impl Endpoint {
             peer.awaiting_admission = false;
         }
         Ok(true)
+    }
+
+    /// Whether local rank `dest` lets this process push into its ring: always for a
+    /// first incarnation; a restarted one waits until `dest` admitted it (which `dest`
+    /// does in a progress round of its own). A caller that cannot wait in here (a
+    /// wait would run no round of the caller's, and two restarted ranks would wait for
+    /// each other) holds its message and asks again.
+    ///
+    /// # Errors
+    /// [`ShmError::PeerDead`] when `dest` is dead (checked only while not admitted);
+    /// [`ShmError::InvalidArgument`] for a bad rank.
+    pub fn admitted_by(&mut self, dest: u32) -> Result<bool, ShmError> {
+        self.check_rank(dest)?;
+        if self.dead[dest as usize] {
+            return Err(ShmError::PeerDead(dest));
+        }
+        if self.ready_to_push(dest)? {
+            return Ok(true);
+        }
+        if self.peer_dead(dest) {
+            return Err(ShmError::PeerDead(dest));
+        }
+        Ok(false)
     }
 
     /// Fills and pushes one cell to `dest`; `Ok(false)` when its ring is full.
@@ -209,7 +232,8 @@ impl Endpoint {
     ///
     /// # Errors
     /// As [`send`](Self::send); [`ShmError::WouldBlock`] when the ring has no room for
-    /// the descriptor (nothing was sent).
+    /// the descriptor, or `dest` has not admitted this restarted process yet (nothing
+    /// was sent).
     pub unsafe fn isend(
         &mut self,
         dest: u32,
@@ -222,6 +246,13 @@ impl Endpoint {
         if self.dead[dest as usize] {
             return Err(ShmError::PeerDead(dest));
         }
+        // A restarted process not admitted by `dest` yet: the admission comes with a
+        // progress round of the caller's (the launcher's event read there), which a
+        // wait in here would never run; two restarted ranks sending to each other first
+        // would each wait for the other. The caller queues and retries.
+        if !self.ready_to_push(dest)? {
+            return Err(ShmError::WouldBlock);
+        }
         let pipelined = self.peers[dest as usize]
             .as_ref()
             .is_some_and(|p| p.path == CopyPath::Pipelined);
@@ -231,6 +262,7 @@ impl Endpoint {
             data: data.as_ptr(),
             len: data.len(),
             token: 0,
+            unread: false,
         };
         if data.len() <= self.config.eager_max || pipelined {
             self.send(dest, tag, data)?;
@@ -278,6 +310,7 @@ impl Endpoint {
         let (_, status) = self.fins.swap_remove(i);
         self.release_offer(request.token);
         request.token = 0;
+        request.unread = status == FIN_FAILED;
         if status == FIN_RESEND {
             if let Some(p) = self.peers[request.dest as usize].as_mut() {
                 p.path = CopyPath::Pipelined;
