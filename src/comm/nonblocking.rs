@@ -227,8 +227,20 @@ impl SendRequest<'_> {
     /// # Errors
     /// As [`Comm::send`].
     pub fn test(&mut self) -> Result<bool, CommError> {
-        let mut guard = self.comm.engine.lock();
-        let e = &mut *guard;
+        // A finished send (an inline or eager shm message, a fabric inject) is final:
+        // answered without taking the engine (the message rate's wait loop).
+        if self.sync.is_none() && matches!(self.state, SendState::Done) {
+            return Ok(true);
+        }
+        // A handle of its own (the guard must not borrow `self`, which `step` changes);
+        // only unfinished sends get here.
+        let shared = std::sync::Arc::clone(&self.comm.engine);
+        let mut guard = shared.lock();
+        self.step(&mut guard)
+    }
+
+    /// [`test`](Self::test)'s work, with the engine held by the caller.
+    fn step(&mut self, e: &mut Engine) -> Result<bool, CommError> {
         loop {
             match &mut self.state {
                 SendState::Done => {
@@ -627,7 +639,6 @@ impl Comm {
                 }
             }
         };
-        drop(guard);
         let mut req = SendRequest {
             comm: self.clone(),
             dest,
@@ -639,10 +650,15 @@ impl Comm {
             sync,
             _data: PhantomData,
         };
-        if matches!(req.state, SendState::Waiting) {
-            // Try the ring at once: small messages leave now.
-            req.test()?;
-        }
+        // Try the ring at once, in the same hold of the engine: small messages leave now.
+        let started = if matches!(req.state, SendState::Waiting) {
+            req.step(e).map(|_| ())
+        } else {
+            Ok(())
+        };
+        // Before `req` may drop (its drop takes the engine).
+        drop(guard);
+        started?;
         Ok(req)
     }
 

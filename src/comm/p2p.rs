@@ -9,7 +9,7 @@ use steadfast_matching::MatchError;
 use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{Engine, Route};
 use crate::world::matching::{Outcome, RecvFailure, RecvKey};
-use crate::world::shared::Shared;
+use crate::world::shared::{EngineGuard, Shared};
 use crate::world::tags::{user_match, user_tag, MAX_TAG};
 
 fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
@@ -212,11 +212,14 @@ impl Comm {
     ) -> Result<Status, CommError> {
         let (plan, mut spin) = {
             let e = self.engine.lock();
-            (self.plan_recv(&e, source, tag)?, Spin::new(&e))
+            let plan = self.plan_recv(&e, source, tag)?;
+            let spin = Spin::new(&e);
+            if plan.mode == RecvMode::Matched {
+                // Posted in this same hold of the engine (one round trip less).
+                return self.recv_matched(e, &plan, buf, spin);
+            }
+            (plan, spin)
         };
-        if plan.mode == RecvMode::Matched {
-            return self.recv_matched(&plan, buf, spin);
-        }
         let mut fab = PostedFabric {
             shared: &self.engine,
             req: None,
@@ -256,6 +259,7 @@ impl Comm {
     /// receive meanwhile (writing `buf`, which this call borrows until it returns).
     fn recv_matched(
         &self,
+        mut held: EngineGuard<'_>,
         plan: &RecvPlan,
         buf: &mut [u8],
         mut spin: Spin,
@@ -264,18 +268,17 @@ impl Comm {
             shared: &self.engine,
             key: None,
         };
-        let key = self.engine.lock().post_recv(
-            plan.ctx,
-            plan.source,
-            plan.tag,
-            buf.as_mut_ptr(),
-            buf.len(),
-        );
+        let key = held.post_recv(plan.ctx, plan.source, plan.tag, buf.as_mut_ptr(), buf.len());
         posted.key = Some(key);
+        // The first poll in the hold that posted; then one hold per poll.
+        let mut first = Some(held);
         let mut polls: u32 = 0;
         loop {
             {
-                let mut guard = self.engine.lock();
+                let mut guard = match first.take() {
+                    Some(g) => g,
+                    None => self.engine.lock(),
+                };
                 let e = &mut *guard;
                 if let Some(out) = e.recv_outcome(key) {
                     posted.key = None;
