@@ -223,8 +223,12 @@ enum {
     MPI_WTIME_IS_GLOBAL = 10004,
     MPI_APPNUM = 10005,
     MPI_LASTUSEDCODE = 10006,
-    MPI_UNIVERSE_SIZE = 10007
+    MPI_UNIVERSE_SIZE = 10007,
+    /* ULFM: whether the job tolerates failures (1 under --with-ft ulfm/mpi, 0 under
+     * --with-ft no); Open MPI's name, with the MPIX_FT alias. */
+    MPI_FT = 10008
 };
+#define MPIX_FT MPI_FT
 
 typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
