@@ -111,6 +111,14 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
 #define MPI_DOUBLE                ((MPI_Datatype)0x00000214)
 #define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)0x00000216)
+/* Fortran's types, which MPI names in C too (default kinds: 4-byte INTEGER, LOGICAL
+ * and REAL, 8-byte DOUBLE PRECISION). */
+#define MPI_INTEGER               ((MPI_Datatype)0x00000218)
+#define MPI_LOGICAL               ((MPI_Datatype)0x00000219)
+#define MPI_REAL                  ((MPI_Datatype)0x0000021a)
+#define MPI_COMPLEX               ((MPI_Datatype)0x0000021b)
+#define MPI_DOUBLE_PRECISION      ((MPI_Datatype)0x0000021c)
+#define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)0x0000021d)
 #define MPI_LONG_DOUBLE           ((MPI_Datatype)0x00000220)
 #define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x00000224)
 #define MPI_FLOAT_INT             ((MPI_Datatype)0x00000228)
