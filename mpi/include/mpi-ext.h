@@ -13,6 +13,11 @@
 #define OMPI_HAVE_MPI_EXT_FTMPI 1
 /* The ULFM proposal's feature macro. */
 #define MPIX_FAULT_TOLERANCE 1
+/* Open MPI's macros for the ULFM functions added after the first release (all
+ * declared in mpi.h): programs test them before calling. */
+#define OMPI_HAVE_MPIX_COMM_ISHRINK 1
+#define OMPI_HAVE_MPIX_COMM_GET_FAILED 1
+#define OMPI_HAVE_MPIX_COMM_ACK_FAILED 1
 /* Restart in place: MPIX_Is_restored_rank, MPIX_Comm_(i)restart_rank, MPIX_Comm_save,
  * MPIX_Comm_rejoin (declared in mpi.h). */
 #define STEADFAST_MPIX_RESTART 1

@@ -111,6 +111,14 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
 #define MPI_DOUBLE                ((MPI_Datatype)0x00000214)
 #define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)0x00000216)
+/* Fortran's types, which MPI names in C too (default kinds: 4-byte INTEGER, LOGICAL
+ * and REAL, 8-byte DOUBLE PRECISION). */
+#define MPI_INTEGER               ((MPI_Datatype)0x00000218)
+#define MPI_LOGICAL               ((MPI_Datatype)0x00000219)
+#define MPI_REAL                  ((MPI_Datatype)0x0000021a)
+#define MPI_COMPLEX               ((MPI_Datatype)0x0000021b)
+#define MPI_DOUBLE_PRECISION      ((MPI_Datatype)0x0000021c)
+#define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)0x0000021d)
 #define MPI_LONG_DOUBLE           ((MPI_Datatype)0x00000220)
 #define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x00000224)
 #define MPI_FLOAT_INT             ((MPI_Datatype)0x00000228)
@@ -223,8 +231,12 @@ enum {
     MPI_WTIME_IS_GLOBAL = 10004,
     MPI_APPNUM = 10005,
     MPI_LASTUSEDCODE = 10006,
-    MPI_UNIVERSE_SIZE = 10007
+    MPI_UNIVERSE_SIZE = 10007,
+    /* ULFM: whether the job tolerates failures (1 under --with-ft ulfm/mpi, 0 under
+     * --with-ft no); Open MPI's name, with the MPIX_FT alias. */
+    MPI_FT = 10008
 };
+#define MPIX_FT MPI_FT
 
 typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;

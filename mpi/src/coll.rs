@@ -4,10 +4,15 @@
 //! `MPI_Allreduce` (reduce + bcast), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
 //! (gather + bcast), `MPI_Alltoall` (all pairs at once).
 //!
-//! A failed member makes the call return `MPI_ERR_PROC_FAILED` at the ranks that
-//! wait on it; the others may wait on ranks that gave up, until the program revokes
-//! the communicator (ULFM's rule for collectives): a revoke of the communicator
-//! interrupts them with `MPI_ERR_REVOKED`.
+//! A collective that still waits for a message when some member of the communicator
+//! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on
+//! that member: a rank that waits on a live rank which gave up would otherwise wait
+//! forever, and ULFM requires an operation a failure keeps from completing to raise
+//! the error rather than block (acknowledging failures does not re-enable
+//! collectives; a shrink does). Ranks whose part completed before they learnt of the
+//! failure return success, so the outcome is not uniform (ULFM allows that;
+//! `MPIX_Comm_agree` makes it so). A revoke of the communicator interrupts them
+//! with `MPI_ERR_REVOKED`.
 
 use std::ffi::{c_int, c_void};
 
@@ -33,9 +38,21 @@ pub(crate) struct Coll {
 
 impl Coll {
     pub fn start(g: &mut Guard, comm: Handle) -> R<Coll> {
+        Coll::start_phases(g, comm, 1)
+    }
+
+    /// As [`Coll::start`] for a call of `phases` phases, each with its own tag
+    /// ([`Coll::next_phase`]). All are taken now, so that the call advances the
+    /// communicator's tag sequence by the same amount at every rank even when it
+    /// fails in its first phase at some and in a later one at others; otherwise the
+    /// next collective's messages would meet this one's at the ranks left behind.
+    pub fn start_phases(g: &mut Guard, comm: Handle, phases: u32) -> R<Coll> {
         let lib = g.lib()?;
         let (p2p, coll) = lib.intra(comm)?;
         let tag = lib.coll_tag(comm)?;
+        for _ in 1..phases {
+            lib.coll_tag(comm)?;
+        }
         Ok(Coll {
             me: p2p.rank(),
             n: p2p.size(),
@@ -45,18 +62,23 @@ impl Coll {
         })
     }
 
-    /// A second tag for the call's second phase.
-    fn next_phase(&mut self, g: &mut Guard, comm: Handle) -> R<()> {
-        self.tag = g.lib()?.coll_tag(comm)?;
-        Ok(())
+    /// The tag of the call's next phase (taken by [`Coll::start_phases`]; the
+    /// sequence's tags are consecutive modulo its 20 bits).
+    fn next_phase(&mut self) {
+        self.tag = (self.tag + 1) & 0xf_ffff;
     }
 
     /// Why waiting must stop: the program's communicator was revoked (a revoke by
-    /// another rank reaches the program's twin only), which then revokes this one.
+    /// another rank reaches the program's twin only), which then revokes this one; or
+    /// a member is known failed, so the call may never complete (see the module doc).
     fn interrupted(&self) -> Option<Fail> {
         if self.p2p.is_revoked() {
             self.coll.revoke();
             return Some(CommError::Revoked.into());
+        }
+        if self.coll.any_failed() {
+            let ranks = self.coll.failed_ranks();
+            return Some(CommError::ProcFailed { ranks }.into());
         }
         None
     }
@@ -356,11 +378,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
-            let mut c = Coll::start(g, comm)?;
+            let mut c = Coll::start_phases(g, comm, 2)?;
             // SAFETY: MPI's contract: the buffers hold `count` items.
             let mut acc = unsafe { reduce_input(sendbuf, recvbuf, len) }?;
             c.reduce(g, &mut acc, op, t.elem, 0)?;
-            c.next_phase(g, comm)?;
+            c.next_phase();
             acc.resize(len, 0);
             c.bcast(g, &mut acc, 0)?;
             // SAFETY: as above; `recvbuf` is the program's alone during the call.
@@ -488,7 +510,7 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
-            let mut c = Coll::start(g, comm)?;
+            let mut c = Coll::start_phases(g, comm, 2)?;
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
             let total = rlen * c.n as usize;
             let block = if sendbuf as usize == IN_PLACE {
@@ -504,7 +526,7 @@ crate::mpi_fn! {
             let blocks = gather(&c, g, block, rlen, 0)?;
             let mut all = blocks.concat();
             all.resize(total, 0);
-            c.next_phase(g, comm)?;
+            c.next_phase();
             c.bcast(g, &mut all, 0)?;
             // SAFETY: MPI's contract: `recvbuf` holds n blocks, the program's alone.
             unsafe { bytes_mut(recvbuf, total) }?.copy_from_slice(&all);

@@ -2,13 +2,13 @@
 //! names, inter-communicator creation) and error handlers.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::AtomicI32;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use sf::Comm;
 
 use crate::consts::*;
 use crate::error::{self, Fail, R};
-use crate::state::{call, CommEntry, CommKind, ErrFn, Guard, Handler, Lib};
+use crate::state::{call, CommEntry, CommKind, ErrFn, FtMode, Guard, Handler, Lib};
 use crate::util::{out, read_cstr, read_handle, write_str};
 
 crate::mpi_fn! {
@@ -342,11 +342,13 @@ static APPNUM_VALUE: AtomicI32 = AtomicI32::new(0);
 static HOST_VALUE: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
 static IO_VALUE: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
 static WTIME_IS_GLOBAL_VALUE: AtomicI32 = AtomicI32::new(0);
+static FT_VALUE: AtomicI32 = AtomicI32::new(0);
 
 crate::mpi_fn! {
     /// `MPI_Comm_get_attr` for the predefined keys (`MPI_TAG_UB`, `MPI_UNIVERSE_SIZE`,
-    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`): `*attribute_val`
-    /// becomes a pointer to the `int` value.
+    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, and ULFM's `MPI_FT` /
+    /// `MPIX_FT`: 1 when the job tolerates failures, 0 under `--with-ft no`):
+    /// `*attribute_val` becomes a pointer to the `int` value.
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(
         comm: Handle,
         keyval: c_int,
@@ -354,7 +356,11 @@ crate::mpi_fn! {
         flag: *mut c_int
     ) {
         call(comm, |g| {
-            g.lib()?.comm(comm)?;
+            let lib = g.lib()?;
+            lib.comm(comm)?;
+            // ORDERING: Relaxed; the value is a constant of the job (its FT mode),
+            // written before the pointer is handed out under the library's lock.
+            FT_VALUE.store(i32::from(lib.ft == FtMode::Ulfm), Ordering::Relaxed);
             let cell: &AtomicI32 = match keyval {
                 MPI_TAG_UB => &TAG_UB_VALUE,
                 MPI_UNIVERSE_SIZE => &crate::init::UNIVERSE_SIZE,
@@ -362,6 +368,7 @@ crate::mpi_fn! {
                 MPI_HOST => &HOST_VALUE,
                 MPI_IO => &IO_VALUE,
                 MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
+                MPI_FT => &FT_VALUE,
                 k => return Err(Fail::new(MPI_ERR_KEYVAL, format!("attribute key {k} is not known"))),
             };
             // SAFETY: MPI's contract: `attribute_val` points to a `void *` and `flag`

@@ -63,6 +63,7 @@ pub const MPI_IO: c_int = 10002;
 pub const MPI_WTIME_IS_GLOBAL: c_int = 10004;
 pub const MPI_APPNUM: c_int = 10005;
 pub const MPI_UNIVERSE_SIZE: c_int = 10007;
+pub const MPI_FT: c_int = 10008;
 
 pub const MPI_COMM_NULL: Handle = 0x100;
 pub const MPI_COMM_WORLD: Handle = 0x101;

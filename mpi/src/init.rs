@@ -55,6 +55,31 @@ fn ft_mode() -> FtMode {
     }
 }
 
+extern "C" {
+    /// The C library's standard output stream.
+    static mut stdout: *mut libc::FILE;
+}
+
+/// Makes the program's `stdout` line-buffered when it is not a terminal (a file or
+/// a pipe, where C buffers it fully), as `mpiexec`s that give ranks a pseudo-terminal
+/// do: a rank's lines reach the output as it prints them, and a rank that is killed
+/// (or dies) loses at most its last unfinished line, not everything it printed.
+/// Only under a launcher; a program started alone keeps C's buffering.
+fn line_buffer_stdout() {
+    // SAFETY: isatty only reads the descriptor's state.
+    if unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1 {
+        return;
+    }
+    // SAFETY: `stdout` is the C library's stream, initialised before main; fflush
+    // writes out what the program printed before MPI_Init, so setvbuf (which only
+    // changes the mode, keeping the library's own buffer) finds the buffer empty.
+    unsafe {
+        let out = stdout;
+        libc::fflush(out);
+        libc::setvbuf(out, std::ptr::null_mut(), libc::_IOLBF, 0);
+    }
+}
+
 fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     let level = match required {
         MPI_THREAD_SINGLE | MPI_THREAD_FUNNELED | MPI_THREAD_SERIALIZED | MPI_THREAD_MULTIPLE => {
@@ -80,9 +105,11 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
             ))
         }
     }
+    let mut launched = true;
     let world = match World::init() {
         // Started without a launcher: a job of one (MPI's singleton init).
         Err(InitError::Bootstrap(BootstrapError::NotLaunched { .. })) => {
+            launched = false;
             let params = Params::load().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
             World::init_with(Box::new(Singleton::default()), params)
         }
@@ -146,6 +173,9 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         ("thread_level".into(), level_name.into()),
     ];
     *g.phase() = Phase::Live(Box::new(lib));
+    if launched {
+        line_buffer_stdout();
+    }
     // ORDERING: Release; pairs with the Acquire in MPI_Initialized / MPI_Finalized
     // (a thread that sees the flag also sees what init did).
     STAGE.store(1, Ordering::Release);

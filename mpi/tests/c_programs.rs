@@ -570,3 +570,61 @@ fn the_master_leader_workers_scenario_recovers_a_worker_and_an_aborted_group() {
         );
     }
 }
+
+/// `coll_ft.c` at `n` ranks: after the last rank's SIGKILL every survivor's
+/// collectives on the communicator holding it return `MPIX_ERR_PROC_FAILED` (none
+/// hangs), and the victim's last line, printed without a flush, is in the output.
+fn collectives_after_a_sigkill(n: usize) {
+    let np = n.to_string();
+    let (status, out, err) = run(
+        &[
+            "-np",
+            &np,
+            "--with-ft",
+            "ulfm",
+            "--exit-status",
+            "survivors",
+        ],
+        program("coll_ft"),
+        &["ft"],
+        &[],
+    );
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("COLL FT OK").count(),
+        n - 1,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        out.contains(&format!("rank {}: last words", n - 1)),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+#[test]
+fn collectives_fail_at_every_survivor_after_a_sigkill_at_4_ranks() {
+    collectives_after_a_sigkill(4);
+}
+
+#[test]
+fn collectives_fail_at_every_survivor_after_a_sigkill_at_5_ranks() {
+    collectives_after_a_sigkill(5);
+}
+
+#[test]
+fn the_mpix_ft_attribute_follows_with_ft() {
+    for (mode, value) in [("ulfm", "1"), ("no", "0")] {
+        let (status, out, err) = run(
+            &["-np", "2", "--with-ft", mode],
+            program("coll_ft"),
+            &["attr", value],
+            &[],
+        );
+        assert_eq!(status, 0, "{mode}\nstdout:\n{out}\nstderr:\n{err}");
+        assert_eq!(
+            out.matches(&format!("FT ATTR {value}")).count(),
+            2,
+            "{mode}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}

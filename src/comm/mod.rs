@@ -428,6 +428,14 @@ impl Comm {
             .collect()
     }
 
+    /// Whether some rank of this communicator is known failed here (acknowledged or
+    /// not). Cheap enough for a wait loop: one lock, no allocation.
+    pub fn any_failed(&self) -> bool {
+        let e = self.engine.lock();
+        let c = e.comm(self.id);
+        c.group().iter().any(|&w| e.is_failed(w))
+    }
+
     /// Acknowledges every failure known now (`MPIX_Comm_failure_ack`): wildcard
     /// receives proceed again and agreements count them as acknowledged. Returns how
     /// many ranks are acknowledged failed.

@@ -444,6 +444,15 @@ static void collectives(int rank, int size) {
     float f = (float)rank, fp = 0;
     OK(MPI_Allreduce(&f, &fp, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(fp == (float)(size * (size - 1) / 2));
+    /* Fortran's named types work from C: INTEGER is an int, DOUBLE PRECISION a double. */
+    int fi = rank + 1, fimin = 0, fsize = 0;
+    OK(MPI_Allreduce(&fi, &fimin, 1, MPI_INTEGER, MPI_MIN, MPI_COMM_WORLD));
+    CHECK(fimin == 1);
+    OK(MPI_Type_size(MPI_DOUBLE_PRECISION, &fsize));
+    CHECK(fsize == 8);
+    double fd = 0.5, fdsum = 0;
+    OK(MPI_Allreduce(&fd, &fdsum, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(fdsum == 0.5 * size);
     struct { double v; int i; } loc = {(double)(rank % 2), rank}, best;
     OK(MPI_Allreduce(&loc, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
     CHECK(best.v == 1.0 && best.i == 1);
