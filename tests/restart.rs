@@ -287,11 +287,11 @@ fn two_ranks_killed_and_restarted_at_once_reach_each_other() {
 }
 
 #[test]
-#[ignore = "known race (docs/restart.md, 'Two ranks killed and restarted at once'): passes alone, \
-            but with another test beside it a new incarnation once never joined in 60 s; \
-            run with --ignored"]
 fn over_tcp_two_ranks_killed_and_restarted_at_once_reach_each_other() {
-    // Over the fabric, each is admitted by the other with `Messenger::admit`.
+    // Over the fabric, each is admitted by the other with `Messenger::admit`. A
+    // survivor whose own restart is not answered yet admits the other one only after
+    // that answer: a launcher lookup before it blocked the survivor, and with it the new
+    // incarnation sending it its `Admit` at start (neither joined in 60 s).
     two_ranks_restarted_at_once(&OVER_TCP, "tcp-pair");
 }
 

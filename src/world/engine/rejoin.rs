@@ -84,6 +84,19 @@ impl Engine {
             }
             Some(_) => {}
         }
+        if let Some(RestartState::Asked(other)) = self.restart {
+            // The launcher answers a connection's requests in order, and this
+            // process's restart of `other` is answered only once that incarnation
+            // joined: a Lookup now would block this process (no progress round) until
+            // then. When `other` was restarted at the same time as `w`, its init may
+            // be sending to this process, which makes no progress: neither joined
+            // until the restart timed out (`docs/restart.md`, "Two ranks restarted at
+            // once"). The admission waits for the answer instead.
+            log::trace!(
+                "rank {w} incarnation {g}: admitted after the restart of rank {other} is answered"
+            );
+            return Ok(false);
+        }
         let bytes = match self.boot.lookup(w, "fabric") {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(false),
