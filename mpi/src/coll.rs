@@ -18,7 +18,6 @@ use std::ffi::{c_int, c_void};
 
 use sf::comm::{OwnedRecvRequest, OwnedSendRequest};
 use sf::{Comm, CommError};
-use steadfast_os::SpinWait;
 
 use crate::consts::*;
 use crate::datatype::{reduce, Elem};
@@ -104,7 +103,7 @@ impl Coll {
             sreqs.push(Some(self.coll.isend_owned(dest, self.tag, data)?));
         }
         let mut got = vec![Vec::new(); recvs.len()];
-        let mut spin = SpinWait::default();
+        let mut spin = crate::util::spin_wait();
         loop {
             g.lib()?;
             let mut pending = false;
@@ -263,7 +262,7 @@ crate::mpi_fn! {
     fn MPI_Barrier / PMPI_Barrier(comm: Handle) {
         call(comm, |g| {
             let mut b = Ibarrier::new(Coll::start(g, comm)?);
-            let mut spin = SpinWait::default();
+            let mut spin = crate::util::spin_wait();
             loop {
                 g.lib()?;
                 if b.test()? {

@@ -117,6 +117,7 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     }
     .map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
     let (errh, errh_name) = initial_errhandler();
+    crate::util::set_yield_when_idle(world.yields_when_idle());
     let mut lib = Lib::new(world, level, ft_mode());
     let wc = lib.world.comm();
     let me = wc.rank();

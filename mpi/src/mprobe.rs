@@ -39,7 +39,7 @@ fn take(
         c.improbe(source, tag)?
     } else if g.lib()?.multiple() {
         // Let other threads in between two looks, as `MPI_Probe`.
-        let mut spin = steadfast_os::SpinWait::default();
+        let mut spin = crate::util::spin_wait();
         loop {
             g.lib()?;
             match c.improbe(source, tag) {

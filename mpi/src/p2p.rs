@@ -241,7 +241,7 @@ fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MP
     let source = recv_source(source, size)?;
     let st = if g.lib()?.multiple() {
         // Let other threads in between two looks (one of them may send the message).
-        let mut spin = steadfast_os::SpinWait::default();
+        let mut spin = crate::util::spin_wait();
         loop {
             g.lib()?;
             match c.iprobe(source, tag) {
@@ -597,7 +597,7 @@ crate::mpi_fn! {
                 let r = unsafe { c.isend(d, stag, data) }?;
                 Req::new(comm, Op::Send(extend_send(r)))
             };
-            let mut spin = steadfast_os::SpinWait::default();
+            let mut spin = crate::util::spin_wait();
             let (so, ro) = loop {
                 g.lib()?;
                 let s = sreq.test();

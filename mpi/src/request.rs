@@ -5,7 +5,6 @@ use std::ffi::c_int;
 
 use sf::comm::{AgreeRequest, RecvRequest, SendRequest};
 use sf::{Comm, CommError};
-use steadfast_os::SpinWait;
 
 use crate::coll::Ibarrier;
 use crate::consts::*;
@@ -296,7 +295,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             // SAFETY: MPI's contract: `request` is valid for reads and writes.
             let slot = unsafe { out(request) }?;
-            let mut spin = SpinWait::default();
+            let mut spin = crate::util::spin_wait();
             loop {
                 let lib = g.lib()?;
                 progress_detached(lib);
@@ -404,7 +403,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `count` requests.
             let reqs = unsafe { request_array(requests, count) }?;
             let mut got = vec![None; reqs.len()];
-            let mut spin = SpinWait::default();
+            let mut spin = crate::util::spin_wait();
             loop {
                 pass(g.lib()?, reqs, &mut got)?;
                 if got.iter().all(Option::is_some) {
@@ -485,7 +484,7 @@ crate::mpi_fn! {
                 unsafe { write_status(status, &Outcome::empty(), false) };
                 return Ok(());
             }
-            let mut spin = SpinWait::default();
+            let mut spin = crate::util::spin_wait();
             loop {
                 if let Some((i, o, comm)) = any_pass(g.lib()?, reqs)? {
                     *index = i as c_int;
@@ -600,7 +599,7 @@ crate::mpi_fn! {
                 *outcount = MPI_UNDEFINED;
                 return Ok(());
             }
-            let mut spin = SpinWait::default();
+            let mut spin = crate::util::spin_wait();
             loop {
                 let got = some_pass(g.lib()?, reqs)?;
                 if got.iter().any(Option::is_some) {
@@ -716,7 +715,7 @@ crate::mpi_fn! {
 /// Waits for a local request (a blocking call's own) under `g`, releasing the lock
 /// between attempts under `MPI_THREAD_MULTIPLE`.
 pub(crate) fn wait_local(g: &mut Guard, r: &mut Req) -> R<Outcome> {
-    let mut spin = SpinWait::default();
+    let mut spin = crate::util::spin_wait();
     loop {
         g.lib()?;
         if let Some(o) = r.test() {

@@ -451,6 +451,21 @@ impl World {
         self.engine.lock().size()
     }
 
+    /// Whether a wait here should yield the core at every poll rather than spin first:
+    /// this node runs more ranks than it has cores (or `STEADFAST_YIELD_WHEN_IDLE`
+    /// says so). A layer with wait loops of its own (an MPI library's collectives)
+    /// follows it: a rank spinning on an oversubscribed core holds off the rank it
+    /// waits for.
+    ///
+    /// ```no_run
+    /// let world = steadfast::World::init().unwrap();
+    /// let spin = steadfast_os::SpinWait::new(if world.yields_when_idle() { 0 } else { 2000 });
+    /// # let _ = spin;
+    /// ```
+    pub fn yields_when_idle(&self) -> bool {
+        self.engine.lock().yield_when_idle()
+    }
+
     /// This process's incarnation: 0 on first start, one more at each restart in
     /// place (see `docs/restart.md`).
     pub fn generation(&self) -> u32 {
