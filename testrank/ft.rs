@@ -33,6 +33,7 @@
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 
 mod matching;
+mod segments;
 mod ssend;
 mod threads;
 
