@@ -154,15 +154,20 @@ pub(crate) fn detect(comm: &Comm, victim: u32) {
     println!("DETECTED in {us} us");
 }
 
+/// Spins for `d` without calling the library (an application computing).
+fn compute_for(d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 pub(crate) fn hang(world: &World, comm: &Comm, victim: u32) {
     let me = comm.rank();
     comm.agree(1).unwrap();
     if me == victim {
         // Compute without progressing for far longer than the detector's timeout.
-        let until = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
+        compute_for(Duration::from_secs(3));
         match comm.agree(1) {
             Err(CommError::Excluded) => println!("EXCLUDED"),
             other => panic!("hung rank: expected Excluded, got {other:?}"),
@@ -252,10 +257,7 @@ pub(crate) fn compute(world: &World, comm: &Comm, victim: u32) {
     let me = comm.rank();
     comm.agree(1).unwrap();
     if me == victim {
-        let until = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
+        compute_for(Duration::from_secs(2));
     } else {
         let until = Instant::now() + Duration::from_secs(2);
         while Instant::now() < until {
