@@ -92,6 +92,22 @@ pub(crate) fn agree_until_failed(world: &World, comm: &Comm, victim: u32) {
     }
 }
 
+/// Sends this rank's number to `to` and receives `from`'s, both with `tag`, sending
+/// first when `send_first` (ranks that pair a sender-first with a receiver-first never
+/// wait on each other); the number received.
+fn swap_ranks(comm: &Comm, to: u32, from: u32, tag: u32, send_first: bool) -> u32 {
+    let me = comm.rank();
+    let mut b = [0u8; 4];
+    if send_first {
+        comm.send(to, tag, &me.to_le_bytes()).unwrap();
+        comm.recv(Some(from), Some(tag), &mut b).unwrap();
+    } else {
+        comm.recv(Some(from), Some(tag), &mut b).unwrap();
+        comm.send(to, tag, &me.to_le_bytes()).unwrap();
+    }
+    u32::from_le_bytes(b)
+}
+
 pub(crate) fn shrink(world: &World, comm: &Comm, victim: u32) {
     let me = comm.rank();
     comm.agree(1).unwrap();
@@ -107,15 +123,7 @@ pub(crate) fn shrink(world: &World, comm: &Comm, victim: u32) {
     // Ring exchange on the survivors.
     let next = (r + 1) % n;
     let prev = (r + n - 1) % n;
-    let mut b = [0u8; 4];
-    if r % 2 == 0 {
-        small.send(next, 5, &r.to_le_bytes()).unwrap();
-        small.recv(Some(prev), Some(5), &mut b).unwrap();
-    } else {
-        small.recv(Some(prev), Some(5), &mut b).unwrap();
-        small.send(next, 5, &r.to_le_bytes()).unwrap();
-    }
-    assert_eq!(u32::from_le_bytes(b), prev);
+    assert_eq!(swap_ranks(&small, next, prev, 5, r % 2 == 0), prev);
     assert_eq!(small.agree(1), Ok(1));
     println!("SHRUNK {n} RING OK in {shrink_us} us");
 }
@@ -190,15 +198,7 @@ pub(crate) fn netsplit(world: &World, comm: &Comm) {
     for step in 1..n {
         let to = (me + step) % n;
         let from = (me + n - step) % n;
-        let mut b = [0u8; 4];
-        if me < to {
-            comm.send(to, 1, &me.to_le_bytes()).unwrap();
-            comm.recv(Some(from), Some(1), &mut b).unwrap();
-        } else {
-            comm.recv(Some(from), Some(1), &mut b).unwrap();
-            comm.send(to, 1, &me.to_le_bytes()).unwrap();
-        }
-        assert_eq!(u32::from_le_bytes(b), from);
+        assert_eq!(swap_ranks(comm, to, from, 1, me < to), from);
     }
     let s = world.stats();
     let routes: Vec<String> = (0..n)
