@@ -34,6 +34,7 @@ use steadfast::{Comm, CommError, World};
 mod group;
 #[path = "restart_pair.rs"]
 mod pair;
+mod segments;
 
 const KILL: u32 = 1;
 const PING: u32 = 7;
@@ -178,16 +179,8 @@ fn main() {
 
 /// Prints the prefix of the job's shared-memory segment names.
 fn print_segments() {
-    let node = format!(
-        "{}/{}",
-        std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .unwrap_or_default()
-            .trim(),
-        steadfast_os::boot_id()
-    );
-    let job = u64::from_str_radix(&std::env::var("STEADFAST_JOB_ID").unwrap(), 16).unwrap();
-    let id = steadfast::launcher::segments::segment_job(job, node.as_bytes());
-    println!("SEGMENTS steadfast-{id:016x}-");
+    let prefix = segments::segment_prefix().expect("STEADFAST_JOB_ID, a hex job id");
+    println!("SEGMENTS {prefix}");
 }
 
 /// The other askers (not the leader).

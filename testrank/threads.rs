@@ -238,18 +238,7 @@ pub(crate) fn threads(world: &World, comm: &Comm, args: &[String]) {
 
 /// Prints the prefix of the job's shared-memory segment names.
 fn print_segments() {
-    let node = format!(
-        "{}/{}",
-        std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .unwrap_or_default()
-            .trim(),
-        steadfast_os::boot_id()
-    );
-    if let Some(job) = std::env::var("STEADFAST_JOB_ID")
-        .ok()
-        .and_then(|j| u64::from_str_radix(&j, 16).ok())
-    {
-        let id = steadfast::launcher::segments::segment_job(job, node.as_bytes());
-        println!("THREADS SEGMENTS steadfast-{id:016x}-");
+    if let Some(prefix) = super::segments::segment_prefix() {
+        println!("THREADS SEGMENTS {prefix}");
     }
 }

@@ -15,12 +15,13 @@
 //! why it is skipped and passes. Each test starts its own Slurm and stops it after;
 //! the tests of this binary take turns (one Slurm at a time, on random ports).
 
-use std::io::{BufRead, BufReader, Read};
+mod mlw_job;
+
+use mlw_job::{Job, Running};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use steadfast_os::DieWithParent;
 
 /// Longest run of one job (salloc included).
 const LIMIT: Duration = Duration::from_secs(90);
@@ -393,70 +394,14 @@ fn a_restart_under_srun_pmi2_or_pmix_is_refused_naming_the_way_to_get_one() {
     }
 }
 
-/// The Master-Leader-Workers run as its output tells it: each rank's pid and
-/// generation, who is ready, whether the master is stopping.
-struct Mlw {
-    lines: mpsc::Receiver<String>,
-    pids: [Option<(u32, i32)>; 7],
-    ready: [bool; 7],
-    stopping: bool,
-    out: String,
-}
-
-impl Mlw {
-    /// Reads the lines that have arrived, waiting up to `d` for the first.
-    fn read(&mut self, d: Duration) {
-        let Ok(first) = self.lines.recv_timeout(d) else {
-            return;
-        };
-        for line in std::iter::once(first).chain(self.lines.try_iter().collect::<Vec<_>>()) {
-            if let Some(rest) = line.split("MLW PID rank ").nth(1) {
-                // "R generation G pid P"
-                let w: Vec<&str> = rest.split_whitespace().collect();
-                if let (Some(r), Some(g), Some(p)) = (
-                    w.first().and_then(|r| r.parse::<usize>().ok()),
-                    w.get(2).and_then(|g| g.parse().ok()),
-                    w.get(4).and_then(|p| p.parse().ok()),
-                ) {
-                    self.pids[r] = Some((g, p));
-                }
-            }
-            if let Some(r) = line
-                .split("MLW READY rank ")
-                .nth(1)
-                .and_then(|r| r.trim().parse::<usize>().ok())
-            {
-                self.ready[r] = true;
-            }
-            self.stopping |= line.contains("MLW STOPPING");
-            self.out.push_str(&line);
-            self.out.push('\n');
-        }
-    }
-
-    /// Waits until `done` holds or `limit` passes.
-    fn until(&mut self, limit: Instant, done: impl Fn(&Mlw) -> bool) -> bool {
-        while !done(self) && Instant::now() < limit {
-            self.read(Duration::from_millis(20));
-        }
-        done(self)
-    }
-
-    /// SIGKILLs rank `r`'s current incarnation and waits for the next one to start.
-    fn kill_and_see_restarted(&mut self, r: usize) {
-        self.read(Duration::ZERO);
-        assert!(
-            !self.stopping,
-            "the run ended before rank {r}'s kill:\n{}",
-            self.out
-        );
-        let (g, pid) = self.pids[r].expect("started");
-        // SAFETY: a signal to a rank process of this test's job.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        let limit = Instant::now() + Duration::from_secs(30);
-        let restarted = self.until(limit, |m| m.pids[r].is_some_and(|(now, _)| now > g));
-        assert!(restarted, "rank {r} was never restarted:\n{}", self.out);
-    }
+/// SIGKILLs rank `r`'s current incarnation and waits for the next one to start.
+fn kill_and_see_restarted(job: &mut Job, r: u32) {
+    let Some(gens) = job.kill(&[r]) else {
+        panic!("the run ended before rank {r}'s kill:\n{}", job.out);
+    };
+    let limit = Instant::now() + Duration::from_secs(30);
+    let restarted = job.restarted(r, gens[0], limit);
+    assert!(restarted, "rank {r} was never restarted:\n{}", job.out);
 }
 
 #[test]
@@ -490,56 +435,19 @@ fn master_leader_workers_survives_a_worker_and_a_leader_killed_with_ranks_as_ste
     ])
     .args([env!("CARGO_BIN_EXE_steadfast-run"), "--spawner", "slurm"])
     .args(["-n", "7", "--no-kill", "--tag-output", &example])
-    .args(["--queries", "600", "--pace-ms", "10"])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .die_with_parent();
-    let mut child = cmd.spawn().expect("start salloc");
-    let (tx, lines) = mpsc::channel();
-    let stdout = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut stderr = child.stderr.take().expect("piped");
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut mlw = Mlw {
-        lines,
-        pids: [None; 7],
-        ready: [false; 7],
-        stopping: false,
-        out: String::new(),
-    };
+    .args(["--queries", "600", "--pace-ms", "10"]);
     let start = Instant::now();
-    let started = mlw.until(start + Duration::from_secs(60), |m| {
-        m.pids.iter().all(Option::is_some) && m.ready.iter().all(|&r| r)
-    });
+    let mut run = Running::start(cmd, 7);
+    let job = &mut run.job;
+    let started = job.started(start + Duration::from_secs(60));
     if started {
         // A worker of group 0, then the leader of group 1 (world ranks 1 and 4 lead).
-        mlw.kill_and_see_restarted(2);
-        mlw.kill_and_see_restarted(4);
+        kill_and_see_restarted(job, 2);
+        kill_and_see_restarted(job, 4);
     }
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code().unwrap_or(-1);
-        }
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break -2;
-        }
-        mlw.read(Duration::from_millis(20));
-    };
-    let _ = reader.join();
-    mlw.read(Duration::ZERO);
-    let (stdout, stderr) = (mlw.out, err_reader.join().unwrap());
+    let (status, stdout, stderr) = run.finish(LIMIT.saturating_sub(start.elapsed()));
     assert!(started, "not every rank started:\n{stdout}\n{stderr}");
-    assert_eq!(status, 0, "stdout {stdout}\nstderr {stderr}");
+    assert_eq!(status, Some(0), "stdout {stdout}\nstderr {stderr}");
     assert!(
         stdout.contains("MLW OK answers=600 restarts=1"),
         "{stdout}\n{stderr}"

@@ -9,12 +9,13 @@
 //! last incarnation ended well), no process and no `/dev/shm` segment of the job left.
 //! The seed of each run is printed (and named on failure).
 
-use std::io::{BufRead, BufReader, Read};
+mod mlw_job;
+
+use mlw_job::{Job, Running};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use steadfast_os::DieWithParent;
 
 const RANKS: u32 = 7;
 const QUERIES: u64 = 400;
@@ -91,107 +92,6 @@ impl Pattern {
     }
 }
 
-/// The running job, as its output tells it: each rank's current pid and generation.
-struct Job {
-    lines: mpsc::Receiver<String>,
-    pids: Vec<Option<(u32, i32)>>,
-    /// Each rank's newest process as it starts (`MLW STARTING`, before it joins).
-    starting: Vec<Option<(u32, i32)>>,
-    /// Which ranks said `MLW READY` (their communicators are saved).
-    ready: Vec<bool>,
-    stopping: bool,
-    out: String,
-}
-
-impl Job {
-    /// Reads what has arrived, or waits up to `d` for more.
-    fn read(&mut self, d: Duration) {
-        let Ok(first) = self.lines.recv_timeout(d) else {
-            return;
-        };
-        for line in std::iter::once(first).chain(self.lines.try_iter().collect::<Vec<_>>()) {
-            for (what, into) in [
-                ("MLW PID rank ", &mut self.pids),
-                ("MLW STARTING rank ", &mut self.starting),
-            ] {
-                if let Some(rest) = line.split(what).nth(1) {
-                    let w: Vec<&str> = rest.split_whitespace().collect();
-                    // "R generation G pid P"
-                    let (r, g, p) = (w[0].parse::<usize>(), w[2].parse(), w[4].parse());
-                    if let (Ok(r), Ok(g), Ok(p)) = (r, g, p) {
-                        into[r] = Some((g, p));
-                    }
-                }
-            }
-            if let Some(r) = line
-                .split("MLW READY rank ")
-                .nth(1)
-                .and_then(|r| r.trim().parse::<usize>().ok())
-            {
-                self.ready[r] = true;
-            }
-            self.stopping |= line.contains("MLW STOPPING");
-            self.out.push_str(&line);
-            self.out.push('\n');
-        }
-    }
-
-    /// Waits until every rank has started, or `limit`.
-    /// (Every first incarnation has made and saved its communicators: a kill before
-    /// that would end the run, as the example says.)
-    fn started(&mut self, limit: Instant) -> bool {
-        let all = |j: &Job| j.pids.iter().all(Option::is_some) && j.ready.iter().all(|&r| r);
-        while !all(self) && Instant::now() < limit {
-            self.read(Duration::from_millis(20));
-        }
-        all(self)
-    }
-
-    /// SIGKILLs the current incarnation of each rank in `ranks` (unless the run is
-    /// stopping); the generations killed.
-    fn kill(&mut self, ranks: &[u32]) -> Option<Vec<u32>> {
-        self.read(Duration::ZERO);
-        if self.stopping {
-            return None;
-        }
-        let mut gens = Vec::new();
-        for &r in ranks {
-            let (g, pid) = self.pids[r as usize].expect("started");
-            // SAFETY: a signal to a rank process of this test's job.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            gens.push(g);
-        }
-        Some(gens)
-    }
-
-    /// Waits until a process of rank `r` above generation `g` starts and SIGKILLs it at
-    /// once (before it joins, or just after); false if none starts by `limit` or the run
-    /// is stopping.
-    fn kill_when_starting(&mut self, r: u32, g: u32, limit: Instant) -> bool {
-        while Instant::now() < limit && !self.stopping {
-            if let Some((now, pid)) = self.starting[r as usize].filter(|&(now, _)| now > g) {
-                // SAFETY: a signal to a rank process of this test's job.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                println!("killed rank {r} generation {now} as it started");
-                return true;
-            }
-            self.read(Duration::from_millis(1));
-        }
-        false
-    }
-
-    /// Waits until rank `r` runs a generation above `g`, or `limit`.
-    fn restarted(&mut self, r: u32, g: u32, limit: Instant) -> bool {
-        while Instant::now() < limit {
-            if self.pids[r as usize].is_some_and(|(now, _)| now > g) {
-                return true;
-            }
-            self.read(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
 /// The kills of one run; how many processes were killed (`Err` when the run stopped
 /// before all its kills: too short a run for this machine).
 fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, String> {
@@ -250,74 +150,6 @@ fn inject(job: &mut Job, pattern: Pattern, rng: &mut Rng) -> Result<usize, Strin
     Ok(ranks.len())
 }
 
-/// A started job: its stdout read line by line into `job` (pids, the whole output), its
-/// stderr gathered on another thread.
-struct Running {
-    child: std::process::Child,
-    job: Job,
-    reader: std::thread::JoinHandle<()>,
-    err_reader: std::thread::JoinHandle<String>,
-}
-
-impl Running {
-    /// Starts `cmd` (it dies with this test).
-    fn start(mut cmd: Command) -> Running {
-        cmd.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .die_with_parent();
-        let mut child = cmd.spawn().expect("start steadfast-run");
-        let stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
-        Running {
-            child,
-            job: Job {
-                lines: rx,
-                pids: vec![None; RANKS as usize],
-                starting: vec![None; RANKS as usize],
-                ready: vec![false; RANKS as usize],
-                stopping: false,
-                out: String::new(),
-            },
-            reader,
-            err_reader,
-        }
-    }
-
-    /// Waits for the job, killing it after `limit`; (status, stdout, stderr).
-    fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            self.job.read(Duration::from_millis(20));
-            if let Some(st) = self.child.try_wait().expect("wait") {
-                break st.code();
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break None;
-            }
-        };
-        let _ = self.reader.join();
-        self.job.read(Duration::ZERO);
-        let err = self.err_reader.join().unwrap();
-        (status, self.job.out, err)
-    }
-}
-
 /// One run: the job under `pattern`'s kills; panics naming the seed on any failure.
 fn run_once(k: u64, pattern: Pattern, seed: u64, marker: &str) {
     run_with(k, pattern, seed, marker, &[], 0);
@@ -332,7 +164,7 @@ fn run_with(k: u64, pattern: Pattern, seed: u64, marker: &str, extra: &[&str], s
         .arg(example("master_leader_workers"))
         .args(["--queries", &QUERIES.to_string(), "--pace-ms", "10", marker])
         .args(extra);
-    let mut run = Running::start(cmd);
+    let mut run = Running::start(cmd, RANKS as usize);
     let job = &mut run.job;
     let mut rng = Rng(seed | 1);
     let injected = inject(job, pattern, &mut rng);
@@ -434,7 +266,7 @@ fn a_group_aborted_by_its_leader_is_refounded_by_the_restarted_leader() {
             "2",
         ])
         .arg(&marker);
-    let mut run = Running::start(cmd);
+    let mut run = Running::start(cmd, RANKS as usize);
     let job = &mut run.job;
     assert!(job.started(Instant::now() + Duration::from_secs(60)));
     std::thread::sleep(Duration::from_millis(300));

@@ -164,6 +164,17 @@ pub(crate) fn drain_window(comm: &Comm, from: u32, buf: &mut [u8]) {
         .or_fail(me, format_args!("acknowledgement to rank {from}"));
 }
 
+/// The slowest rank's `secs` (every rank's answer the same): the time that bounds an
+/// exchange all ranks run at once. A rank that does not count passes 0. `what` names
+/// the measurement in the error line.
+pub(crate) fn slowest_secs(comm: &Comm, secs: f64, what: impl std::fmt::Display) -> f64 {
+    // The bits of non-negative floats order as the floats do.
+    let mut slowest = [secs.to_bits()];
+    comm.allreduce(&mut slowest, ReduceOp::Max)
+        .or_fail(comm.rank(), what);
+    f64::from_bits(slowest[0])
+}
+
 /// Waits for the receiver's acknowledgement of a window.
 pub(crate) fn await_ack(comm: &Comm, from: u32) {
     let mut ack = [0u8; 1];

@@ -9,7 +9,7 @@ use std::time::Instant;
 use steadfast::World;
 
 use crate::args::SizeRange;
-use crate::p2p::{await_ack, describe, drain_window, max_buffer, window, WINDOW};
+use crate::p2p::{await_ack, describe, drain_window, max_buffer, slowest_secs, window, WINDOW};
 use crate::report::{iterations_for, sizes, Report, Stats};
 use crate::{fail, Common, OrFail};
 
@@ -83,13 +83,14 @@ pub fn mbw_mr(world: &World, c: &Common) {
                 step();
             }
             let secs = t.elapsed().as_secs_f64();
-            // The slowest sender's time bounds the whole exchange (the bits of
-            // non-negative floats order as the floats do).
-            let mut slowest = [if me < pairs { secs.to_bits() } else { 0 }];
-            comm.allreduce(&mut slowest, steadfast::comm::ReduceOp::Max)
-                .or_fail(me, format_args!("gathering the times of {size} B"));
+            // The slowest sender's time bounds the whole exchange.
+            let slowest = slowest_secs(
+                &comm,
+                if me < pairs { secs } else { 0.0 },
+                format_args!("gathering the times of {size} B"),
+            );
             let messages = (pairs as usize * windows * WINDOW) as f64;
-            samples.push(messages * size as f64 / f64::from_bits(slowest[0]) / 1e6);
+            samples.push(messages * size as f64 / slowest / 1e6);
         }
         if me == 0 {
             let stats = Stats::of(&mut samples);

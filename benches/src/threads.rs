@@ -16,11 +16,11 @@
 
 use std::time::Instant;
 
-use steadfast::comm::{Comm, ReduceOp};
+use steadfast::comm::Comm;
 use steadfast::World;
 
 use crate::args::SizeRange;
-use crate::p2p::{describe, need_two, WINDOW};
+use crate::p2p::{describe, need_two, slowest_secs, WINDOW};
 use crate::report::{Report, Stats};
 use crate::{fail, Common, OrFail};
 
@@ -192,14 +192,14 @@ pub fn mt_mr(world: &World, c: &Common, threads: &[usize], layouts: &[Layout]) {
                     .barrier()
                     .or_fail(me, format_args!("barrier before {n} threads"));
                 let secs = repetition(&comms, layout, n, windows, size);
-                // The slower rank's wall time (the bits of non-negative floats order
-                // as the floats do).
-                let mut slowest = [secs.to_bits()];
-                world_comm
-                    .allreduce(&mut slowest, ReduceOp::Max)
-                    .or_fail(me, format_args!("gathering the times of {n} threads"));
+                // The slower rank's wall time.
+                let slowest = slowest_secs(
+                    &world_comm,
+                    secs,
+                    format_args!("gathering the times of {n} threads"),
+                );
                 let messages = (n * windows * WINDOW) as f64;
-                samples.push(messages / f64::from_bits(slowest[0]));
+                samples.push(messages / slowest);
             }
             for comm in comms {
                 comm.free()

@@ -698,14 +698,28 @@ mod loom_tests {
     /// reordered after a later write (load buffering), so the Release of `tail` (the
     /// consumer's reads happen before the producer rewrites the cell) rests on the
     /// argument at that store, not on this test.
+    /// A ring of two cells: `produce` runs on a second thread with its producer,
+    /// `consume` on this one with its consumer; then the ring must be empty.
+    fn two_cells(
+        produce: impl FnOnce(&mut Producer<'_>) + Send + 'static,
+        consume: impl FnOnce(&mut Consumer<'_>),
+    ) {
+        let shared = Arc::new((RingHeader::new(), [Cell::new(), Cell::new()]));
+        let producer = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || produce(&mut Producer::new(&shared.0, &shared.1)))
+        };
+        let mut c = Consumer::new(&shared.0, &shared.1);
+        consume(&mut c);
+        producer.join().unwrap();
+        assert!(c.is_empty());
+    }
+
     #[test]
     fn payload_published_in_order_through_wrap() {
         loom::model(|| {
-            let shared = Arc::new((RingHeader::new(), [Cell::new(), Cell::new()]));
-            let producer = {
-                let shared = shared.clone();
-                loom::thread::spawn(move || {
-                    let mut p = Producer::new(&shared.0, &shared.1);
+            two_cells(
+                |p| {
                     for i in 1..=3u64 {
                         while !p.try_push(|cell| {
                             cell.set(0, i);
@@ -714,21 +728,20 @@ mod loom_tests {
                             loom::thread::yield_now();
                         }
                     }
-                })
-            };
-            let mut c = Consumer::new(&shared.0, &shared.1);
-            let mut next = 1u64;
-            while next <= 3 {
-                match c.try_pop(|cell| (cell.get(0), cell.get(5))).unwrap() {
-                    Some((a, b)) => {
-                        assert_eq!((a, b), (next, next * 10));
-                        next += 1;
+                },
+                |c| {
+                    let mut next = 1u64;
+                    while next <= 3 {
+                        match c.try_pop(|cell| (cell.get(0), cell.get(5))).unwrap() {
+                            Some((a, b)) => {
+                                assert_eq!((a, b), (next, next * 10));
+                                next += 1;
+                            }
+                            None => loom::thread::yield_now(),
+                        }
                     }
-                    None => loom::thread::yield_now(),
-                }
-            }
-            producer.join().unwrap();
-            assert!(c.is_empty());
+                },
+            );
         });
     }
 
@@ -739,11 +752,8 @@ mod loom_tests {
     #[test]
     fn a_batch_is_visible_whole_once_its_first_cell_is() {
         loom::model(|| {
-            let shared = Arc::new((RingHeader::new(), [Cell::new(), Cell::new()]));
-            let producer = {
-                let shared = shared.clone();
-                loom::thread::spawn(move || {
-                    let mut p = Producer::new(&shared.0, &shared.1);
+            two_cells(
+                |p| {
                     for batch in 0..2u64 {
                         while p.try_push_cells(2, 2, |i, cell| cell.set(0, batch * 2 + i as u64))
                             == 0
@@ -751,26 +761,25 @@ mod loom_tests {
                             loom::thread::yield_now();
                         }
                     }
-                })
-            };
-            let mut c = Consumer::new(&shared.0, &shared.1);
-            let mut next = 0u64;
-            while next < 4 {
-                match c.try_pop(|cell| cell.get(0)).unwrap() {
-                    Some(v) => {
-                        assert_eq!(v, next);
-                        next += 1;
-                        if next % 2 == 1 {
-                            let second = c.try_pop(|cell| cell.get(0)).unwrap();
-                            assert_eq!(second, Some(next), "second cell of the batch");
-                            next += 1;
+                },
+                |c| {
+                    let mut next = 0u64;
+                    while next < 4 {
+                        match c.try_pop(|cell| cell.get(0)).unwrap() {
+                            Some(v) => {
+                                assert_eq!(v, next);
+                                next += 1;
+                                if next % 2 == 1 {
+                                    let second = c.try_pop(|cell| cell.get(0)).unwrap();
+                                    assert_eq!(second, Some(next), "second cell of the batch");
+                                    next += 1;
+                                }
+                            }
+                            None => loom::thread::yield_now(),
                         }
                     }
-                    None => loom::thread::yield_now(),
-                }
-            }
-            producer.join().unwrap();
-            assert!(c.is_empty());
+                },
+            );
         });
     }
 }
