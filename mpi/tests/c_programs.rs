@@ -158,6 +158,16 @@ fn every_rank_prints(name: &'static str, np: &str, mode: &str, env: &[(&str, &st
 /// Runs `tests/c/<name>.c` at `n` ranks under `--with-ft ulfm --exit-status survivors`;
 /// (status, stdout, stderr).
 fn run_ulfm(n: usize, name: &'static str, env: &[(&str, &str)]) -> (i32, String, String) {
+    run_ulfm_with(n, name, &[], env)
+}
+
+/// As [`run_ulfm`], with the program's arguments.
+fn run_ulfm_with(
+    n: usize,
+    name: &'static str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let np = n.to_string();
     run(
         &[
@@ -169,9 +179,22 @@ fn run_ulfm(n: usize, name: &'static str, env: &[(&str, &str)]) -> (i32, String,
             "survivors",
         ],
         program(name),
-        &[],
+        args,
         env,
     )
+}
+
+/// Runs `name` (with `args`) at `n` ranks under ULFM, its last rank SIGKILLed: the
+/// survivors' status is 0 and each of them prints `ok` once. Returns the outputs.
+fn survivors_print(n: usize, name: &'static str, args: &[&str], ok: &str) -> (String, String) {
+    let (status, out, err) = run_ulfm_with(n, name, args, &[]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches(ok).count(),
+        n - 1,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    (out, err)
 }
 
 /// `ft.c` at `n` ranks: the last one is SIGKILLed, every survivor ends with FT OK and
@@ -467,13 +490,7 @@ fn probe_of_a_fabric_source_is_refused_with_a_clear_class() {
 
 /// `p2p_ft.c` at `n` ranks: the last is SIGKILLed; every survivor ends with P2P FT OK.
 fn p2p_after_a_sigkill(n: usize) {
-    let (status, out, err) = run_ulfm(n, "p2p_ft", &[]);
-    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(
-        out.matches("P2P FT OK").count(),
-        n - 1,
-        "stdout:\n{out}\nstderr:\n{err}"
-    );
+    let (_, err) = survivors_print(n, "p2p_ft", &[], "P2P FT OK");
     assert!(
         err.contains(&format!("rank {}: killed by signal 9", n - 1)),
         "{err}"
@@ -575,26 +592,7 @@ fn the_master_leader_workers_scenario_recovers_a_worker_and_an_aborted_group() {
 /// collectives on the communicator holding it return `MPIX_ERR_PROC_FAILED` (none
 /// hangs), and the victim's last line, printed without a flush, is in the output.
 fn collectives_after_a_sigkill(n: usize) {
-    let np = n.to_string();
-    let (status, out, err) = run(
-        &[
-            "-np",
-            &np,
-            "--with-ft",
-            "ulfm",
-            "--exit-status",
-            "survivors",
-        ],
-        program("coll_ft"),
-        &["ft"],
-        &[],
-    );
-    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(
-        out.matches("COLL FT OK").count(),
-        n - 1,
-        "stdout:\n{out}\nstderr:\n{err}"
-    );
+    let (out, err) = survivors_print(n, "coll_ft", &["ft"], "COLL FT OK");
     assert!(
         out.contains(&format!("rank {}: last words", n - 1)),
         "stdout:\n{out}\nstderr:\n{err}"
