@@ -24,7 +24,7 @@ use crate::datatype::{reduce, Elem};
 use crate::error::{Fail, R};
 use crate::request::{Op, Req};
 use crate::state::{call, Guard};
-use crate::util::{bytes, bytes_mut, out, rank_arg};
+use crate::util::{bytes, bytes_mut, new_request_out, rank_arg};
 
 /// One collective call's context.
 pub(crate) struct Coll {
@@ -279,7 +279,7 @@ crate::mpi_fn! {
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: Handle, request: *mut Handle) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { out(request) }?;
+            let slot = unsafe { new_request_out(request) }?;
             let b = Ibarrier::new(Coll::start(g, comm)?);
             let lib = g.lib()?;
             let h = lib.new_handle();

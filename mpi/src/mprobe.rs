@@ -11,7 +11,7 @@ use crate::error::{class_of, Fail, R};
 use crate::p2p::{probe_outcome, probe_target, recv_source};
 use crate::request::{write_status, MPI_Status, Outcome, Req};
 use crate::state::{call, Guard};
-use crate::util::{bytes_mut, out, recv_tag_arg};
+use crate::util::{bytes_mut, new_request_out, out, recv_tag_arg};
 
 /// Takes a message: `None` when none is there yet and `!block`.
 fn take(
@@ -172,7 +172,7 @@ crate::mpi_fn! {
     ) {
         call(MPI_COMM_WORLD, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { out(request) }?;
+            let slot = unsafe { new_request_out(request) }?;
             let (o, comm) = receive(g, buf, count, datatype, message)?;
             let lib = g.lib()?;
             let h = lib.new_handle();

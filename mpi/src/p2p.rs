@@ -11,7 +11,7 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::request::{wait_local, write_status, MPI_Status, Op, Outcome, Req};
 use crate::state::{call, CommKind, Guard};
-use crate::util::{bytes, bytes_mut, out, rank_arg, recv_tag_arg, tag_arg};
+use crate::util::{bytes, bytes_mut, new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
 
 /// The runtime communicator of `comm` for point to point, with its size.
 enum Target {
@@ -448,7 +448,7 @@ fn isend(
     mode: Mode,
 ) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
-    let slot = unsafe { out(request) }?;
+    let slot = unsafe { new_request_out(request) }?;
     let (len, _) = g.lib()?.byte_len(count, dt)?;
     let (t, size) = target(g, comm)?;
     let tag = tag_arg(tag)?;
@@ -520,7 +520,7 @@ crate::mpi_fn! {
     ) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { out(request) }?;
+            let slot = unsafe { new_request_out(request) }?;
             let (len, _) = g.lib()?.byte_len(count, datatype)?;
             let (t, size) = target(g, comm)?;
             let tag = recv_tag_arg(tag)?;

@@ -21,7 +21,7 @@ use crate::consts::*;
 use crate::error::{class_of, Fail, R};
 use crate::request::{Op, Req};
 use crate::state::{call, CommEntry, CommKind, Lib};
-use crate::util::{out, read_cstr};
+use crate::util::{new_request_out, out, read_cstr};
 
 /// The runtime names of the two halves of a communicator saved as `name`.
 fn halves(name: &str) -> (String, String) {
@@ -87,7 +87,7 @@ crate::mpi_fn! {
     ) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { out(request) }?;
+            let slot = unsafe { new_request_out(request) }?;
             let rank = rank_of(rank)?;
             let lib = g.lib()?;
             let req = p2p_of(lib, comm)?.irestart_rank(rank)?;

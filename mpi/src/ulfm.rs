@@ -10,7 +10,7 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::request::{Op, Outcome, Req};
 use crate::state::{call, CommKind, Lib};
-use crate::util::out;
+use crate::util::{new_request_out, out};
 
 crate::mpi_fn! {
     /// `MPIX_Comm_revoke`: every pending and future operation on `comm`, at every
@@ -94,7 +94,7 @@ crate::mpi_fn! {
     fn MPIX_Comm_ishrink / PMPIX_Comm_ishrink(comm: Handle, newcomm: *mut Handle, request: *mut Handle) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `newcomm` and `request` are valid for writes.
-            let (slot, req) = unsafe { (out(newcomm)?, out(request)?) };
+            let (slot, req) = unsafe { (out(newcomm)?, new_request_out(request)?) };
             let lib = g.lib()?;
             *slot = shrink(lib, comm)?;
             let h = lib.new_handle();
@@ -134,7 +134,7 @@ crate::mpi_fn! {
     fn MPIX_Comm_iagree / PMPIX_Comm_iagree(comm: Handle, flag: *mut c_int, request: *mut Handle) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { out(request) }?;
+            let slot = unsafe { new_request_out(request) }?;
             if flag.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "a null flag"));
             }

@@ -15,6 +15,20 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T) -> R<&'a mut T> {
     unsafe { p.as_mut() }.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null output pointer"))
 }
 
+/// The output of a call that creates a request, set to `MPI_REQUEST_NULL` at once: a
+/// call that fails leaves no stale handle behind (a program that waits on it after the
+/// error, as ULFM programs do after `MPI_ERR_REVOKED`, gets an empty request rather than
+/// `MPI_ERR_REQUEST`); the call overwrites it on success.
+///
+/// # Safety
+/// `p` is null or valid for a write.
+pub(crate) unsafe fn new_request_out<'a>(p: *mut Handle) -> R<&'a mut Handle> {
+    // SAFETY: the caller's contract.
+    let slot = unsafe { out(p) }?;
+    *slot = MPI_REQUEST_NULL;
+    Ok(slot)
+}
+
 /// Writes `s` (cut to `cap - 1` bytes) and a NUL into `buf`, its length into `*len`.
 ///
 /// # Safety

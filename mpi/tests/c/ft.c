@@ -10,6 +10,7 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -152,6 +153,20 @@ int main(int argc, char **argv) {
     OK(MPIX_Comm_is_revoked(revoked, &is));
     CHECK(is == 1);
     CHECK(MPI_Send(&x, 1, MPI_INT, 0, 7, revoked) == MPIX_ERR_REVOKED);
+    /* A non-blocking call that fails leaves an empty request, which waits at once. */
+    MPI_Request stale = (MPI_Request)(uintptr_t)0x7777;
+    CHECK(MPI_Isend(&x, 1, MPI_INT, 0, 7, revoked, &stale) == MPIX_ERR_REVOKED);
+    CHECK(stale == MPI_REQUEST_NULL);
+    OK(MPI_Wait(&stale, MPI_STATUS_IGNORE));
+    /* A receive may fail at the call or at completion (MPI's choice): either way. */
+    stale = (MPI_Request)(uintptr_t)0x7777;
+    rc = MPI_Irecv(&x, 1, MPI_INT, 0, 7, revoked, &stale);
+    if (rc == MPIX_ERR_REVOKED) {
+        CHECK(stale == MPI_REQUEST_NULL);
+    } else {
+        CHECK(rc == MPI_SUCCESS);
+        CHECK(MPI_Wait(&stale, MPI_STATUS_IGNORE) == MPIX_ERR_REVOKED);
+    }
 
     /* Shrink the revoked communicator, then compute on the survivors. */
     MPI_Comm shrunk, ishrunk;
