@@ -19,7 +19,7 @@ use steadfast_shm::Endpoint as ShmEndpoint;
 
 use super::matching::Matching;
 use super::tags::{CONTEXT_BITS, CONTROL, CONTROL_IGNORE, RESERVED_CONTEXTS};
-use control_held::ControlHeld;
+use control_held::{send_if_admitted, ControlHeld};
 use rejoin::RestartState;
 
 mod control_held;
@@ -649,18 +649,13 @@ fn send_control(
                 held.hold(to, bytes);
                 return None;
             }
-            let sent = match shm.admitted_by(l) {
+            match send_if_admitted(shm, l, bytes) {
+                Ok(true) => None,
                 Ok(false) => {
                     held.hold(to, bytes);
-                    return None;
+                    None
                 }
-                Ok(true) => shm.send(l, CONTROL, bytes),
-                Err(e) => Err(e),
-            };
-            match sent {
-                Ok(()) => None,
-                Err(steadfast_shm::ShmError::PeerDead(_)) => Some("process exited".to_string()),
-                Err(e) => Some(format!("shm: {e}")),
+                Err(how) => Some(how),
             }
         }
         Route::Fabric => match fab.map(|f| f.send(to, CONTROL, bytes)) {

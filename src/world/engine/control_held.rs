@@ -9,7 +9,7 @@
 //! per destination in the order they were produced, and each progress round sends the
 //! ones whose destination admitted us. Rare (a restart), so a plain list.
 
-use steadfast_shm::ShmError;
+use steadfast_shm::{Endpoint as ShmEndpoint, ShmError};
 
 use super::{Engine, Route, CONTROL};
 
@@ -32,6 +32,25 @@ impl ControlHeld {
     }
 }
 
+/// Sends control message `bytes` to local rank `l` if it has admitted this process:
+/// `Ok(false)` when it has not yet (hold the message); `Err` the failure to report.
+pub(super) fn send_if_admitted(
+    shm: &mut ShmEndpoint,
+    l: u32,
+    bytes: &[u8],
+) -> Result<bool, String> {
+    let sent = match shm.admitted_by(l) {
+        Ok(false) => return Ok(false),
+        Ok(true) => shm.send(l, CONTROL, bytes),
+        Err(e) => Err(e),
+    };
+    match sent {
+        Ok(()) => Ok(true),
+        Err(ShmError::PeerDead(_)) => Err("process exited".into()),
+        Err(e) => Err(format!("shm: {e}")),
+    }
+}
+
 impl Engine {
     /// Sends the held control messages whose destination admitted this process, in
     /// order per destination; a destination found dead is reported failed (its
@@ -48,24 +67,15 @@ impl Engine {
             let (Route::Shm(l), Some(shm)) = (self.routes[to as usize], self.shm.as_mut()) else {
                 continue;
             };
-            let sent = match shm.admitted_by(l) {
+            match send_if_admitted(shm, l, &bytes) {
+                Ok(true) => {}
                 Ok(false) => {
                     waiting.push(to);
                     keep.push((to, bytes));
-                    continue;
                 }
-                Ok(true) => shm.send(l, CONTROL, &bytes),
-                Err(e) => Err(e),
-            };
-            match sent {
-                Ok(()) => {}
-                Err(ShmError::PeerDead(_)) => {
+                Err(how) => {
                     waiting.push(to);
-                    self.send_failures.push((to, "process exited".into()));
-                }
-                Err(e) => {
-                    waiting.push(to);
-                    self.send_failures.push((to, format!("shm: {e}")));
+                    self.send_failures.push((to, how));
                 }
             }
         }
