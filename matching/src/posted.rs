@@ -14,6 +14,12 @@
 //! and every node on it fits), so the earliest posted receive that fits is the head with
 //! the smallest posting number: two hash lookups and four comparisons, whatever the
 //! queue's length.
+//!
+//! The common case of a blocking receive (or a ping-pong) is one posted receive at a
+//! time: a receive posted into an empty queue stays *solo*, on no list, and a message
+//! is checked against it alone (no hashing, no list to link or unlink). Posting a
+//! second receive links the solo one first (it has the smaller posting number, so the
+//! lists keep posting order).
 
 use crate::list::{pair_key, unlink_keyed, Link, Linked, List, PairMap, Slab, TagMap};
 use crate::types::{Rank, RecvSpec, SourceSpec, Tag, TagSpec};
@@ -45,6 +51,9 @@ pub(crate) struct PostedQueue<R> {
     by_tag: TagMap<List>,
     any: List,
     next_seq: u64,
+    /// The only posted receive, when it is on no list (see the module docs): set only
+    /// while `slab` holds exactly that node.
+    solo: Option<u32>,
 }
 
 impl<R> PostedQueue<R> {
@@ -57,6 +66,7 @@ impl<R> PostedQueue<R> {
             by_tag: TagMap::default(),
             any: List::default(),
             next_seq: 0,
+            solo: None,
         }
     }
 
@@ -74,6 +84,20 @@ impl<R> PostedQueue<R> {
             token,
             link: Link::UNLINKED,
         });
+        if self.slab.len() == 1 {
+            self.solo = Some(slot);
+            return (slot, seq);
+        }
+        if let Some(first) = self.solo.take() {
+            self.link(first);
+        }
+        self.link(slot);
+        (slot, seq)
+    }
+
+    /// Puts the node in `slot` at the tail of the list its selector names.
+    fn link(&mut self, slot: u32) {
+        let spec = self.slab.at(slot).spec;
         let list = match (spec.source, spec.tag) {
             (SourceSpec::Rank(r), TagSpec::Tag(t)) => {
                 self.exact.entry(pair_key(r.0, t.0)).or_default()
@@ -83,11 +107,16 @@ impl<R> PostedQueue<R> {
             (SourceSpec::Any, TagSpec::Any) => &mut self.any,
         };
         list.push_back(&mut self.slab, slot, 0);
-        (slot, seq)
     }
 
     /// The slot of the earliest posted receive that fits a message `(source, tag)`.
     fn earliest(&self, source: Rank, tag: Tag) -> Option<u32> {
+        if let Some(slot) = self.solo {
+            return self.slab.at(slot).spec.accepts(source, tag).then_some(slot);
+        }
+        if self.slab.len() == 0 {
+            return None;
+        }
         let s = source.0 as usize;
         let heads = [
             self.exact
@@ -117,6 +146,9 @@ impl<R> PostedQueue<R> {
 
     /// Whether a posted receive fits a message `(source, tag)` (left posted).
     pub(crate) fn has_match(&self, source: Rank, tag: Tag) -> bool {
+        if self.solo.is_some() {
+            return self.earliest(source, tag).is_some();
+        }
         let s = source.0 as usize;
         self.exact.contains_key(&pair_key(source.0, tag.0))
             || !self.by_source[s].is_empty()
@@ -133,6 +165,10 @@ impl<R> PostedQueue<R> {
     }
 
     fn remove(&mut self, slot: u32) -> PostedNode<R> {
+        if self.solo == Some(slot) {
+            self.solo = None;
+            return self.slab.remove(slot);
+        }
         let spec = self.slab.at(slot).spec;
         match (spec.source, spec.tag) {
             (SourceSpec::Rank(r), TagSpec::Tag(t)) => {
@@ -151,6 +187,13 @@ impl<R> PostedQueue<R> {
 
     /// Takes out every receive naming `source`, in posting order.
     pub(crate) fn take_from_source(&mut self, source: Rank) -> Vec<PostedNode<R>> {
+        if let Some(slot) = self.solo {
+            return if self.slab.at(slot).spec.source == SourceSpec::Rank(source) {
+                vec![self.remove(slot)]
+            } else {
+                Vec::new()
+            };
+        }
         let s = source.0 as usize;
         let mut slots: Vec<u32> = self.by_source[s].slots(&self.slab, 0).collect();
         // Rare path (a failure): scan the exact table for the rank's entries.
@@ -165,6 +208,14 @@ impl<R> PostedQueue<R> {
 
     /// The wildcard-source receives, in posting order.
     pub(crate) fn any_source(&self) -> Vec<&PostedNode<R>> {
+        if let Some(slot) = self.solo {
+            let node = self.slab.at(slot);
+            return if node.spec.source == SourceSpec::Any {
+                vec![node]
+            } else {
+                Vec::new()
+            };
+        }
         let mut slots: Vec<u32> = self.any.slots(&self.slab, 0).collect();
         for list in self.by_tag.values() {
             slots.extend(list.slots(&self.slab, 0));
@@ -175,6 +226,7 @@ impl<R> PostedQueue<R> {
 
     /// Takes out every receive, in posting order.
     pub(crate) fn drain(&mut self) -> Vec<PostedNode<R>> {
+        self.solo = None;
         self.exact.clear();
         self.by_source.iter_mut().for_each(|l| *l = List::default());
         self.by_tag.clear();
@@ -216,6 +268,42 @@ mod tests {
         q.push(spec(Some(1), Some(5)), "fits");
         assert_eq!(q.take_match(Rank(1), Tag(5)).unwrap().token, "fits");
         assert_eq!(q.len(), 2);
+    }
+
+    #[test]
+    fn a_solo_receive_keeps_its_place_when_others_are_posted() {
+        let mut q = PostedQueue::new(4);
+        let (s1, q1) = q.push(spec(None, None), "solo");
+        assert_eq!(q.solo, Some(s1), "the only receive is on no list");
+        assert!(q.has_match(Rank(3), Tag(9)));
+        assert_eq!(q.peek_match(Rank(3), Tag(9)), Some(&"solo"));
+        // A second receive links the solo one first: it still matches first.
+        q.push(spec(Some(1), Some(5)), "exact");
+        assert_eq!(q.solo, None);
+        assert_eq!(q.take_match(Rank(1), Tag(5)).unwrap().token, "solo");
+        assert_eq!(q.take_match(Rank(1), Tag(5)).unwrap().token, "exact");
+        assert_eq!(q.len(), 0);
+        // Solo again after the queue emptied; a stale id does not take it.
+        let (s2, q2) = q.push(spec(Some(2), None), "again");
+        assert_eq!(q.solo, Some(s2));
+        assert!(
+            q.take(s1, q1).is_none(),
+            "a stale id never takes the new receive"
+        );
+        assert!(q.take_match(Rank(1), Tag(0)).is_none(), "other source");
+        assert!(q.any_source().is_empty());
+        assert!(q.take_from_source(Rank(1)).is_empty());
+        assert_eq!(q.take_from_source(Rank(2))[0].token, "again");
+        assert_eq!(q.solo, None);
+        assert_eq!(q.len(), 0);
+        let (s3, q3) = q.push(spec(None, Some(4)), "wild");
+        assert_eq!(q.any_source()[0].token, "wild");
+        assert_eq!(q.take(s3, q3).unwrap().token, "wild");
+        q.push(spec(None, Some(4)), "drained");
+        assert_eq!(q.drain()[0].token, "drained");
+        assert_eq!(q.solo, None);
+        assert!(q.take_match(Rank(0), Tag(4)).is_none());
+        let _ = q2;
     }
 
     #[test]
