@@ -1,7 +1,7 @@
 //! Collectives over point-to-point messages on the communicator's collective twin
 //! (`state::CommKind::Intra::coll`), each call with its own tag: `MPI_Barrier`
 //! (dissemination), `MPI_Ibarrier`, `MPI_Bcast` and `MPI_Reduce` (binomial trees),
-//! `MPI_Allreduce` (reduce + bcast), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
+//! `MPI_Allreduce` (recursive doubling), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
 //! (gather + bcast), `MPI_Alltoall` (all pairs at once).
 //!
 //! A collective that still waits for a message when some member of the communicator
@@ -25,6 +25,9 @@ use crate::error::{Fail, R};
 use crate::request::{Op, Req};
 use crate::state::{call, Guard};
 use crate::util::{bytes, bytes_mut, new_request_out, rank_arg};
+
+/// Polls of a collective's wait between two looks at revocation and failures.
+const INTERRUPT_POLLS: u32 = 16;
 
 /// One collective call's context.
 pub(crate) struct Coll {
@@ -104,6 +107,7 @@ impl Coll {
         }
         let mut got = vec![Vec::new(); recvs.len()];
         let mut spin = crate::util::spin_wait();
+        let mut polls: u32 = 0;
         loop {
             g.lib()?;
             let mut pending = false;
@@ -139,8 +143,14 @@ impl Coll {
             if !pending {
                 return Ok(got);
             }
-            if let Some(f) = self.interrupted() {
-                return Err(f);
+            // Two engine holds and a scan of the group: not at every poll of a wait
+            // that usually ends within a few (a failure or revoke is seen a few
+            // microseconds later at most).
+            polls = polls.wrapping_add(1);
+            if polls % INTERRUPT_POLLS == 0 {
+                if let Some(f) = self.interrupted() {
+                    return Err(f);
+                }
             }
             g.relax(&mut spin);
         }
@@ -173,6 +183,72 @@ impl Coll {
             mask >>= 1;
         }
         self.exchange(g, sends, &[])?;
+        Ok(())
+    }
+
+    /// Recursive-doubling allreduce of `acc` (every rank ends with the result): in
+    /// round k each rank exchanges its partial result with the rank whose number
+    /// differs in bit k, so `log2(n)` message latencies instead of the `2 log2(n)` of
+    /// a reduction and a broadcast. When `n` is not a power of two, the first
+    /// `2 * (n - p)` ranks (`p` the largest power of two below `n`) pair up first:
+    /// each even one hands its value to the odd one above it, which takes part for
+    /// both and returns the result at the end (the first phase's tag serves the
+    /// rounds, the second's the return). Two partial results are always combined
+    /// lower rank first, so both partners compute the same expression and every rank
+    /// ends with the same bits, even for floating point.
+    fn allreduce(&mut self, g: &mut Guard, acc: &mut Vec<u8>, op: Handle, elem: Elem) -> R<()> {
+        let n = self.n;
+        let me = self.me;
+        let p = if n.is_power_of_two() {
+            n
+        } else {
+            n.next_power_of_two() / 2
+        };
+        let paired = 2 * (n - p);
+        let len = acc.len();
+        // This rank's number among the `p` taking part in the rounds, and back.
+        let virt = if me < paired {
+            if me % 2 == 0 {
+                self.exchange(g, vec![(me + 1, std::mem::take(acc))], &[])?;
+                None
+            } else {
+                let lower = self.exchange(g, vec![], &[(me - 1, len)])?.remove(0);
+                combine(acc, lower, op, elem)?;
+                Some(me / 2)
+            }
+        } else {
+            Some(me - paired / 2)
+        };
+        let real = |v: u32| {
+            if v < paired / 2 {
+                2 * v + 1
+            } else {
+                v + paired / 2
+            }
+        };
+        if let Some(v) = virt {
+            let mut mask = 1u32;
+            while mask < p {
+                let partner = real(v ^ mask);
+                let got = self
+                    .exchange(g, vec![(partner, acc.clone())], &[(partner, len)])?
+                    .remove(0);
+                if partner < me {
+                    combine(acc, got, op, elem)?;
+                } else {
+                    reduce(op, elem, acc, &got)?;
+                }
+                mask <<= 1;
+            }
+        }
+        self.next_phase();
+        if me < paired {
+            if me % 2 == 0 {
+                *acc = self.exchange(g, vec![], &[(me + 1, len)])?.remove(0);
+            } else {
+                self.exchange(g, vec![(me - 1, acc.clone())], &[])?;
+            }
+        }
         Ok(())
     }
 
@@ -324,6 +400,13 @@ crate::mpi_fn! {
 ///
 /// # Safety
 /// The buffers hold `len` bytes each (the one in use).
+/// `acc = lower op acc`: the lower rank's value on the left (see `Coll::allreduce`).
+fn combine(acc: &mut Vec<u8>, mut lower: Vec<u8>, op: Handle, elem: Elem) -> R<()> {
+    reduce(op, elem, &mut lower, acc)?;
+    *acc = lower;
+    Ok(())
+}
+
 unsafe fn reduce_input(sendbuf: *const c_void, recvbuf: *mut c_void, len: usize) -> R<Vec<u8>> {
     let src = if sendbuf as usize == IN_PLACE {
         recvbuf.cast_const()
@@ -365,7 +448,7 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Allreduce`: a reduction to rank 0, then a broadcast.
+    /// `MPI_Allreduce`: recursive doubling (`Coll::allreduce`).
     fn MPI_Allreduce / PMPI_Allreduce(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
@@ -380,10 +463,7 @@ crate::mpi_fn! {
             let mut c = Coll::start_phases(g, comm, 2)?;
             // SAFETY: MPI's contract: the buffers hold `count` items.
             let mut acc = unsafe { reduce_input(sendbuf, recvbuf, len) }?;
-            c.reduce(g, &mut acc, op, t.elem, 0)?;
-            c.next_phase();
-            acc.resize(len, 0);
-            c.bcast(g, &mut acc, 0)?;
+            c.allreduce(g, &mut acc, op, t.elem)?;
             // SAFETY: as above; `recvbuf` is the program's alone during the call.
             unsafe { bytes_mut(recvbuf, len) }?.copy_from_slice(&acc);
             Ok(())

@@ -457,6 +457,18 @@ static void collectives(int rank, int size) {
     OK(MPI_Allreduce(&loc, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
     CHECK(best.v == 1.0 && best.i == 1);
     CHECK(MPI_Allreduce(&f, &fp, 1, MPI_FLOAT, MPI_BAND, MPI_COMM_WORLD) == MPI_ERR_OP);
+    /* Every rank ends with the same bits, whatever order the float additions take. */
+    double odd = (rank % 2 ? 1e16 : 1.0) + rank * 0.1, oddsum = 0;
+    OK(MPI_Allreduce(&odd, &oddsum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    double *sums = malloc(size * sizeof(double));
+    OK(MPI_Allgather(&oddsum, 1, MPI_DOUBLE, sums, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++) CHECK(memcmp(&sums[i], &oddsum, sizeof(double)) == 0);
+    free(sums);
+    /* A long vector, exact integer sums. */
+    long big[1000], bigsum[1000];
+    for (int i = 0; i < 1000; i++) big[i] = (long)i * (rank + 1);
+    OK(MPI_Allreduce(big, bigsum, 1000, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < 1000; i++) CHECK(bigsum[i] == (long)i * size * (size + 1) / 2);
 
     /* A contiguous type of 3 ints. */
     MPI_Datatype tri;
