@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Comm, CommError, InterComm};
+use crate::world::shared::Shared;
 use crate::world::{spares, World, WORLD_COMM};
 
 /// Tag of the spawn's own messages and of its creations (that of `create_group` and
@@ -35,6 +36,9 @@ const MAX_REASON: usize = 512;
 /// How long a child waits for its root to publish the spawn's groups (the root starts
 /// the children one after the other, each within the launcher's restart timeout).
 const GROUP_WAIT: Duration = Duration::from_secs(300);
+/// How long a process waits to admit a child another parent started (it joined
+/// already: only the launcher's event to this process is awaited).
+const ADMIT_WAIT: Duration = Duration::from_secs(60);
 
 /// What [`Comm::spawn`] gives every parent.
 #[derive(Debug, Clone)]
@@ -165,6 +169,31 @@ fn started(children: &[Result<u32, String>]) -> Result<Vec<u32>, CommError> {
     Ok(s)
 }
 
+/// Waits until this process has admitted the new incarnation of each of `ranks`
+/// (spawned processes: incarnation 1 of their slots). The root of a spawn admits each
+/// child when its start is answered; the others learn of it from the launcher's
+/// `Rejoined` event, read by progress: a creation over a child not admitted yet here
+/// would find it failed. A child that died meanwhile counts (its death moves the known
+/// incarnation on): the creation then reports it failed.
+fn wait_admitted(engine: &Arc<Shared>, ranks: &[u32]) -> Result<(), CommError> {
+    let deadline = Instant::now() + ADMIT_WAIT;
+    loop {
+        {
+            let mut e = engine.lock();
+            if ranks.iter().all(|&w| e.generation_of(w) >= 1) {
+                return Ok(());
+            }
+            e.progress();
+        }
+        if Instant::now() >= deadline {
+            return Err(CommError::Spawn(format!(
+                "the spawned processes {ranks:?} were not admitted here within {ADMIT_WAIT:?}"
+            )));
+        }
+        std::thread::yield_now();
+    }
+}
+
 impl Comm {
     /// Starts `count` new processes of the job's program (`MPI_Comm_spawn`),
     /// collectively over this communicator: `count` counts at `root` only. Each child is
@@ -225,7 +254,9 @@ impl Comm {
                 problem: "a spawn outcome that does not decode",
             })?
         };
-        let leader = started(&children)?[0];
+        let s = started(&children)?;
+        wait_admitted(&self.engine, &s)?;
+        let leader = s[0];
         let inter = self.intercomm_create_uniform(root, &world, leader, TAG)?;
         Ok(Spawned { inter, children })
     }
@@ -342,6 +373,8 @@ impl World {
         let (parents, root_index, children) = decode_group(&record)
             .filter(|(_, _, c)| c.contains(&me))
             .ok_or_else(|| CommError::Spawn("a spawn record that does not decode".into()))?;
+        let siblings: Vec<u32> = children.iter().copied().filter(|&c| c != me).collect();
+        wait_admitted(shared, &siblings)?;
         let own = world.create_group(&children, TAG)?;
         let inter = own.intercomm_create_uniform(0, &world, parents[root_index as usize], TAG)?;
         Ok(Some(Parent { world: own, inter }))
