@@ -4,8 +4,9 @@
 //! `spawn-test-rank spawn`: the ranks started with the job spawn 2 children from their
 //! own communicator; each parent r exchanges a message both ways with child r over the
 //! inter-communicator, then both sides merge it (parents first) and check ranks, sizes
-//! and an allreduce. `spawn-test-rank none`: a spawn in a job without spare slots is
-//! `CommError::Spawn` at every parent, at once.
+//! and an allreduce. `spawn-test-rank pairs`: two pairs of ranks spawn one child each
+//! at the same time (one slot each). `spawn-test-rank none`: a spawn in a job without
+//! spare slots is `CommError::Spawn` at every parent, at once.
 
 use steadfast::comm::{InterComm, ReduceOp};
 use steadfast::{Comm, CommError, World};
@@ -43,6 +44,29 @@ fn parent(world: &World, mode: &str) {
         }
         return;
     }
+    if mode == "pairs" {
+        // Two pairs spawn at once: both roots go for the same lowest free slot; the
+        // launcher gives it to one and the other takes the next.
+        let pair = parents
+            .split(me / 2, me)
+            .unwrap_or_else(|e| fail("split", e));
+        let s = pair.spawn(0, 1).unwrap_or_else(|e| fail("spawn", e));
+        let child = *s.children[0].as_ref().expect("started");
+        if pair.rank() == 0 {
+            s.inter
+                .send(0, 7, &[me as u8 / 2])
+                .unwrap_or_else(|e| fail("send", e));
+            let mut b = [0u8; 1];
+            s.inter
+                .recv(Some(0), Some(8), &mut b)
+                .unwrap_or_else(|e| fail("recv", e));
+            assert_eq!(u32::from(b[0]), 100 + me / 2);
+            println!("pair {} spawned world rank {child}", me / 2);
+        }
+        s.inter.free().unwrap_or_else(|e| fail("free", e));
+        println!("rank {me}: PAIR OK");
+        return;
+    }
     let s = parents.spawn(0, 2).unwrap_or_else(|e| fail("spawn", e));
     let children: Vec<u32> = s
         .children
@@ -64,8 +88,21 @@ fn parent(world: &World, mode: &str) {
     println!("rank {me}: RUST SPAWN PARENT OK");
 }
 
-fn child(p: steadfast::comm::Parent) {
+fn child(p: steadfast::comm::Parent, mode: &str) {
     let me = p.world.rank();
+    if mode == "pairs" {
+        assert_eq!((p.world.size(), p.inter.remote_size()), (1, 2));
+        let mut b = [0u8; 1];
+        p.inter
+            .recv(Some(0), Some(7), &mut b)
+            .unwrap_or_else(|e| fail("recv", e));
+        p.inter
+            .send(0, 8, &[100 + b[0]])
+            .unwrap_or_else(|e| fail("send", e));
+        p.inter.free().unwrap_or_else(|e| fail("free", e));
+        println!("child of pair {}: PAIR CHILD OK", b[0]);
+        return;
+    }
     assert_eq!((p.world.size(), p.inter.remote_size()), (2, 2));
     let mut b = [0u8; 1];
     p.inter
@@ -87,7 +124,7 @@ fn main() {
         std::process::exit(3)
     });
     match world.parent() {
-        Ok(Some(p)) => child(p),
+        Ok(Some(p)) => child(p, &mode),
         Ok(None) => parent(&world, &mode),
         Err(e) => fail("parent", e),
     }

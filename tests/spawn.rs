@@ -47,3 +47,24 @@ fn a_spawn_without_spare_slots_is_an_error_at_every_parent() {
     assert_eq!(stdout.matches("NO SLOT OK").count(), 3, "{stdout}");
     assert_no_orphans(&marker);
 }
+
+#[test]
+fn two_spawns_at_once_from_disjoint_communicators_get_a_slot_each() {
+    let marker = format!("pairs-{}", std::process::id());
+    let (status, stdout, stderr) = run(4, 6, "pairs", &marker);
+    assert_eq!(status, 0, "stdout {stdout}\nstderr {stderr}");
+    assert_eq!(stdout.matches("PAIR OK").count(), 4, "{stdout}\n{stderr}");
+    for p in 0..2 {
+        assert!(
+            stdout.contains(&format!("child of pair {p}: PAIR CHILD OK")),
+            "{stdout}\n{stderr}"
+        );
+    }
+    let mut slots: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split("spawned world rank ").nth(1))
+        .collect();
+    slots.sort_unstable();
+    assert_eq!(slots, ["4", "5"], "{stdout}");
+    assert_no_orphans(&marker);
+}

@@ -8,21 +8,23 @@
 //!   (generation 1) of its slot and joins the job as a restarted process does
 //!   (`docs/restart.md`), so every transport, the failure detector and the control
 //!   plane already know how to admit it.
-//! - The root picks the slots, puts `sf.spawn.<child>` (its own world rank) for each,
-//!   starts them one after the other (each start returns once the child has joined),
+//! - The root picks free slots and starts them one after the other (each start returns
+//!   once the child has joined; the launcher records the root in the slot, under
+//!   `SPAWNED_BY_KEY`, and refuses a slot another spawn took: the root takes the next),
 //!   then puts `sf.spawn.<child>.group` (the parents' world ranks, the root's place
 //!   among them, the children started) and tells the other parents which children
 //!   started and why the others did not.
-//! - A child finds its root by the first key (a lookup at each rank), waits for the
-//!   second, creates its own world over the children (`create_group` over the world
-//!   communicator) and the inter-communicator with the parents; the parents create it
-//!   over the spawning communicator. Both sides use the world communicator as the
+//! - A child reads its root from its slot, waits for the groups, creates its own world
+//!   over the children (`create_group` over the world communicator) and the
+//!   inter-communicator with the parents; the parents create it over the spawning
+//!   communicator. Both sides use the world communicator as the
 //!   bridge between the two leaders (the root and the first child).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Comm, CommError, InterComm};
+use crate::bootstrap::{SLOT_TAKEN, SPAWNED_BY_KEY};
 use crate::world::shared::Shared;
 use crate::world::{spares, World, WORLD_COMM};
 
@@ -58,10 +60,6 @@ pub struct Parent {
     /// The inter-communicator with the parents (remote group: the spawning
     /// communicator's members, in its order).
     pub inter: InterComm,
-}
-
-fn key_root(child: u32) -> String {
-    format!("sf.spawn.{child}")
 }
 
 fn key_group(child: u32) -> String {
@@ -263,40 +261,44 @@ impl Comm {
 
     /// The root's part: picks free slots, starts them, publishes the groups.
     fn start_children(&self, world: &Comm, root: u32, count: u32) -> Vec<Result<u32, String>> {
-        let me = self.world_rank(root).expect("root is a member");
         let size = world.size();
-        let free: Vec<u32> = {
+        let first = spares::started_ranks(size);
+        let mut free = {
             let e = self.engine.lock();
-            (spares::started_ranks(size)..size)
+            (first..size)
                 .filter(|&w| e.is_failed(w) && e.generation_of(w) == 0)
-                .take(count as usize)
-                .collect()
+                .collect::<Vec<u32>>()
+                .into_iter()
         };
         let mut children: Vec<Result<u32, String>> = Vec::with_capacity(count as usize);
-        for i in 0..count as usize {
-            let Some(&w) = free.get(i) else {
-                children.push(Err(format!(
-                    "no free slot: the job's universe has {size} ranks, {} of them spare \
-                     slots, all started (run steadfast-run with a larger --universe)",
-                    size - spares::started_ranks(size)
-                )));
-                continue;
+        for _ in 0..count {
+            let result = loop {
+                let Some(w) = free.next() else {
+                    break Err(format!(
+                        "no free slot: the job's universe has {size} ranks, {} of them spare \
+                         slots, all started (run steadfast-run with a larger --universe)",
+                        size - first
+                    ));
+                };
+                match world.restart_rank(w) {
+                    Ok(_) => break Ok(w),
+                    // Another spawn took it since this process last heard (refused
+                    // by the launcher, or already admitted here): the next.
+                    Err(CommError::Restart(why))
+                        if why.contains(SLOT_TAKEN) || why.contains("is alive") =>
+                    {
+                        log::debug!("spawn: {why}");
+                    }
+                    Err(e) => {
+                        let why = match e {
+                            CommError::Restart(why) => why,
+                            other => other.to_string(),
+                        };
+                        log::warn!("spawn: slot {w} did not start: {why}");
+                        break Err(why);
+                    }
+                }
             };
-            let put = self
-                .engine
-                .lock()
-                .boot_mut()
-                .put(&key_root(w), &me.to_le_bytes());
-            let result = match put {
-                Err(e) => Err(format!("the launcher refused the spawn's record: {e}")),
-                Ok(()) => world.restart_rank(w).map(|_| w).map_err(|e| match e {
-                    CommError::Restart(why) => why,
-                    other => other.to_string(),
-                }),
-            };
-            if let Err(why) = &result {
-                log::warn!("spawn: slot {w} did not start: {why}");
-            }
             children.push(result);
         }
         let Ok(s) = started(&children) else {
@@ -344,15 +346,13 @@ impl World {
                 .lookup(owner, key)
                 .map_err(|e| CommError::Spawn(format!("reading the spawn's record: {e}")))
         };
-        let mut root = None;
-        for r in (0..size).filter(|&r| r != me) {
-            if lookup(r, &key_root(me))?.is_some() {
-                root = Some(r);
-                break;
-            }
-        }
-        let root = root
-            .ok_or_else(|| CommError::Spawn(format!("no rank published the spawn of rank {me}")))?;
+        // The launcher recorded whose spawn started this slot.
+        let root = lookup(me, SPAWNED_BY_KEY)?
+            .and_then(|b| Some(u32::from_le_bytes(b.as_slice().try_into().ok()?)))
+            .filter(|&r| r < size && r != me)
+            .ok_or_else(|| {
+                CommError::Spawn(format!("the launcher did not record who spawned rank {me}"))
+            })?;
         let deadline = Instant::now() + GROUP_WAIT;
         let record = loop {
             if let Some(v) = lookup(root, &key_group(me))? {

@@ -265,9 +265,7 @@ fn main() {
     let service = Service::new(o.universe(), secret, limits)
         .unwrap_or_else(|e| fail(1, &format!("cannot start the bootstrap service: {e}")));
     // The universe's spare slots: dead (never started) until a spawn starts them.
-    for slot in o.n..o.universe() {
-        service.rank_died(slot, "a spare slot, not started");
-    }
+    service.spare_slots_from(o.n);
     let spawner = {
         let (addr, secret_hex) = (addr.clone(), secret_hex.clone());
         Arc::new(Spawner::new(
