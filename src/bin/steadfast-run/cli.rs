@@ -221,9 +221,10 @@ impl Options {
         check_rank_count(self.universe())
     }
 
-    /// The world's size: the ranks started and the spare slots (`--universe`).
+    /// The world's size: the ranks started and the spare slots (`--universe`; at least
+    /// `n` once [`check`](Self::check) passed).
     pub fn universe(&self) -> u32 {
-        self.universe.unwrap_or(self.n).max(self.n)
+        self.universe.unwrap_or(self.n)
     }
 }
 
@@ -377,6 +378,19 @@ mod tests {
         let o = parse(&["-n", "2", "--host", "elsewhere.example", "prog"]).unwrap();
         assert!(o.check().unwrap_err().contains("elsewhere.example"));
         let o = parse(&["-n", "100000", "prog"]).unwrap();
+        assert!(o.check().unwrap_err().contains("100000"));
+    }
+
+    #[test]
+    fn the_universe_holds_at_least_the_ranks_started() {
+        assert_eq!(parse(&["-n", "2", "prog"]).unwrap().universe(), 2);
+        let o = parse(&["-n", "2", "--universe", "5", "prog"]).unwrap();
+        assert_eq!(o.universe(), 5);
+        o.check().unwrap();
+        let o = parse(&["-n", "4", "--universe", "3", "prog"]).unwrap();
+        assert!(o.check().unwrap_err().contains("--universe 3"));
+        assert!(parse(&["-n", "2", "--universe", "0", "prog"]).is_err());
+        let o = parse(&["-n", "2", "--universe", "100000", "prog"]).unwrap();
         assert!(o.check().unwrap_err().contains("100000"));
     }
 }
