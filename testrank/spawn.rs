@@ -5,7 +5,8 @@
 //! own communicator; each parent r exchanges a message both ways with child r over the
 //! inter-communicator, then both sides merge it (parents first) and check ranks, sizes
 //! and an allreduce. `spawn-test-rank pairs`: two pairs of ranks spawn one child each
-//! at the same time (one slot each). `spawn-test-rank none`: a spawn in a job without
+//! at the same time (one slot each). `spawn-test-rank dies`: the child exits before it
+//! joins; the spawn is `CommError::Spawn` naming why. `spawn-test-rank none`: a spawn in a job without
 //! spare slots is `CommError::Spawn` at every parent, at once.
 
 use steadfast::comm::{InterComm, ReduceOp};
@@ -35,6 +36,15 @@ fn parent(world: &World, mode: &str) {
         .create_group(&started, 3)
         .unwrap_or_else(|e| fail("create_group", e));
     let me = parents.rank();
+    if mode == "dies" {
+        match parents.spawn(0, 1) {
+            Err(CommError::Spawn(why)) if why.contains("exited with status 3 before it joined") => {
+                println!("rank {me}: DIED BEFORE JOINING OK")
+            }
+            other => panic!("rank {me}: a spawn whose child exits gave {other:?}"),
+        }
+        return;
+    }
     if mode == "none" {
         match parents.spawn(0, 1) {
             Err(CommError::Spawn(why)) if why.contains("no free slot") => {
@@ -119,6 +129,10 @@ fn child(p: steadfast::comm::Parent, mode: &str) {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
+    if mode == "dies" && std::env::var("STEADFAST_GENERATION").as_deref() == Ok("1") {
+        // A spawned process that ends before it joins the job.
+        std::process::exit(3);
+    }
     let world = World::init().unwrap_or_else(|e| {
         eprintln!("init: {e}");
         std::process::exit(3)

@@ -68,3 +68,18 @@ fn two_spawns_at_once_from_disjoint_communicators_get_a_slot_each() {
     assert_eq!(slots, ["4", "5"], "{stdout}");
     assert_no_orphans(&marker);
 }
+
+#[test]
+fn a_child_that_ends_before_joining_is_a_spawn_error_at_every_parent() {
+    let marker = format!("dies-{}", std::process::id());
+    let (status, stdout, stderr) = run(2, 3, "dies", &marker);
+    // The child is a rank of the job that failed: the launcher says so.
+    assert_eq!(status, 1, "stdout {stdout}\nstderr {stderr}");
+    assert!(stderr.contains("rank 2: exited with status 3"), "{stderr}");
+    assert_eq!(
+        stdout.matches("DIED BEFORE JOINING OK").count(),
+        2,
+        "{stdout}\n{stderr}"
+    );
+    assert_no_orphans(&marker);
+}
