@@ -206,7 +206,9 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_disconnect`: as `MPI_Comm_free` (no process is connected dynamically).
+    /// `MPI_Comm_disconnect`: as `MPI_Comm_free`, which is collective and waits for
+    /// the communicator's members (both groups of an inter-communicator, a spawn's
+    /// parents and children included) before it returns.
     fn MPI_Comm_disconnect / PMPI_Comm_disconnect(comm: *mut Handle) {
         // SAFETY: MPI's contract: `comm` is valid for reads.
         let h = unsafe { read_handle(comm) }.unwrap_or(MPI_COMM_NULL);
@@ -407,18 +409,6 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_get_parent`: always `MPI_COMM_NULL` (processes are not spawned).
-    fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
-            g.lib()?;
-            // SAFETY: MPI's contract: `parent` is valid for a write.
-            *unsafe { out(parent) }? = MPI_COMM_NULL;
-            Ok(())
-        })
-    }
-}
-
-crate::mpi_fn! {
     /// `MPI_Comm_create_errhandler`.
     fn MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(
         function: Option<ErrFn>,
@@ -508,40 +498,6 @@ crate::mpi_fn! {
                 if matches!(handler, Handler::User(_)) { MPI_SUCCESS } else { rc }
             }
         }
-    }
-}
-
-fn unsupported(what: &str, why: &str) -> Fail {
-    Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, format!("{what}: {why}"))
-}
-
-crate::mpi_fn! {
-    /// `MPI_Comm_spawn`: not supported (`MPI_ERR_UNSUPPORTED_OPERATION`, every error
-    /// code too; `*intercomm` becomes `MPI_COMM_NULL`): the launcher cannot add
-    /// processes to a running job.
-    fn MPI_Comm_spawn / PMPI_Comm_spawn(
-        _command: *const c_char,
-        _argv: *mut *mut c_char,
-        maxprocs: c_int,
-        _info: Handle,
-        _root: c_int,
-        comm: Handle,
-        intercomm: *mut Handle,
-        array_of_errcodes: *mut c_int
-    ) {
-        call(comm, |_| {
-            if !intercomm.is_null() {
-                // SAFETY: MPI's contract: `intercomm` is valid for a write.
-                unsafe { *intercomm = MPI_COMM_NULL };
-            }
-            if !array_of_errcodes.is_null() {
-                for i in 0..usize::try_from(maxprocs).unwrap_or(0) {
-                    // SAFETY: MPI's contract: the array holds `maxprocs` codes.
-                    unsafe { *array_of_errcodes.add(i) = MPI_ERR_UNSUPPORTED_OPERATION };
-                }
-            }
-            Err(unsupported("MPI_Comm_spawn", "steadfast-run cannot add processes to a running job"))
-        })
     }
 }
 

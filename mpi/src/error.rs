@@ -47,6 +47,7 @@ pub(crate) fn class_of(e: &CommError) -> c_int {
         CommError::Truncated { .. } => MPI_ERR_TRUNCATE,
         CommError::InvalidArgument(_) => MPI_ERR_ARG,
         CommError::Unsupported(_) => MPI_ERR_UNSUPPORTED_OPERATION,
+        CommError::Spawn(_) => MPI_ERR_SPAWN,
         // Excluded (the others declared this process dead), transport, protocol.
         _ => MPI_ERR_OTHER,
     }

@@ -47,6 +47,9 @@ fn initial_errhandler() -> (Handle, &'static str) {
 /// The `create_group` tag of `MPI_COMM_SELF` in a process restarted in place.
 const RESTORED_SELF_TAG: u32 = 1;
 
+/// The `create_group` tag of `MPI_COMM_WORLD` when the universe has spare slots.
+const STARTED_WORLD_TAG: u32 = 2;
+
 /// `--with-ft` of the launcher (`STEADFAST_WITH_FT`): `no` makes failures fatal.
 fn ft_mode() -> FtMode {
     match std::env::var("STEADFAST_WITH_FT").as_deref() {
@@ -119,9 +122,25 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     let (errh, errh_name) = initial_errhandler();
     crate::util::set_yield_when_idle(world.yields_when_idle());
     let mut lib = Lib::new(world, level, ft_mode());
-    let wc = lib.world.comm();
+    let universe = lib.world.size();
+    let mut parent = None;
+    let mut wc = lib.world.comm();
+    if lib.world.is_spawned() {
+        // A process of MPI_Comm_spawn: its world is the children spawned together.
+        let p = lib
+            .world
+            .parent()?
+            .ok_or_else(|| Fail::new(MPI_ERR_SPAWN, "a spawned process without a parent"))?;
+        wc = p.world;
+        parent = Some(p.inter);
+    } else if lib.world.job_ranks() < universe && !lib.world.is_restored() {
+        // The universe has spare slots (`docs/spawn.md`): MPI_COMM_WORLD is the ranks
+        // started with the job.
+        let started: Vec<u32> = (0..lib.world.job_ranks()).collect();
+        wc = wc.create_group(&started, STARTED_WORLD_TAG)?;
+    }
     let me = wc.rank();
-    let (wcoll, selfc) = if lib.world.is_restored() {
+    let (wcoll, selfc) = if lib.world.is_restored() && parent.is_none() {
         // A process restarted in place: its world is restored, not rejoined (the
         // survivors are past the collectives that made their twins), so it makes
         // nothing over it. Collectives on MPI_COMM_WORLD are not for a restarted
@@ -137,7 +156,15 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     let size = wc.size();
     // ORDERING: Relaxed; read by the program after MPI_Init returns, which the mutex
     // (and the program's own synchronisation) orders after this store.
-    UNIVERSE_SIZE.store(size as i32, Ordering::Relaxed);
+    UNIVERSE_SIZE.store(universe as i32, Ordering::Relaxed);
+    if let Some(ic) = parent {
+        let h = lib.new_handle();
+        lib.comms.insert(
+            h,
+            CommEntry::new(CommKind::Inter(ic), errh, "MPI_COMM_PARENT"),
+        );
+        lib.parent = h;
+    }
     lib.comms.insert(
         MPI_COMM_WORLD,
         CommEntry::new(

@@ -53,6 +53,7 @@ mod p2p;
 mod request;
 mod restart;
 mod singleton;
+mod spawn;
 mod state;
 mod ulfm;
 mod util;

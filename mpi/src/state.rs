@@ -164,6 +164,8 @@ pub(crate) struct Lib {
     pub env_info: Vec<(String, String)>,
     /// Communicators saved by `MPIX_Comm_save` (or rejoined), by name.
     pub saved: Vec<(String, Handle)>,
+    /// `MPI_Comm_get_parent`'s inter-communicator (`MPI_COMM_NULL`: not spawned).
+    pub parent: Handle,
 }
 
 impl Lib {
@@ -183,6 +185,7 @@ impl Lib {
             errhandlers: Map::default(),
             infos: Map::default(),
             env_info: Vec::new(),
+            parent: MPI_COMM_NULL,
             saved: Vec::new(),
         }
     }

@@ -118,7 +118,14 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `flag` is valid for reads and writes.
             let flag = unsafe { out(flag) }?;
-            let a = p2p_of(g.lib()?, comm)?.agree_full(u64::from(*flag as u32))?;
+            let lib = g.lib()?;
+            if let CommKind::Inter(ic) = &lib.comm(comm)?.kind {
+                // ULFM on an inter-communicator: uniform over both groups; each side
+                // reads the AND of the remote group's flags.
+                *flag = ic.agree(*flag as u32)? as c_int;
+                return Ok(());
+            }
+            let a = p2p_of(lib, comm)?.agree_full(u64::from(*flag as u32))?;
             *flag = a.value as u32 as c_int;
             if a.all_acked {
                 Ok(())

@@ -626,3 +626,48 @@ fn the_mpix_ft_attribute_follows_with_ft() {
         );
     }
 }
+
+/// `spawn.c` under `steadfast-run --universe U -n N`: (status, stdout, stderr).
+fn run_spawn(n: &str, universe: &str, mode: &str) -> (i32, String, String) {
+    let args = [
+        "-np",
+        n,
+        "--universe",
+        universe,
+        "--with-ft",
+        "ulfm",
+        "--exit-status",
+        "survivors",
+    ];
+    run(&args, program("spawn"), &[mode], &[])
+}
+
+#[test]
+fn two_parents_spawn_two_children_talk_merge_and_disconnect() {
+    let (status, out, err) = run_spawn("2", "4", "spawn");
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for r in 0..2 {
+        assert!(
+            out.contains(&format!("rank {r}: SPAWN PARENT OK")),
+            "{out}\n{err}"
+        );
+        assert!(
+            out.contains(&format!("child {r}: SPAWN CHILD OK")),
+            "{out}\n{err}"
+        );
+    }
+}
+
+#[test]
+fn ulfm_replacement_by_spawn_restores_the_rank_order() {
+    let (status, out, err) = run_spawn("4", "5", "replace");
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for r in 0..4 {
+        assert_eq!(
+            out.matches(&format!("rank {r}: REPLACE OK")).count(),
+            1,
+            "stdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+    assert!(err.contains("rank 2: killed by signal 9"), "{err}");
+}

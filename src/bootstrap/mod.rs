@@ -77,6 +77,15 @@ pub enum BootstrapError {
 /// (`Comm::save`, `docs/restart.md`).
 pub const SAVED_PREFIX: &str = "sf.saved.";
 
+/// The key under which `steadfast-run`'s store records, in a spare slot of the universe
+/// it started (`docs/spawn.md`), the world rank whose spawn started it (4 bytes, little
+/// endian); the spawned process reads it from its own slot.
+pub const SPAWNED_BY_KEY: &str = "sf.spawned-by";
+
+/// How `steadfast-run`'s store begins its answer to the start of a spare slot that
+/// another rank's spawn started already (the asker picks another slot).
+pub const SLOT_TAKEN: &str = "spare slot taken:";
+
 /// A failure the launcher reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureEvent {

@@ -26,6 +26,7 @@ mod p2p;
 mod refound;
 mod rejoin;
 mod restart;
+mod spawn;
 mod wait_any;
 mod window;
 mod world;
@@ -36,6 +37,7 @@ pub use mprobe::Message;
 pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use restart::RestartRequest;
+pub use spawn::{Parent, Spawned};
 pub use wait_any::{wait_all, wait_any, AnyRequest, Completion};
 pub use window::Window;
 
@@ -165,6 +167,10 @@ pub enum CommError {
     /// it joined, the rank is alive, ...).
     #[error("restart failed: {0}")]
     Restart(String),
+    /// [`Comm::spawn`] started no process (no free spare slot, no spawner, every start
+    /// failed: the reasons).
+    #[error("spawn failed: {0}")]
+    Spawn(String),
     /// This process is a restarted incarnation: agreement-based operations on its
     /// world communicator are not available (its world's agreement state cannot match
     /// the survivors', who hold its previous incarnation failed; see `docs/restart.md`).
@@ -195,6 +201,7 @@ impl PartialEq for CommError {
             (ProcFailed { ranks: a }, ProcFailed { ranks: b }) => a == b,
             (ProcFailedPending { ranks: a }, ProcFailedPending { ranks: b }) => a == b,
             (Restart(a), Restart(b))
+            | (Spawn(a), Spawn(b))
             | (Launcher(a), Launcher(b))
             | (Unsupported(a), Unsupported(b)) => a == b,
             (RestoredWorld, RestoredWorld) => true,

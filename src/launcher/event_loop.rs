@@ -85,6 +85,7 @@ impl<'a> EventLoop<'a> {
         {
             store.allow_spawns();
         }
+        store.set_spares(*svc.first_spare.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(EventLoop {
             svc,
             listener,

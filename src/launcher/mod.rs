@@ -111,6 +111,8 @@ pub struct Service {
     wake_rx: UnixStream,
     put_hook: Mutex<Option<PutHook>>,
     spawn_hook: Mutex<Option<SpawnHook>>,
+    /// The first spare slot of the universe (`size`: none; [`Service::spare_slots_from`]).
+    first_spare: Mutex<u32>,
 }
 
 impl Service {
@@ -131,6 +133,7 @@ impl Service {
             wake_rx,
             put_hook: Mutex::new(None),
             spawn_hook: Mutex::new(None),
+            first_spare: Mutex::new(size),
         }))
     }
 
@@ -145,6 +148,16 @@ impl Service {
     /// [`Service::serve`].
     pub fn on_restart(&self, hook: impl FnMut(u32, u32) -> Result<u32, String> + Send + 'static) {
         *self.spawn_hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
+    }
+
+    /// Ranks `first..size` are spare slots of the job's universe (`docs/spawn.md`):
+    /// dead from the start (nobody waits for them), each started by one spawn (a
+    /// `Restart` of its incarnation 0; another rank's start of the same slot is refused
+    /// with [`SLOT_TAKEN`](crate::bootstrap::SLOT_TAKEN)), which the started process
+    /// reads under [`SPAWNED_BY_KEY`](crate::bootstrap::SPAWNED_BY_KEY) of its slot. Set
+    /// it before [`Service::serve`].
+    pub fn spare_slots_from(&self, first: u32) {
+        *self.first_spare.lock().unwrap_or_else(|p| p.into_inner()) = first.min(self.size);
     }
 
     /// Serves connections on `listener` (run it on its own thread); returns only if

@@ -10,7 +10,7 @@
 
 use super::Limits;
 use crate::bootstrap::wire::Frame;
-use crate::bootstrap::SAVED_PREFIX;
+use crate::bootstrap::{SAVED_PREFIX, SLOT_TAKEN, SPAWNED_BY_KEY};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -82,6 +82,10 @@ pub(crate) struct Store {
     spawns: Vec<(u32, u32)>,
     /// Incarnations that joined, (rank, generation), to announce to the others.
     rejoined: Vec<(u32, u32)>,
+    /// The first spare slot of the universe (`docs/spawn.md`; `size`: none).
+    first_spare: u32,
+    /// The spare slots started, with the rank whose spawn started each.
+    claims: HashMap<u32, u32>,
 }
 
 impl Store {
@@ -102,6 +106,17 @@ impl Store {
             can_spawn: false,
             spawns: Vec::new(),
             rejoined: Vec::new(),
+            first_spare: size,
+            claims: HashMap::new(),
+        }
+    }
+
+    /// Ranks `first..size` are spare slots of the universe: dead (never started) until
+    /// a spawn starts one; a slot is started by one spawn only.
+    pub(crate) fn set_spares(&mut self, first: u32) {
+        self.first_spare = first.min(self.size);
+        for r in self.first_spare..self.size {
+            self.dead.insert(r, "a spare slot, not started".into());
         }
     }
 
@@ -312,10 +327,10 @@ impl Store {
                 None
             }
             Pending::Restart {
-                rank,
+                rank: target,
                 generation,
                 asked,
-            } => self.poll_restart(*rank, *generation, *asked, now),
+            } => self.poll_restart(rank, *target, *generation, *asked, now),
         }
     }
 
@@ -339,12 +354,20 @@ impl Store {
 
     fn poll_restart(
         &mut self,
+        asker: u32,
         rank: u32,
         generation: u32,
         asked: Instant,
         now: Instant,
     ) -> Option<Frame> {
         let current = self.generation(rank);
+        let spare_start = rank >= self.first_spare && generation == 0;
+        if spare_start && current > 0 && self.claims.get(&rank) != Some(&asker) {
+            let by = self.claims.get(&rank).copied().unwrap_or(u32::MAX);
+            return Some(Frame::Error(format!(
+                "{SLOT_TAKEN} rank {by}'s spawn started slot {rank}"
+            )));
+        }
         if current < generation {
             return Some(Frame::Error(format!(
                 "rank {rank} has no incarnation {generation} (its current one is {current})"
@@ -355,6 +378,15 @@ impl Store {
                 // Two survivors asking for the same incarnation: the first starts it,
                 // the second finds `current` above `generation` and waits with it.
                 self.respawn(rank, generation);
+                if spare_start {
+                    // The spawned process learns its root from its own slot.
+                    self.claims.insert(rank, asker);
+                    if let Err(why) =
+                        self.put(rank, SPAWNED_BY_KEY.into(), asker.to_le_bytes().to_vec())
+                    {
+                        log::warn!("launcher service: slot {rank}: {why}");
+                    }
+                }
                 return None;
             }
             if now >= asked + self.limits.restart_death_wait {
@@ -649,6 +681,42 @@ mod tests {
         assert!(is_error(&restart(&mut s, 0, 1, 5, now), "no incarnation 5"));
         assert!(is_error(&restart(&mut s, 0, 0, 0, now), "not another rank"));
         assert!(is_error(&restart(&mut s, 0, 9, 0, now), "not another rank"));
+    }
+
+    #[test]
+    fn a_spare_slot_is_started_by_one_spawn_and_knows_whose() {
+        let mut s = Store::new(4, Limits::default());
+        s.allow_spawns();
+        s.set_spares(2);
+        let now = Instant::now();
+        assert!(s.dead(2).is_some() && s.dead(3).is_some() && s.dead(1).is_none());
+        // A fence does not wait for the spare slots.
+        assert_eq!(
+            s.request(0, Frame::Fence, now),
+            Step::Wait(Pending::Fence { generation: 0 })
+        );
+        assert_eq!(s.request(1, Frame::Fence, now), Step::Answer(Frame::Ok));
+        let Step::Wait(p) = restart(&mut s, 1, 3, 0, now) else {
+            panic!("answered before the spawned process joined")
+        };
+        assert_eq!(s.take_spawns(), vec![(3, 1)]);
+        assert_eq!(s.value(3, SPAWNED_BY_KEY), Some(&1u32.to_le_bytes()[..]));
+        // Another rank's spawn asking for the same slot is told to pick another.
+        assert!(is_error(&restart(&mut s, 0, 3, 0, now), SLOT_TAKEN));
+        assert_eq!(s.request(3, Frame::Joined, now), Step::Answer(Frame::Ok));
+        assert!(matches!(
+            s.poll(1, &p, now),
+            Some(Frame::Restarted {
+                rank: 3,
+                generation: 1,
+                ..
+            })
+        ));
+        // A first rank restarted by two survivors is still answered to both.
+        s.rank_died(1, None, "killed by signal 9");
+        let _ = restart(&mut s, 0, 1, 0, now);
+        let _ = restart(&mut s, 3, 1, 0, now);
+        assert_eq!(s.take_spawns(), vec![(1, 1)]);
     }
 
     fn get_frame(owner: u32, key: &str) -> Frame {

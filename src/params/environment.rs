@@ -33,6 +33,10 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
     ),
     ("STEADFAST_JOB_ID", "steadfast-run -> rank: the job's id"),
     (
+        "STEADFAST_JOB_RANKS",
+        "steadfast-run -> rank: ranks started with the job (the rest of the universe are spare slots for spawn)",
+    ),
+    (
         "STEADFAST_GENERATION",
         "steadfast-run -> restarted rank: its incarnation (0 or unset on first start)",
     ),
@@ -217,6 +221,7 @@ mod tests {
             "STEADFAST_RANK",
             "STEADFAST_SIZE",
             "STEADFAST_JOB_ID",
+            "STEADFAST_JOB_RANKS",
             "STEADFAST_GENERATION",
         ] {
             assert!(unknown_variables([v.to_string()]).is_empty(), "{v}");

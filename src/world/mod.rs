@@ -10,6 +10,7 @@ pub(crate) mod engine;
 pub(crate) mod matching;
 mod restored;
 pub(crate) mod shared;
+pub(crate) mod spares;
 pub mod tags;
 
 use std::sync::Arc;
@@ -119,6 +120,8 @@ fn fresh_job_id() -> u64 {
 pub struct World {
     engine: Arc<Shared>,
     generation: u32,
+    /// Ranks started with the job (the others are spare slots).
+    started: u32,
     params: Params,
     provider: Option<String>,
     progress_thread: Option<ProgressThread>,
@@ -219,6 +222,11 @@ impl World {
         // A restarted process: the ranks dead now (the launcher tells a connecting
         // rank, before the answers above), with their incarnations.
         let mut dead: Vec<(u32, u32)> = Vec::new();
+        // The universe's spare slots (`spares`): dead with no values until spawned.
+        let started = spares::started_ranks(size);
+        if !restored {
+            dead = spares::slots(started, size);
+        }
         if restored {
             for ev in boot.failures(Duration::ZERO)? {
                 dead.push((ev.rank, ev.generation));
@@ -278,18 +286,36 @@ impl World {
                 what: "job id",
             }
         })?);
-        let mut nodes = Vec::with_capacity(size as usize);
+        let mut nodes: Vec<Vec<u8>> = Vec::with_capacity(size as usize);
         let mut host_ranks = Vec::new();
         for r in 0..size {
+            let spare = r >= started;
             nodes.push(if r == rank {
                 node.as_bytes().to_vec()
             } else if restored {
-                restored::peer_node(&mut *boot, &mut dead, r)?.ok_or_else(|| {
-                    InitError::Rejoin(format!("rank {r} is dead and its node is unknown"))
-                })?
+                match restored::peer_node(&mut *boot, &mut dead, r)? {
+                    Some(n) => n,
+                    // A spare slot never started: on rank 0's node (`spares`).
+                    None if spare => nodes[0].clone(),
+                    None => {
+                        return Err(InitError::Rejoin(format!(
+                            "rank {r} is dead and its node is unknown"
+                        )))
+                    }
+                }
+            } else if spare {
+                nodes[0].clone()
             } else {
                 boot.get(r, "node")?
             });
+            if spare && r == rank && rank > 0 && nodes[rank as usize] != nodes[0] {
+                return Err(InitError::Rejoin(format!(
+                    "spawned rank {rank} runs on another node than rank 0 ({:?}, not {:?}): \
+                     the launcher's spare slots are on rank 0's node",
+                    String::from_utf8_lossy(&nodes[rank as usize]),
+                    String::from_utf8_lossy(&nodes[0])
+                )));
+            }
             if r == rank
                 || peer(&mut *boot, restored, &mut dead, r, "host")?.is_some_and(|h| h == host)
             {
@@ -417,6 +443,12 @@ impl World {
         } else {
             // Every rank's transports are up before anyone sends.
             engine.boot_mut().fence()?;
+            if !dead.is_empty() {
+                for &(d, _) in &dead {
+                    engine.report_failure(d, "launcher: a spare slot, not started".into());
+                }
+                engine.apply_failures();
+            }
         }
         engine.start_detector();
         let key = CommKey {
@@ -434,6 +466,7 @@ impl World {
         Ok(World {
             engine,
             generation,
+            started,
             params,
             provider,
             progress_thread,
@@ -470,6 +503,19 @@ impl World {
     /// place (see `docs/restart.md`).
     pub fn generation(&self) -> u32 {
         self.generation
+    }
+
+    /// The number of ranks started with the job: the world's first ranks; the others
+    /// (up to [`size`](Self::size)) are spare slots that [`Comm::spawn`](crate::Comm::spawn)
+    /// starts (`docs/spawn.md`).
+    pub fn job_ranks(&self) -> u32 {
+        self.started
+    }
+
+    /// Whether this process was started by [`Comm::spawn`](crate::Comm::spawn) (the
+    /// first incarnation of a spare slot); [`World::parent`] then gives its parents.
+    pub fn is_spawned(&self) -> bool {
+        self.generation == 1 && self.rank() >= self.started
     }
 
     /// Whether this process is a restarted incarnation of its rank (the MPI Forum

@@ -47,10 +47,15 @@ pub(super) fn peer_value(
     rank: u32,
     key: &str,
 ) -> Result<Option<Vec<u8>>, BootstrapError> {
-    if !restored {
+    let is_dead = dead.iter().any(|&(d, _)| d == rank);
+    if !restored && !is_dead {
         return boot.get(rank, key).map(Some);
     }
-    if dead.iter().any(|&(d, _)| d == rank) {
+    if is_dead {
+        // A spare slot never started (`spares`) has no values at all: nothing to ask.
+        if !restored {
+            return Ok(None);
+        }
         return boot.lookup(rank, key);
     }
     match boot.get(rank, key) {
@@ -162,8 +167,14 @@ mod tests {
             Some(b"h".to_vec())
         );
         assert_eq!(dead, vec![(2, 1)]);
-        // At first start the same read waits for the value (here: refused).
-        assert!(peer_value(&mut s, false, &mut dead, 2, "host").is_err());
+        // At first start the dead are the universe's spare slots, which have no
+        // values: nothing is asked.
+        assert_eq!(
+            peer_value(&mut s, false, &mut dead, 2, "host").unwrap(),
+            None
+        );
+        // Any other read then waits for the value (here: refused).
+        assert!(peer_value(&mut s, false, &mut Vec::new(), 2, "host").is_err());
     }
 
     #[test]

@@ -20,6 +20,8 @@ from --with-ft); STEADFAST_INITIAL_ERRHANDLER with --initial-errhandler;
 IPATH_NO_BACKTRACE=1 and HFI_NO_BACKTRACE=1 unless set (so a rank killed by a signal
 is reported as killed by it); FI_OFI_RXM_MSG_RX_SIZE/TX_SIZE=32 unless set;
 STEADFAST_GENERATION in a restarted rank (1 for its first restart).
+STEADFAST_SIZE is the universe (--universe, default N) and STEADFAST_JOB_RANKS is N:
+world ranks N and up are spare slots, started by MPI_Comm_spawn (docs/spawn.md).
 
 Spawners (how ranks are started, and restarted when a survivor asks: see
 docs/restart.md):
@@ -82,6 +84,11 @@ pub struct Options {
     /// Number of ranks (also -np).
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub n: u32,
+    /// Size of the job's universe (MPI_UNIVERSE_SIZE): N ranks start, the other U - N
+    /// world ranks are spare slots that MPI_Comm_spawn (Comm::spawn) starts while the
+    /// job runs (docs/spawn.md). Default: N (no spawn).
+    #[arg(long, value_name = "U", value_parser = clap::value_parser!(u32).range(1..))]
+    pub universe: Option<u32>,
     /// Hosts to run on: only this host (its name, localhost or a loopback address)
     /// is accepted; a `:slots` suffix is allowed (also -host, -H).
     #[arg(
@@ -203,7 +210,21 @@ impl Options {
         for h in &self.host {
             check_host(h)?;
         }
-        check_rank_count(self.n)
+        check_rank_count(self.n)?;
+        if self.universe() < self.n {
+            return Err(format!(
+                "--universe {}: smaller than the {} ranks started",
+                self.universe(),
+                self.n
+            ));
+        }
+        check_rank_count(self.universe())
+    }
+
+    /// The world's size: the ranks started and the spare slots (`--universe`; at least
+    /// `n` once [`check`](Self::check) passed).
+    pub fn universe(&self) -> u32 {
+        self.universe.unwrap_or(self.n)
     }
 }
 
@@ -357,6 +378,19 @@ mod tests {
         let o = parse(&["-n", "2", "--host", "elsewhere.example", "prog"]).unwrap();
         assert!(o.check().unwrap_err().contains("elsewhere.example"));
         let o = parse(&["-n", "100000", "prog"]).unwrap();
+        assert!(o.check().unwrap_err().contains("100000"));
+    }
+
+    #[test]
+    fn the_universe_holds_at_least_the_ranks_started() {
+        assert_eq!(parse(&["-n", "2", "prog"]).unwrap().universe(), 2);
+        let o = parse(&["-n", "2", "--universe", "5", "prog"]).unwrap();
+        assert_eq!(o.universe(), 5);
+        o.check().unwrap();
+        let o = parse(&["-n", "4", "--universe", "3", "prog"]).unwrap();
+        assert!(o.check().unwrap_err().contains("--universe 3"));
+        assert!(parse(&["-n", "2", "--universe", "0", "prog"]).is_err());
+        let o = parse(&["-n", "2", "--universe", "100000", "prog"]).unwrap();
         assert!(o.check().unwrap_err().contains("100000"));
     }
 }

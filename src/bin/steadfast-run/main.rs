@@ -221,7 +221,7 @@ fn main() {
     ) {
         say(&format!("steadfast-run: warning: {unknown}"));
     }
-    let nofile = cli::ensure_descriptors(o.n).unwrap_or_else(|why: String| fail(2, &why));
+    let nofile = cli::ensure_descriptors(o.universe()).unwrap_or_else(|why: String| fail(2, &why));
     // SAFETY: no thread has been started yet.
     let reaper = unsafe { Reaper::start() }
         .map_err(|e| {
@@ -259,11 +259,13 @@ fn main() {
     }
     let mut limits = Limits::default();
     if let Some(nofile) = nofile {
-        let spare = nofile.saturating_sub(cli::descriptors_needed(o.n));
+        let spare = nofile.saturating_sub(cli::descriptors_needed(o.universe()));
         limits.max_strangers = (spare as usize).clamp(4, limits.max_strangers);
     }
-    let service = Service::new(o.n, secret, limits)
+    let service = Service::new(o.universe(), secret, limits)
         .unwrap_or_else(|e| fail(1, &format!("cannot start the bootstrap service: {e}")));
+    // The universe's spare slots: dead (never started) until a spawn starts them.
+    service.spare_slots_from(o.n);
     let spawner = {
         let (addr, secret_hex) = (addr.clone(), secret_hex.clone());
         Arc::new(Spawner::new(
@@ -381,7 +383,8 @@ fn rank_command(
     cmd.env("STEADFAST_RUN_ADDR", addr)
         .env("STEADFAST_RUN_SECRET", secret_hex)
         .env("STEADFAST_RANK", rank.to_string())
-        .env("STEADFAST_SIZE", o.n.to_string())
+        .env("STEADFAST_SIZE", o.universe().to_string())
+        .env("STEADFAST_JOB_RANKS", o.n.to_string())
         .env("STEADFAST_JOB_ID", format!("{job:016x}"));
     if let Some(name) = &o.initial_errhandler {
         cmd.env("STEADFAST_INITIAL_ERRHANDLER", name);
@@ -425,8 +428,9 @@ fn rank_command(
 
 /// How the job ended.
 struct Ended {
-    /// Each rank's last incarnation's status.
-    outcomes: Vec<ExitStatus>,
+    /// Each started rank's last incarnation's status (spare slots never started are
+    /// left out).
+    outcomes: Vec<(usize, ExitStatus)>,
     /// Incarnations that ended and were replaced by a restart: rank, generation, status.
     replaced: Vec<(u32, u32, ExitStatus)>,
     /// The signal that interrupted the launcher (0: none).
@@ -442,8 +446,12 @@ fn supervise(
     spawner: &Spawner,
     mut children: Vec<Option<Child>>,
 ) -> Ended {
-    let mut outcomes: Vec<Option<ExitStatus>> = vec![None; o.n as usize];
-    let mut generations: Vec<u32> = vec![0; o.n as usize];
+    let universe = o.universe() as usize;
+    let mut outcomes: Vec<Option<ExitStatus>> = vec![None; universe];
+    let mut generations: Vec<u32> = vec![0; universe];
+    // Spare slots count once a spawn starts them.
+    let mut started: Vec<bool> = (0..universe).map(|r| r < o.n as usize).collect();
+    children.resize_with(universe, || None);
     let mut replaced = Vec::new();
     let mut killing = false;
     let mut interrupted = 0;
@@ -460,9 +468,14 @@ fn supervise(
                 replaced.push((new.rank, generations[r], status));
             }
             generations[r] = new.generation;
+            started[r] = true;
             children[r] = Some(new.child);
         }
-        if outcomes.iter().all(Option::is_some) {
+        if outcomes
+            .iter()
+            .zip(&started)
+            .all(|(o, &s)| o.is_some() || !s)
+        {
             break;
         }
         // ORDERING: Relaxed, as in `on_signal`: nothing else is published with it.
@@ -510,7 +523,11 @@ fn supervise(
         }
     }
     Ended {
-        outcomes: outcomes.into_iter().flatten().collect(),
+        outcomes: outcomes
+            .into_iter()
+            .enumerate()
+            .filter_map(|(r, s)| Some((r, s?)))
+            .collect(),
         replaced,
         interrupted,
     }
@@ -536,15 +553,14 @@ fn summarise(o: &Options, ended: &Ended) -> i32 {
     }
     let failed: Vec<(usize, ExitStatus)> = outcomes
         .iter()
-        .enumerate()
         .filter(|(_, s)| !s.success())
-        .map(|(r, s)| (r, *s))
+        .copied()
         .collect();
     if !failed.is_empty() {
         say(&format!(
             "steadfast-run: {} of {} ranks failed:",
             failed.len(),
-            o.n
+            outcomes.len()
         ));
         for (r, s) in &failed {
             say(&format!("  rank {r}: {}", describe(*s)));
@@ -553,7 +569,7 @@ fn summarise(o: &Options, ended: &Ended) -> i32 {
     match o.exit_status {
         ExitStatusPolicy::AnyFailure => i32::from(!failed.is_empty()),
         ExitStatusPolicy::Survivors => {
-            let survivors: Vec<i32> = outcomes.iter().filter_map(|s| s.code()).collect();
+            let survivors: Vec<i32> = outcomes.iter().filter_map(|(_, s)| s.code()).collect();
             if survivors.is_empty() {
                 1
             } else {
