@@ -445,16 +445,7 @@ impl AgreeRequest {
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn test(&mut self) -> Result<Option<Agreement>, CommError> {
-        let mut e = self.comm.engine.lock();
-        let c = e.comm_mut(self.comm.id);
-        if let Some(d) = c.take_decision(self.seq) {
-            return Ok(Some(Agreement::from(d)));
-        }
-        e.progress();
-        if e.excluded() {
-            return Err(CommError::Excluded);
-        }
-        Ok(None)
+        self.comm.agreement_round(self.seq)
     }
 
     /// Waits for the outcome.

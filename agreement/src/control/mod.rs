@@ -329,6 +329,12 @@ impl ControlPlane {
             .report(&mut self.out, &self.failed, self.size, w, how);
     }
 
+    /// Whether some reported failure waits for [`apply_failures`](Self::apply_failures)
+    /// (a caller with nothing to apply need not read its clock).
+    pub fn failures_pending(&self) -> bool {
+        !self.reports.pending.is_empty()
+    }
+
     /// Applies every reported failure: the failed set, the transports (an
     /// [`Output::Failed`]), the detector, the suspicion broadcast, and every
     /// communicator holding the rank. A report about this process itself excludes it.
