@@ -166,10 +166,11 @@ impl Comm {
     /// [`CommError::ProcFailed`] when `dest` has failed or fails first;
     /// [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a bad rank or tag.
     pub fn send(&self, dest: u32, tag: u32, data: &[u8]) -> Result<(), CommError> {
-        // The latency path: a message that fits one shared-memory cell goes out under
-        // one hold of the engine, without a request (unless earlier sends to `dest`
-        // wait for room: it queues behind them, docs/matching.md).
-        if data.len() <= steadfast_shm::message::INLINE_MAX && tag <= MAX_TAG {
+        // The latency path: a message the shared-memory ring takes whole now (inline
+        // or eager: copied into cells) goes out under one hold of the engine, without
+        // a request (unless earlier sends to `dest` wait for room: it queues behind
+        // them, docs/matching.md). A larger one is refused at once by `try_send`.
+        if tag <= MAX_TAG {
             let mut guard = self.engine.lock();
             let e = &mut *guard;
             let c = e.comm(self.id);
@@ -183,7 +184,8 @@ impl Comm {
                         e.tick();
                         return Ok(());
                     }
-                    // Ring full, or the peer is dead: the general path waits or reports.
+                    // Ring full, too large for the ring, or the peer is dead: the
+                    // general path waits, takes the single-copy path, or reports.
                 }
             }
         }

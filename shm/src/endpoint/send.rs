@@ -338,8 +338,10 @@ impl Endpoint {
         }
     }
 
-    /// Sends a small message without waiting: [`ShmError::WouldBlock`] when the ring is
-    /// full or the message needs the single-copy path (larger than [`INLINE_MAX`]).
+    /// Sends a small or medium message without waiting, all of it copied into the
+    /// ring when this returns `Ok`: [`ShmError::WouldBlock`] when the ring has no room
+    /// for all its cells, or the message needs the single-copy path (larger than
+    /// `eager_max`) or is streamed to this peer (the pipelined path).
     ///
     /// # Errors
     /// As [`send`](Self::send), plus `WouldBlock`.
@@ -349,14 +351,41 @@ impl Endpoint {
         if self.dead[dest as usize] {
             return Err(ShmError::PeerDead(dest));
         }
-        if data.len() > INLINE_MAX {
+        if data.len() <= INLINE_MAX {
+            let h = Header::Inline {
+                tag,
+                len: data.len(),
+            };
+            return match self.try_push(dest, h, data)? {
+                true => Ok(()),
+                false => Err(ShmError::WouldBlock),
+            };
+        }
+        let cells = 1 + eager_continuations(data.len());
+        let streamed = self.peers[dest as usize]
+            .as_ref()
+            .is_some_and(|p| p.path == CopyPath::Pipelined);
+        if data.len() > self.config.eager_max
+            || streamed
+            || cells > self.own.geometry().ring_cells as usize
+        {
             return Err(ShmError::WouldBlock);
         }
-        let h = Header::Inline {
+        // All the cells or none, published together (as `push_eager` for a message
+        // that fits the ring).
+        let h = Header::Eager {
             tag,
             len: data.len(),
         };
-        if self.try_push(dest, h, data)? {
+        let pushed = self.try_push_cells(dest, cells, cells, |i, cell| {
+            if i == 0 {
+                h.write(cell, &data[..EAGER_FIRST]);
+            } else {
+                let from = EAGER_FIRST + (i - 1) * EAGER_CONT;
+                cell.write_bytes(0, &data[from..data.len().min(from + EAGER_CONT)]);
+            }
+        })?;
+        if pushed == cells {
             Ok(())
         } else {
             Err(ShmError::WouldBlock)
@@ -427,5 +456,60 @@ impl Endpoint {
     /// buffer (see [`crate::split`]); 0 when every copy was the receivers'.
     pub fn split_chunks_written(&self) -> u64 {
         self.split_chunks_written
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ArrivalData, Endpoint, EndpointConfig, ShmError};
+
+    fn pair(salt: u64) -> (Endpoint, Endpoint) {
+        let job = 0x7e57_0000_0000_0000 | (salt << 32) | u64::from(std::process::id());
+        let mut a = Endpoint::open(EndpointConfig::new(job, 0, 2)).unwrap();
+        let mut b = Endpoint::open(EndpointConfig::new(job, 1, 2)).unwrap();
+        a.connect().unwrap();
+        b.connect().unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn try_send_takes_an_eager_message_whole_or_not_at_all() {
+        let (mut a, mut b) = pair(1);
+        let msg: Vec<u8> = (0..1000u32).map(|i| (i * 7 + 3) as u8).collect();
+        // 1000 B is 5 cells: 12 fit the 64-cell ring, the 13th finds 4 free cells.
+        let mut sent = 0;
+        loop {
+            match a.try_send(1, 9, &msg) {
+                Ok(()) => sent += 1,
+                Err(ShmError::WouldBlock) => break,
+                Err(e) => panic!("try_send: {e}"),
+            }
+        }
+        assert_eq!(sent, 64 / 5, "as many whole messages as the ring holds");
+        let mut got = 0;
+        let mut buf = vec![0u8; 1000];
+        let mut dst = |_: u32, _: u64, _: usize| Some((buf.as_mut_ptr(), buf.len()));
+        // SAFETY: `buf` outlives the calls and no reference to it is alive meanwhile.
+        while let Some(arrival) = unsafe { b.next_arrival(&mut dst) }.unwrap() {
+            assert_eq!((arrival.source, arrival.tag, arrival.len), (0, 9, 1000));
+            assert!(matches!(
+                arrival.data,
+                ArrivalData::Placed { truncated: false }
+            ));
+            got += 1;
+        }
+        assert_eq!(buf, msg);
+        assert_eq!(got, sent, "no partial message was left in the ring");
+        assert!(a.try_send(1, 9, &msg).is_ok(), "room again once read");
+    }
+
+    #[test]
+    fn try_send_refuses_what_needs_single_copy_and_sends_nothing() {
+        let (mut a, mut b) = pair(2);
+        let big = vec![1u8; (4 << 10) + 1];
+        assert!(matches!(a.try_send(1, 1, &big), Err(ShmError::WouldBlock)));
+        let mut none = |_: u32, _: u64, _: usize| None;
+        // SAFETY: the chooser names no destination.
+        assert!(unsafe { b.next_arrival(&mut none) }.unwrap().is_none());
     }
 }
