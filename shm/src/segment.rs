@@ -570,6 +570,19 @@ pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
             continue;
         }
         let path = entry.path();
+        // A segment being built (`<name>.tmp-<creator pid>`): its header may be half
+        // written (the owner pid still 0 while the magic is set), so only its creator's
+        // death makes it stale.
+        if let Some(creator) = tmp_creator(rest) {
+            if !steadfast_os::process::pid_alive(creator) && std::fs::remove_file(&path).is_ok() {
+                log::info!(
+                    "steadfast-shm: removed {}, left by a creator that died",
+                    path.display()
+                );
+                removed.push(path);
+            }
+            continue;
+        }
         let stale = match owner_pid_of(&path) {
             // A zombie owner is dead too: it will never use its segment again.
             Some(pid) => !steadfast_os::process::pid_alive(pid),
@@ -593,6 +606,12 @@ pub fn remove_stale(job: Option<u64>) -> Vec<PathBuf> {
     removed
 }
 
+/// The creator's pid of a segment file being built, from the `.tmp-<pid>` end of its
+/// name (`rest` is the name after `steadfast-`); `None` for a finished segment.
+fn tmp_creator(rest: &str) -> Option<u32> {
+    rest.rsplit_once(".tmp-")?.1.parse().ok()
+}
+
 fn owner_pid_of(path: &Path) -> Option<u32> {
     use std::io::Read;
     let mut f = File::open(path).ok()?;
@@ -602,7 +621,8 @@ fn owner_pid_of(path: &Path) -> Option<u32> {
         return None;
     }
     let at = std::mem::offset_of!(SegmentHeader, owner_pid);
-    Some(u32::from_le_bytes(buf[at..at + 4].try_into().ok()?))
+    // 0: a header not fully written (unreadable, then: the age rule applies).
+    Some(u32::from_le_bytes(buf[at..at + 4].try_into().ok()?)).filter(|&pid| pid != 0)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -675,5 +695,23 @@ mod tests {
         std::mem::forget(seg); // as if the owner had been SIGKILLed
         assert_eq!(remove_stale(Some(j)), vec![path.clone()]);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_segment_being_built_is_removed_only_when_its_creator_died() {
+        let j = job() ^ 5;
+        let name = |pid: u32| format!("{SHM_DIR}/steadfast-{j:016x}-0.tmp-{pid}");
+        // Half written: the magic is set, the owner pid not yet (0).
+        let mut header = vec![0u8; HEADER_BYTES];
+        header[..8].copy_from_slice(&MAGIC.to_le_bytes());
+        let live = PathBuf::from(name(std::process::id()));
+        let dead = PathBuf::from(name(0x7fff_fff0));
+        std::fs::write(&live, &header).unwrap();
+        std::fs::write(&dead, &header).unwrap();
+        assert_eq!(remove_stale(Some(j)), vec![dead.clone()]);
+        assert!(live.exists(), "its creator is alive and still building it");
+        std::fs::remove_file(&live).unwrap();
+        assert_eq!(tmp_creator(&format!("{j:016x}-3.tmp-42")), Some(42));
+        assert_eq!(tmp_creator(&format!("{j:016x}-3")), None);
     }
 }
