@@ -140,14 +140,7 @@ impl Endpoint {
         };
         let cells = 1 + eager_continuations(data.len());
         let whole = cells <= self.own.geometry().ring_cells as usize;
-        let fill = |i: usize, cell: &Cell| {
-            if i == 0 {
-                h.write(cell, &data[..EAGER_FIRST]);
-            } else {
-                let from = EAGER_FIRST + (i - 1) * EAGER_CONT;
-                cell.write_bytes(0, &data[from..data.len().min(from + EAGER_CONT)]);
-            }
-        };
+        let fill = eager_fill(h, data);
         let mut done = 0;
         let mut waiter = Waiter::new(self.config.operation_timeout);
         while done < cells {
@@ -377,14 +370,7 @@ impl Endpoint {
             tag,
             len: data.len(),
         };
-        let pushed = self.try_push_cells(dest, cells, cells, |i, cell| {
-            if i == 0 {
-                h.write(cell, &data[..EAGER_FIRST]);
-            } else {
-                let from = EAGER_FIRST + (i - 1) * EAGER_CONT;
-                cell.write_bytes(0, &data[from..data.len().min(from + EAGER_CONT)]);
-            }
-        })?;
+        let pushed = self.try_push_cells(dest, cells, cells, eager_fill(h, data))?;
         if pushed == cells {
             Ok(())
         } else {
@@ -456,6 +442,19 @@ impl Endpoint {
     /// buffer (see [`crate::split`]); 0 when every copy was the receivers'.
     pub fn split_chunks_written(&self) -> u64 {
         self.split_chunks_written
+    }
+}
+
+/// Fills cell `i` of an eager message: the header and the first bytes in cell 0, then
+/// `EAGER_CONT` bytes per continuation cell.
+fn eager_fill(h: Header, data: &[u8]) -> impl Fn(usize, &Cell) + '_ {
+    move |i, cell| {
+        if i == 0 {
+            h.write(cell, &data[..EAGER_FIRST]);
+        } else {
+            let from = EAGER_FIRST + (i - 1) * EAGER_CONT;
+            cell.write_bytes(0, &data[from..data.len().min(from + EAGER_CONT)]);
+        }
     }
 }
 
