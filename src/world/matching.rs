@@ -31,6 +31,10 @@ type CtxMap<V> = HashMap<u32, V, BuildHasherDefault<FxHasher>>;
 /// are left undrained (back-pressure, never loss).
 pub(crate) const HELD_MAX: usize = 4096;
 
+/// `Matching::last_rank` holding nothing (no context has id `u32::MAX`: ids are
+/// below 2^16, `tags::CONTEXT_BITS`).
+const NO_RANK_CACHED: (u32, u32, u32) = (u32::MAX, u32::MAX, u32::MAX);
+
 /// A synchronous send's message: who answers it once matched (the sender's world
 /// rank and the send's sequence number there; `tags::SYNC`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +170,10 @@ pub(crate) struct Matching {
     slots: Vec<Slot>,
     free: Vec<u32>,
     ctxs: CtxMap<CtxInfo>,
+    /// The last `(context, world rank) -> comm rank` looked up (`u32::MAX` context:
+    /// none): every message is looked up twice (placement, then delivery), and a
+    /// stream comes from one sender on one context. Forgotten whenever `ctxs` changes.
+    last_rank: std::cell::Cell<(u32, u32, u32)>,
     held: VecDeque<Held>,
     /// Contexts of communicators freed unclean (revoked, or a failed closing barrier):
     /// never reused by this process, so messages still arriving for them are dropped.
@@ -187,6 +195,7 @@ impl Matching {
             slots: Vec::new(),
             free: Vec::new(),
             ctxs: CtxMap::default(),
+            last_rank: std::cell::Cell::new(NO_RANK_CACHED),
             held: VecDeque::new(),
             retired: HashSet::new(),
             world_size,
@@ -210,6 +219,7 @@ impl Matching {
             }
         }
         self.ctxs.insert(ctx as u32, CtxInfo { to_comm });
+        self.last_rank.set(NO_RANK_CACHED);
         for &w in failed {
             self.notify_failure(w);
         }
@@ -224,6 +234,7 @@ impl Matching {
     pub(crate) fn close(&mut self, ctx: u64, retire: bool) -> usize {
         let id = ContextId(ctx as u32);
         let before = self.dropped.len();
+        self.last_rank.set(NO_RANK_CACHED);
         if self.ctxs.remove(&(ctx as u32)).is_some() {
             let _ = self.matcher.close_context(id);
             self.handle_events();
@@ -368,8 +379,16 @@ impl Matching {
 
     /// The comm rank of world rank `w` in `ctx`, if open and a member.
     fn comm_rank(&self, ctx: u32, w: u32) -> Option<u32> {
+        let (c, cw, cr) = self.last_rank.get();
+        if (c, cw) == (ctx, w) {
+            return Some(cr);
+        }
         let r = *self.ctxs.get(&ctx)?.to_comm.get(w as usize)?;
-        (r != u32::MAX).then_some(r)
+        if r == u32::MAX {
+            return None;
+        }
+        self.last_rank.set((ctx, w, r));
+        Some(r)
     }
 
     /// The buffer of the receive a message from world rank `w` with `tag` on `ctx`
@@ -659,6 +678,28 @@ mod tests {
         assert!(m.take(ka).is_none(), "an outcome is taken once");
         assert!(m.cancel(kb).is_none(), "withdrawn while posted");
         assert!(m.take(kb).is_none(), "a cancelled key is stale");
+    }
+
+    #[test]
+    fn a_context_reopened_over_another_group_translates_ranks_anew() {
+        let mut m = matching();
+        let mut buf = [0u8; 8];
+        let k = posted(m.post(7, Some(1), None, buf.as_mut_ptr(), 8));
+        // World rank 1 is comm rank 1 in [3, 1]: the lookup is remembered.
+        assert_eq!(m.placement(7, 1, 5), Some((buf.as_mut_ptr(), 8)));
+        assert!(m.cancel(k).is_none());
+        m.close(7, false);
+        assert_eq!(m.placement(7, 1, 5), None, "closed");
+        // The same id over [1, 3]: world rank 1 is comm rank 0 now.
+        m.open(7, &[1, 3], &[], false);
+        let k = posted(m.post(7, Some(0), None, buf.as_mut_ptr(), 8));
+        let d = m.deliver(7, 1, 5, 1, Payload::Bytes(vec![9], None));
+        assert_eq!(bytes(&d), Some((k, 9)));
+        let Delivery::Matched(mt) = d else {
+            unreachable!()
+        };
+        assert_eq!(mt.message.source, Rank(0));
+        assert_eq!(m.placement(7, 2, 5), None, "not a member");
     }
 
     #[test]
