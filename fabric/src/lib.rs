@@ -50,8 +50,9 @@ pub use info::{
     ProviderResolution,
 };
 pub use messenger::{
-    Completion, ExposedBuffer, Exposure, Messenger, MessengerConfig, MessengerStats, PeerId,
-    RemoteRegion, Request, ANY_TAG, MAX_PEER_ID, MAX_USER_TAG,
+    Arrival, ArrivalData, Completion, ExposedBuffer, Exposure, Messenger, MessengerConfig,
+    MessengerStats, PeerId, RemoteMessage, RemoteRegion, Request, ANY_TAG, DEFAULT_ARRIVAL_POOL,
+    MAX_PEER_ID, MAX_USER_TAG,
 };
 pub use mr::{Access, CacheSlot, CacheStats, MemoryRegion, RegistrationCache};
 pub use objects::{

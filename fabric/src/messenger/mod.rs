@@ -15,6 +15,7 @@
 //! probes whose failure the provider reports. Messages are never silently lost: a
 //! receive buffer that is too small gives [`Error::Truncated`].
 
+mod arrivals;
 mod fence;
 mod incarnation;
 mod liveness;
@@ -42,6 +43,7 @@ use crate::quirks::{self, Quirk};
 use crate::shm_lock_rescue::LockRescue;
 use steadfast_os::{host_identity, ProcessWatch};
 
+pub use arrivals::{Arrival, ArrivalData, RemoteMessage, DEFAULT_ARRIVAL_POOL};
 pub use rma::{ExposedBuffer, Exposure, RemoteRegion};
 pub use slots::Completion;
 use slots::SlotTable;
@@ -240,6 +242,8 @@ pub struct Messenger {
     /// The staging buffer every drain receive lands in (`incarnation.rs`), once a peer
     /// was replaced; never on the free list.
     drain_staging: Option<u16>,
+    /// Software matching's pool of receives and its queue of arrivals (`arrivals.rs`).
+    pool: Option<arrivals::Pool>,
     // Dropped last, after the endpoint is closed: memory libfabric may write into.
     staging: Vec<Box<[u8]>>,
     slots: SlotTable,
@@ -357,6 +361,7 @@ impl Messenger {
             staging_mrs: Vec::new(),
             staging_free: Vec::new(),
             drain_staging: None,
+            pool: None,
             early_admits: Vec::new(),
             staging: Vec::new(),
             slots,

@@ -101,6 +101,7 @@ impl Messenger {
             }
             Op::Recv => self.on_recv(index, entry),
             Op::Drain => self.on_drain(index, false),
+            Op::Pool => self.on_pool(index, entry),
             Op::ReadChunk => self.on_read_chunk(index, None),
             Op::ControlSend => {
                 let peer = self.slots.get(index).peer;
@@ -262,6 +263,9 @@ impl Messenger {
         };
         let slot = self.slots.get(index);
         let (op, peer, buffer_len) = (slot.op, slot.peer, slot.len);
+        if op == Op::Pool {
+            return self.on_pool_error(index, error.code);
+        }
         if op == Op::Drain {
             // Truncated or failed: the message is consumed (or its connection gone)
             // either way; only our cancel stops a drain.
@@ -352,7 +356,7 @@ impl Messenger {
                     self.control_receives -= 1;
                 }
             }
-            Op::Drain | Op::Free => {}
+            Op::Drain | Op::Pool | Op::Free => {}
         }
     }
 
@@ -419,7 +423,7 @@ impl Messenger {
                         .get_or_insert(error);
                 }
             }
-            Op::ControlRecv | Op::ControlSend | Op::Drain | Op::Free => {}
+            Op::ControlRecv | Op::ControlSend | Op::Drain | Op::Pool | Op::Free => {}
             _ => {
                 slot.pending_error.get_or_insert(error);
             }

@@ -39,6 +39,9 @@ pub(crate) enum Op {
     /// A receive that drains what a replaced incarnation of `peer` left (see
     /// `incarnation.rs`): re-posted at each message, cancelled at the next replacement.
     Drain,
+    /// A receive of the software-matching pool (`arrivals.rs`): posted again once its
+    /// message was handed out.
+    Pool,
 }
 
 /// Where a user receive is posted.
