@@ -297,9 +297,7 @@ fn to_self(comm: &Comm) {
 }
 
 /// `all`: every phase; `posted`: the phases whose receives are posted before their
-/// messages are sent (over the fabric, unexpected messages mixing single-copy and
-/// eager sends from several senders stall the `net` provider: to be ended by software
-/// matching of fabric messages, docs/matching.md section 5).
+/// messages are sent.
 pub(crate) fn order(world: &World, comm: &Comm, phases: &str) {
     let n = comm.size();
     assert!(n >= 2, "order needs two ranks");
@@ -311,8 +309,6 @@ pub(crate) fn order(world: &World, comm: &Comm, phases: &str) {
     }
     big_then_small(comm, phases == "all");
     if phases == "all" {
-        // With fabric members a wildcard receive is matched outside the engine, when
-        // tested, so it does not order against self messages.
         to_self(comm);
     }
     let _ = world;

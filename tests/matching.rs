@@ -5,8 +5,7 @@
 //! receives, probe then receive, self), one sender's same-tag messages (large then
 //! small) do not overtake, nor does a later send overtake a large one that found the shm
 //! ring full (issue 15; one withdrawn while waiting never arrives), a dead source's arrived messages stay receivable while a
-//! receive naming it fails with `ProcFailed` (shm: the fabric's provider-matched
-//! receives fail at once), and a revoke completes every pending receive with
+//! receive naming it fails with `ProcFailed` (over shm and over the fabric), and a revoke completes every pending receive with
 //! `Revoked`. Scenarios: `testrank/matching.rs`.
 
 mod ft_job;
@@ -35,12 +34,11 @@ fn receives_match_in_posting_order_over_shm() {
     order(4, SHM, "all");
 }
 
-/// Receives posted before their messages only: over the fabric (`net`), unexpected
-/// single-copy and eager messages from several senders stall the provider (the fabric
-/// still matches in the provider; docs/matching.md section 5).
+/// Every phase over the fabric too: its messages go through the same matcher
+/// (software matching, docs/matching.md section 5), unexpected ones included.
 #[test]
 fn receives_match_in_posting_order_over_tcp() {
-    order(3, TCP, "posted");
+    order(3, TCP, "all");
 }
 
 fn deadsource(env: &[(&str, &str)]) {
@@ -53,6 +51,11 @@ fn deadsource(env: &[(&str, &str)]) {
 #[test]
 fn a_dead_sources_arrived_messages_stay_receivable_over_shm() {
     deadsource(SHM);
+}
+
+#[test]
+fn a_dead_sources_arrived_messages_stay_receivable_over_tcp() {
+    deadsource(TCP);
 }
 
 fn revoke_pending(env: &[(&str, &str)]) {

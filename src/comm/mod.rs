@@ -261,14 +261,6 @@ impl PartialEq for CommError {
 
 impl Eq for CommError {}
 
-impl CommError {
-    /// Whether this is a transport's own error (fabric or shared memory), which the
-    /// caller may replace by what the engine learnt meanwhile (a failure, a revoke).
-    pub(crate) fn is_transport(&self) -> bool {
-        matches!(self, CommError::Fabric(_) | CommError::Shm(_))
-    }
-}
-
 impl From<steadfast_fabric::Error> for CommError {
     fn from(e: steadfast_fabric::Error) -> Self {
         CommError::Fabric(Arc::new(e))

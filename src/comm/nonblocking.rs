@@ -17,15 +17,14 @@
 //! into the process's matching engine when it is called (`docs/matching.md`), so of
 //! two pending receives that both fit a message, the earlier posted gets it however
 //! they are tested, and one sender's messages on one communicator arrive in send
-//! order. A receive whose possible sources include a rank reached through the fabric
-//! is still matched by the provider, when tested (docs/matching.md, section 5).
+//! order, whichever path (self, shared memory, fabric) each message takes.
 
 use std::marker::PhantomData;
 
 use steadfast_fabric::Request;
 use steadfast_shm::ShmError;
 
-use super::p2p::{outcome_result, RecvMode, RecvPlan};
+use super::p2p::outcome_result;
 use super::{Agreement, Comm, CommError, Status};
 use crate::world::engine::{Engine, QueuedId, Route};
 use crate::world::matching::RecvKey;
@@ -35,14 +34,9 @@ use crate::world::tags::user_match;
 #[must_use = "a receive request must be tested or waited for"]
 pub struct RecvRequest<'a> {
     comm: Comm,
-    plan: RecvPlan,
-    /// The receive in the matcher (`Matched` plans), until its outcome is taken.
+    /// The receive in the matcher, until its outcome is taken. The matcher may write
+    /// the borrowed buffer during any progress round while the request is pending.
     key: Option<RecvKey>,
-    fab_req: Option<Request>,
-    /// The buffer, by raw parts: the matcher may write it during any progress round
-    /// while the request is pending.
-    buf: *mut u8,
-    len: usize,
     finished: bool,
     _buf: PhantomData<&'a mut [u8]>,
 }
@@ -78,33 +72,12 @@ impl RecvRequest<'_> {
                 "receive already finished".into(),
             ));
         }
-        if let Some(key) = self.key {
-            return self.test_matched(key);
+        match self.key {
+            Some(key) => self.test_matched(key),
+            None => Err(CommError::InvalidArgument(
+                "receive already finished".into(),
+            )),
         }
-        let mut guard = self.comm.engine.lock();
-        let e = &mut *guard;
-        // SAFETY: the request borrows the caller's buffer for 'a, and the matcher never
-        // holds it on this path (fabric and mixed plans post nothing there).
-        let buf = unsafe { std::slice::from_raw_parts_mut(self.buf, self.len) };
-        let result = match self.comm.recv_step(e, &self.plan, &mut self.fab_req, buf) {
-            Some(r) => r,
-            None => {
-                e.progress();
-                match self
-                    .comm
-                    .interrupted(e, self.plan.src_world, self.plan.wildcard)
-                {
-                    // Stays pending (its fabric receive stays posted).
-                    Some(err @ CommError::ProcFailedPending { .. }) => return Err(err),
-                    Some(err) => Err(err),
-                    None => return Ok(None),
-                }
-            }
-        };
-        self.finished = true;
-        self.comm
-            .recv_finish(e, &self.plan, &mut self.fab_req, result)
-            .map(Some)
     }
 
     fn test_matched(&mut self, key: RecvKey) -> Result<Option<Status>, CommError> {
@@ -152,16 +125,8 @@ impl Drop for RecvRequest<'_> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
             // Withdrawn, or complete: the matcher no longer names the buffer either way.
+            // A fabric read into the buffer is waited for first.
             let _ = self.comm.engine.lock().cancel_recv(key);
-        }
-        if let Some(req) = self.fab_req.take() {
-            {
-                let mut e = self.comm.engine.lock();
-                if let Some(fab) = e.fab_mut() {
-                    // Waits until libfabric no longer holds `buf`.
-                    let _ = fab.cancel(req);
-                }
-            }
         }
     }
 }
@@ -478,33 +443,12 @@ impl Comm {
         let mut guard = self.engine.lock();
         let e = &mut *guard;
         let plan = self.plan_recv(e, source, tag)?;
-        // Posted now, so receives match in the order they were posted: in the matcher,
-        // or with the provider (which matches its posted receives in posting order).
-        let (key, fab_req) = if plan.mode == RecvMode::Matched {
-            let key = e.post_recv(plan.ctx, plan.source, plan.tag, buf.as_mut_ptr(), buf.len());
-            (Some(key), None)
-        } else {
-            // SAFETY: as `Comm::irecv`'s contract: `buf` outlives the request, whose drop
-            // cancels the fabric receive (waiting until libfabric lets go).
-            match unsafe { self.post_fabric_recv(e, &plan, buf) } {
-                Ok(req) => (None, Some(req)),
-                // A peer's failure is the request's outcome, reported by its test or
-                // wait (which post again and then give the engine's verdict, e.g.
-                // `ProcFailed`), as for a receive posted just before the failure, and
-                // as on the shm path: `MPI_Irecv` from a dead rank starts, its
-                // `MPI_Wait` fails.
-                Err(err) if err.is_transport() => (None, None),
-                Err(err) => return Err(err),
-            }
-        };
+        // Posted now, so receives match in the order they were posted.
+        let key = e.post_recv(plan.ctx, plan.source, plan.tag, buf.as_mut_ptr(), buf.len());
         drop(guard);
         Ok(RecvRequest {
             comm: self.clone(),
-            plan,
-            key,
-            fab_req,
-            buf: buf.as_mut_ptr(),
-            len: buf.len(),
+            key: Some(key),
             finished: false,
             _buf: PhantomData,
         })

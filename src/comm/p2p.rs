@@ -3,61 +3,25 @@
 //! engine learns the reason.
 
 use steadfast_agreement::Rank;
-use steadfast_fabric::{Completion, Error as FabricError, Request};
 use steadfast_matching::MatchError;
 
 use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{Engine, Route};
 use crate::world::matching::{Outcome, RecvFailure, RecvKey};
 use crate::world::shared::{EngineGuard, Shared};
-use crate::world::tags::{user_match, user_tag, MAX_TAG};
-
-fn fabric_error(e: FabricError, world: &mut Engine) -> CommError {
-    match e {
-        FabricError::Truncated {
-            message_len,
-            buffer_len,
-        } => CommError::Truncated {
-            len: message_len,
-            capacity: buffer_len,
-        },
-        FabricError::PeerUnreachable { peer, ref reason } => {
-            world.report_failure(peer, format!("fabric: {reason}"));
-            world.apply_failures();
-            e.into()
-        }
-        other => other.into(),
-    }
-}
+use crate::world::tags::{user_match, MAX_TAG};
 
 /// Attempts at a receive between two rounds of the engine (control messages, failure
 /// reports): the round costs more than an attempt and may queue (copy) the very
 /// message the receive waits for.
 const RECV_POLLS_PER_PROGRESS: u32 = 16;
 
-/// Which path a receive takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RecvMode {
-    /// Only self and shm messages can match: posted in the matcher, in posting order.
-    Matched,
-    /// A named source reached through the fabric: the provider matches (at test time).
-    Fabric,
-    /// A wildcard source with members on the fabric and (maybe) on shm or self: a
-    /// fabric receive plus the matcher's waiting messages, looked at when tested.
-    Mixed,
-}
-
-/// Where a receive may find its message (computed once per receive).
+/// A receive's matching context and pattern (checked once per receive).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RecvPlan {
     pub(crate) ctx: u64,
     pub(crate) source: Option<u32>,
     pub(crate) tag: Option<u32>,
-    pub(crate) src_world: Option<u32>,
-    pub(crate) mode: RecvMode,
-    wire_tag: u64,
-    ignore: u64,
-    pub(crate) wildcard: bool,
 }
 
 /// A receive posted in the matcher by a blocking call: withdrawn when dropped unless
@@ -73,25 +37,6 @@ impl Drop for PostedRecv<'_> {
             // Withdrawn, or complete (its outcome is dropped): either way the matcher
             // no longer names the buffer.
             let _ = self.shared.lock().cancel_recv(key);
-        }
-    }
-}
-
-/// A fabric receive posted by a blocking call into a buffer it borrows: cancelled when
-/// dropped unless finished (`req` taken), also on unwinding, so libfabric never keeps a
-/// buffer whose borrow ended.
-struct PostedFabric<'a> {
-    shared: &'a Shared,
-    req: Option<Request>,
-}
-
-impl Drop for PostedFabric<'_> {
-    fn drop(&mut self) {
-        if let Some(req) = self.req.take() {
-            if let Some(fab) = self.shared.lock().fab_mut() {
-                // Waits until libfabric no longer holds the buffer.
-                let _ = fab.cancel(req);
-            }
         }
     }
 }
@@ -114,6 +59,7 @@ pub(crate) fn outcome_result(out: Outcome) -> Result<Status, CommError> {
             "the communicator was freed with the receive pending".into(),
         )),
         Err(RecvFailure::Transport(e)) => Err(CommError::Shm(e)),
+        Err(RecvFailure::Fabric(e)) => Err(CommError::Fabric(e)),
         Err(RecvFailure::Refused(e)) => Err(CommError::InvalidArgument(e.to_string())),
     }
 }
@@ -212,47 +158,11 @@ impl Comm {
         tag: Option<u32>,
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
-        let (plan, mut spin) = {
-            let e = self.engine.lock();
-            let plan = self.plan_recv(&e, source, tag)?;
-            let spin = Spin::new(&e);
-            if plan.mode == RecvMode::Matched {
-                // Posted in this same hold of the engine (one round trip less).
-                return self.recv_matched(e, &plan, buf, spin);
-            }
-            (plan, spin)
-        };
-        let mut fab = PostedFabric {
-            shared: &self.engine,
-            req: None,
-        };
-        let mut polls: u32 = 0;
-        // One attempt (and now and then one progress round) per hold of the engine:
-        // other threads go on meanwhile.
-        loop {
-            let mut guard = self.engine.lock();
-            let e = &mut *guard;
-            let mut result = self.recv_step(e, &plan, &mut fab.req, buf);
-            polls = polls.wrapping_add(1);
-            if result.is_none() && polls % RECV_POLLS_PER_PROGRESS == 0 {
-                e.progress();
-                result = match self.interrupted(e, plan.src_world, plan.wildcard) {
-                    // A blocking wildcard receive cannot stay posted (ULFM).
-                    Some(CommError::ProcFailedPending { ranks }) => {
-                        Some(Err(CommError::ProcFailed { ranks }))
-                    }
-                    other => other.map(Err),
-                };
-            }
-            if let Some(result) = result {
-                return self.recv_finish(e, &plan, &mut fab.req, result);
-            }
-            drop(guard);
-            self.engine.make_way();
-            if polls % RECV_POLLS_PER_PROGRESS == 0 {
-                spin.pause();
-            }
-        }
+        let e = self.engine.lock();
+        let plan = self.plan_recv(&e, source, tag)?;
+        let spin = Spin::new(&e);
+        // Posted in this same hold of the engine (one round trip less).
+        self.recv_matched(e, &plan, buf, spin)
     }
 
     /// A blocking receive through the matcher: posted now, waited for; withdrawn if the
@@ -342,16 +252,14 @@ impl Comm {
     }
 
     /// `MPI_Iprobe`: the status of the earliest message a receive `(source, tag)` posted
-    /// now would get, left waiting; `None` when none has arrived. Messages to this
-    /// process and from shared-memory peers only (the fabric's provider offers no
-    /// probe of its queue yet).
+    /// now would get, left waiting; `None` when none has arrived (from any path: self,
+    /// shared memory or the fabric).
     ///
     /// # Errors
     /// [`CommError::ProcFailed`] when `source` has failed and none of its messages
     /// waits; [`CommError::ProcFailedPending`] for a wildcard source while a failure is
     /// not acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a
-    /// bad rank or tag; [`CommError::Unsupported`] when a possible source is reached
-    /// through the fabric.
+    /// bad rank or tag.
     pub fn iprobe(
         &self,
         source: Option<u32>,
@@ -379,11 +287,6 @@ impl Comm {
         tag: Option<u32>,
     ) -> Result<u64, CommError> {
         let plan = self.plan_recv(e, source, tag)?;
-        if plan.mode != RecvMode::Matched {
-            return Err(CommError::Unsupported(
-                "probe of messages from ranks reached through the fabric".into(),
-            ));
-        }
         e.drain_arrivals();
         e.tick();
         if let Some(err) = self.interrupted(e, None, false) {
@@ -437,147 +340,18 @@ impl Comm {
             Self::check_tag(t)?;
         }
         let c = e.comm(self.id);
-        let src_world = match source {
-            None => None,
-            Some(s) => Some(*c.group().get(s as usize).ok_or_else(|| {
-                CommError::InvalidArgument(format!(
+        if let Some(s) = source {
+            if s as usize >= c.group().len() {
+                return Err(CommError::InvalidArgument(format!(
                     "source {s} outside a communicator of {}",
                     c.group().len()
-                ))
-            })?),
-        };
-        let fabric = |w: u32| e.route(w) == Route::Fabric;
-        let mode = match src_world {
-            Some(w) if fabric(w) => RecvMode::Fabric,
-            Some(_) => RecvMode::Matched,
-            None if c.group().iter().any(|&w| fabric(w)) => RecvMode::Mixed,
-            None => RecvMode::Matched,
-        };
-        let (wire_tag, ignore) = user_match(c.context(), tag);
+                )));
+            }
+        }
         Ok(RecvPlan {
             ctx: c.context(),
             source,
             tag,
-            src_world,
-            mode,
-            wire_tag,
-            ignore,
-            wildcard: source.is_none(),
         })
-    }
-
-    /// One attempt at a receive that involves the fabric (`Fabric` and `Mixed` plans):
-    /// `Some` once it finished. A fabric receive posted into `buf` is kept in `fab_req`
-    /// between attempts.
-    pub(crate) fn recv_step(
-        &self,
-        e: &mut Engine,
-        plan: &RecvPlan,
-        fab_req: &mut Option<Request>,
-        buf: &mut [u8],
-    ) -> Option<Result<Status, CommError>> {
-        if plan.mode == RecvMode::Mixed {
-            // Self and shm messages wait in the matcher: one that fits is taken after
-            // the fabric receive is withdrawn (or the fabric message, had it landed).
-            e.drain_arrivals();
-            if let Ok(Some(_)) = e.probe(plan.ctx, None, plan.tag) {
-                if let Some(done) = self.withdraw_fabric(e, fab_req) {
-                    return Some(done);
-                }
-                if let Some(out) = e.take_message(plan.ctx, None, plan.tag, buf) {
-                    return Some(outcome_result(out));
-                }
-            }
-        }
-        if fab_req.is_none() {
-            // SAFETY: the caller keeps `buf` borrowed until the receive completes or is
-            // cancelled (`recv_finish`, or the request's drop), and cancel waits for
-            // libfabric to release the buffer.
-            match unsafe { self.post_fabric_recv(e, plan, buf) } {
-                Ok(req) => *fab_req = Some(req),
-                Err(err) => return Some(Err(err)),
-            }
-        }
-        let fab = e.fab_mut().expect("fabric members without messenger");
-        match fab.test(fab_req.expect("posted above")) {
-            Ok(Some(done)) => {
-                *fab_req = None;
-                Some(Ok(self.status_of_fabric(e, done)))
-            }
-            Ok(None) => None,
-            Err(err) => {
-                *fab_req = None;
-                Some(Err(fabric_error(err, e)))
-            }
-        }
-    }
-
-    /// Posts the fabric receive of a `Fabric` or `Mixed` plan into `buf`.
-    ///
-    /// # Safety
-    /// `buf` stays valid and untouched until the returned request completes or is
-    /// cancelled.
-    pub(crate) unsafe fn post_fabric_recv(
-        &self,
-        e: &mut Engine,
-        plan: &RecvPlan,
-        buf: &mut [u8],
-    ) -> Result<Request, CommError> {
-        let fab = e.fab_mut().expect("fabric members without messenger");
-        // SAFETY: the caller's contract.
-        match unsafe { fab.irecv(plan.src_world, plan.wire_tag, plan.ignore, buf) } {
-            Ok(req) => Ok(req),
-            Err(err) => Err(fabric_error(err, e)),
-        }
-    }
-
-    /// Cancels the fabric receive of `fab_req`, if one is posted: `Some` with its
-    /// message when it landed before the cancel (it must be delivered), or its error.
-    fn withdraw_fabric(
-        &self,
-        e: &mut Engine,
-        fab_req: &mut Option<Request>,
-    ) -> Option<Result<Status, CommError>> {
-        let req = fab_req.take()?;
-        let fab = e.fab_mut().expect("posted without messenger");
-        match fab.cancel(req) {
-            Ok(Some(done)) => Some(Ok(self.status_of_fabric(e, done))),
-            Ok(None) => None,
-            Err(err) => Some(Err(fabric_error(err, e))),
-        }
-    }
-
-    /// Ends a receive: a fabric receive still posted is cancelled (its message, if it
-    /// landed meanwhile, is delivered instead of `result`); transport errors become the
-    /// engine's verdict on the source when it has one.
-    pub(crate) fn recv_finish(
-        &self,
-        e: &mut Engine,
-        plan: &RecvPlan,
-        fab_req: &mut Option<Request>,
-        result: Result<Status, CommError>,
-    ) -> Result<Status, CommError> {
-        // Receives that find their message at once still let the engine run now and
-        // then (heartbeats, failure reports).
-        e.tick();
-        if let Some(Ok(landed)) = self.withdraw_fabric(e, fab_req) {
-            return Ok(landed);
-        }
-        match result {
-            Err(err) if err.is_transport() => Err(plan
-                .src_world
-                .and_then(|w| self.interrupted(e, Some(w), false))
-                .unwrap_or(err)),
-            other => other,
-        }
-    }
-
-    fn status_of_fabric(&self, e: &Engine, done: Completion) -> Status {
-        let c = e.comm(self.id);
-        Status {
-            source: c.comm_rank(done.source).unwrap_or(u32::MAX),
-            tag: user_tag(done.tag),
-            len: done.len,
-        }
     }
 }

@@ -85,6 +85,10 @@ const DRAIN_MAX: usize = 256;
 #[path = "engine_p2p.rs"]
 mod p2p;
 
+/// Fabric messages through the matcher: the pool's arrivals, rendezvous reads.
+#[path = "engine_fabric.rs"]
+mod fabric;
+
 /// Synchronous sends: sequence numbers, answers.
 #[path = "engine_sync.rs"]
 mod sync;

@@ -36,11 +36,14 @@ impl Engine {
 
     /// The outcome of a posted receive once complete (its slot is freed then).
     pub fn recv_outcome(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.pull_outcome(key);
         self.matching.take(key)
     }
 
-    /// Cancels a posted receive: `None` when withdrawn, else its outcome.
+    /// Cancels a posted receive: `None` when withdrawn, else its outcome (a fabric read
+    /// into its buffer is ended first).
     pub fn cancel_recv(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.cancel_pull(key);
         self.matching.cancel(key)
     }
 
@@ -102,36 +105,6 @@ impl Engine {
         self.release(env.payload);
     }
 
-    /// Takes the earliest self or shm message of `ctx` that fits, into `buf` (a receive
-    /// that also waits on the fabric, so it cannot be posted here).
-    pub fn take_message(
-        &mut self,
-        ctx: u64,
-        source: Option<u32>,
-        tag: Option<u32>,
-        buf: &mut [u8],
-    ) -> Option<Outcome> {
-        let env = self.matching.mprobe(ctx, source, tag).ok()??;
-        if let Some(t) = env.payload.sync() {
-            self.sync_matched(t);
-        }
-        let got = Got {
-            source: env.source.0,
-            tag: env.tag.0,
-            len: env.len,
-        };
-        Some(
-            self.move_payload(
-                env.payload,
-                env.len,
-                buf.as_mut_ptr(),
-                buf.len(),
-                got.source,
-            )
-            .map(|()| got),
-        )
-    }
-
     /// A message to this process itself, delivered at once; `sync_seq` is a
     /// synchronous send's sequence number.
     pub fn send_to_self(&mut self, ctx: u64, tag: u32, data: &[u8], sync_seq: Option<u32>) {
@@ -171,6 +144,11 @@ impl Engine {
             tag: env.tag.0,
             len: env.len,
         };
+        if let Payload::FabricPull { message, .. } = env.payload {
+            // The read runs while the caller waits; a truncated message is refused by
+            // the messenger, which tells its sender.
+            return self.start_fabric_pull(key, message, got, (ptr, cap));
+        }
         let outcome = self
             .move_payload(env.payload, env.len, ptr, cap, got.source)
             .map(|()| got);
@@ -196,7 +174,9 @@ impl Engine {
             Payload::Placed {
                 truncated: false, ..
             } => Ok(()),
-            Payload::Bytes(..) | Payload::ShmPull { .. } if len > cap => {
+            Payload::Bytes(..) | Payload::ShmPull { .. } | Payload::FabricPull { .. }
+                if len > cap =>
+            {
                 self.release(payload);
                 Err(truncated)
             }
@@ -206,6 +186,7 @@ impl Engine {
                 unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, v.len()) };
                 Ok(())
             }
+            Payload::FabricPull { message, .. } => self.pull_now(message, (ptr, cap), source),
             Payload::ShmPull {
                 local,
                 wire_tag,
@@ -240,12 +221,16 @@ impl Engine {
     /// Lets go of a message that will never be received (a large shm sender is
     /// answered, so its send completes).
     pub(super) fn release(&mut self, p: Payload) {
-        if let Payload::ShmPull { local, ticket, .. } = p {
-            if let Some(shm) = self.shm.as_mut() {
-                if let Err(e) = shm.refuse(local, ticket) {
-                    log::debug!("releasing a large message from local rank {local}: {e}");
+        match p {
+            Payload::ShmPull { local, ticket, .. } => {
+                if let Some(shm) = self.shm.as_mut() {
+                    if let Err(e) = shm.refuse(local, ticket) {
+                        log::debug!("releasing a large message from local rank {local}: {e}");
+                    }
                 }
             }
+            Payload::FabricPull { message, .. } => self.decline_fabric(message),
+            Payload::Placed { .. } | Payload::Bytes(..) => {}
         }
     }
 
@@ -263,14 +248,32 @@ impl Engine {
         }
     }
 
-    /// Takes what arrived in the shm rings (at most [`DRAIN_MAX`]): control messages
-    /// go to the control plane, user messages to the matcher, straight into the
-    /// buffer of the receive they complete when one is posted. Returns how many.
+    /// Takes what arrived in the shm rings and the fabric's software-matching pool (at
+    /// most [`DRAIN_MAX`] each): control messages go to the control plane, user
+    /// messages to the matcher, straight into the buffer of the receive they complete
+    /// when one is posted. Returns how many.
     pub fn drain_arrivals(&mut self) -> usize {
-        if self.draining || self.shm.is_none() {
+        if self.draining {
             return 0;
         }
         self.draining = true;
+        let (mut taken, control) = self.drain_shm();
+        if self.fab.is_some() {
+            taken += self.drain_fabric();
+        }
+        self.draining = false;
+        if control {
+            self.drive();
+        }
+        taken
+    }
+
+    /// The shm half of [`Engine::drain_arrivals`] (`draining` is set): how many, and
+    /// whether control messages came.
+    fn drain_shm(&mut self) -> (usize, bool) {
+        if self.shm.is_none() {
+            return (0, false);
+        }
         let mut taken = 0;
         let mut control = false;
         while taken < DRAIN_MAX && !self.matching.held_full() {
@@ -312,11 +315,7 @@ impl Engine {
                 self.on_user_arrival(arrival);
             }
         }
-        self.draining = false;
-        if control {
-            self.drive();
-        }
-        taken
+        (taken, control)
     }
 
     pub(super) fn on_control_arrival(&mut self, a: Arrival) {

@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasherDefault;
 
+use steadfast_fabric::{RemoteMessage, Request};
 use steadfast_matching::{
     Arrival as Delivered, ContextId, Engine as Matcher, Envelope, Event, FxHasher, Limits, Match,
     MatchError, PostOutcome, Rank, RecvId, RecvSpec, Rejected, Tag,
@@ -53,13 +54,20 @@ pub(crate) enum Payload {
         truncated: bool,
         sync: Option<SyncToken>,
     },
-    /// Bytes of their own: a message to self, or an shm message copied out of the ring.
+    /// Bytes of their own: a message to self, or an shm or fabric eager message copied
+    /// out of the ring or staging buffer.
     Bytes(Vec<u8>, Option<SyncToken>),
     /// A large shm message still in its sender's memory (local rank `local`).
     ShmPull {
         local: u32,
         wire_tag: u64,
         ticket: PullTicket,
+        sync: Option<SyncToken>,
+    },
+    /// A fabric rendezvous message still in its sender's memory: read (`fi_read`)
+    /// after the match, or declined (the sender is told either way).
+    FabricPull {
+        message: RemoteMessage,
         sync: Option<SyncToken>,
     },
 }
@@ -70,7 +78,8 @@ impl Payload {
         match self {
             Payload::Placed { sync, .. }
             | Payload::Bytes(_, sync)
-            | Payload::ShmPull { sync, .. } => *sync,
+            | Payload::ShmPull { sync, .. }
+            | Payload::FabricPull { sync, .. } => *sync,
         }
     }
 }
@@ -104,6 +113,8 @@ pub(crate) enum RecvFailure {
     Freed,
     /// The transport failed the pull of a large message.
     Transport(std::sync::Arc<steadfast_shm::ShmError>),
+    /// The fabric failed the read of a rendezvous message.
+    Fabric(std::sync::Arc<steadfast_fabric::Error>),
     /// The matcher refused the receive (a full posted queue).
     Refused(MatchError),
 }
@@ -117,6 +128,11 @@ enum SlotState {
         id: RecvId,
         ctx: u32,
         wildcard: bool,
+    },
+    /// Matched with a fabric rendezvous message being read into its buffer by `req`.
+    Pulling {
+        req: Request,
+        got: Got,
     },
     Done(Outcome),
 }
@@ -332,6 +348,22 @@ impl Matching {
     pub(crate) fn finish(&mut self, key: RecvKey, outcome: Outcome) {
         if self.slot(key).is_some() {
             self.slots[key.slot as usize].state = SlotState::Done(outcome);
+        }
+    }
+
+    /// A matched receive's buffer is being filled by fabric read `req` (then
+    /// [`finish`](Self::finish) it).
+    pub(crate) fn start_pull(&mut self, key: RecvKey, req: Request, got: Got) {
+        if self.slot(key).is_some() {
+            self.slots[key.slot as usize].state = SlotState::Pulling { req, got };
+        }
+    }
+
+    /// The fabric read filling a matched receive's buffer, if one is.
+    pub(crate) fn pulling(&self, key: RecvKey) -> Option<(Request, Got)> {
+        match self.slot(key)?.state {
+            SlotState::Pulling { req, got } => Some((req, got)),
+            _ => None,
         }
     }
 

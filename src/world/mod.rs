@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use steadfast_agreement::detector::{Detector, DetectorConfig, DetectorError};
 use steadfast_agreement::{CommId, CommKey, Epoch, Rank};
-use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig};
+use steadfast_fabric::{FabricConfig, Messenger, MessengerConfig, DEFAULT_ARRIVAL_POOL};
 use steadfast_shm::{Endpoint as ShmEndpoint, EndpointConfig};
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError};
@@ -366,6 +366,10 @@ impl World {
             // and this one sends to each survivor once that survivor admitted it.
             mc.generation = generation;
             let mut m = Messenger::open(mc)?;
+            // Every user message goes to the process's matcher (engine_fabric.rs);
+            // control messages (tags::CONTROL) keep their own posted receive. Enabled
+            // before the address is published: nothing can arrive earlier.
+            m.enable_software_matching(0, tags::CONTROL_IGNORE, DEFAULT_ARRIVAL_POOL)?;
             provider = Some(m.info().provider_name());
             boot.put("fabric", &m.address().to_bytes())?;
             if !restored {

@@ -1,0 +1,197 @@
+//! The engine's fabric half of point-to-point: every user message from a rank reached
+//! through the fabric comes from the messenger's software-matching pool
+//! (`steadfast_fabric::Messenger::take_arrival`) into the process's one matcher, as the
+//! shm arrivals do; a rendezvous message matched by a receive is read into its buffer
+//! afterwards (`Messenger::pull`), the receive staying in progress until the read ends.
+//!
+//! Control messages keep their own posted receive (`poll_control`): the pool takes user
+//! tags only (bit 39, `tags::CONTROL`, clear).
+
+use std::sync::Arc;
+
+use steadfast_fabric::{ArrivalData, Error as FabricError, RemoteMessage, Request};
+
+use super::{Engine, DRAIN_MAX};
+use crate::world::matching::{Delivery, Got, Payload, RecvFailure, RecvKey};
+use crate::world::tags::{user_tag, CONTEXT_MASK, USER_TAG_BITS};
+
+impl Engine {
+    /// Takes what the messenger's pool received (at most [`DRAIN_MAX`]) into the
+    /// matcher: an eager message straight into the buffer of the receive it completes
+    /// when one is posted, else copied out; a rendezvous message as a
+    /// [`Payload::FabricPull`]. Returns how many.
+    pub(super) fn drain_fabric(&mut self) -> usize {
+        let Some(fab) = self.fab.as_mut() else {
+            return 0;
+        };
+        if let Err(e) = fab.progress() {
+            log::debug!("fabric progress: {e}");
+            return 0;
+        }
+        let mut taken = 0;
+        while taken < DRAIN_MAX && !self.matching.held_full() {
+            let Some(fab) = self.fab.as_mut() else { break };
+            let matching = &self.matching;
+            let arrived = fab.take_arrival(|a| {
+                let w = a.source;
+                let ctx = ((a.tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+                let tag = user_tag(a.tag);
+                let payload = match a.data {
+                    ArrivalData::Eager(bytes) => match matching.placement(ctx, w, tag) {
+                        Some((ptr, cap)) if bytes.len() <= cap => {
+                            // SAFETY: `ptr` is a posted receive's buffer, valid for `cap`
+                            // bytes while posted (`matching.rs`); `bytes` is the
+                            // messenger's staging buffer, a distinct allocation.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len())
+                            };
+                            Payload::Placed {
+                                truncated: false,
+                                sync: None,
+                            }
+                        }
+                        Some(_) => Payload::Placed {
+                            truncated: true,
+                            sync: None,
+                        },
+                        None => Payload::Bytes(bytes.to_vec(), None),
+                    },
+                    ArrivalData::Remote(message) => Payload::FabricPull {
+                        message,
+                        sync: None,
+                    },
+                };
+                (ctx, w, tag, a.len, payload)
+            });
+            let Some((ctx, w, tag, len, payload)) = arrived else {
+                break;
+            };
+            taken += 1;
+            let placed = matches!(payload, Payload::Placed { .. });
+            let d = self.matching.deliver(ctx, w, tag, len, payload);
+            if placed && !matches!(d, Delivery::Matched(_)) {
+                // `placement` named the receive and nothing ran in between: cannot happen.
+                log::error!("matching: a fabric message placed into a receive did not match it");
+            }
+            self.handle_delivery(d);
+        }
+        taken
+    }
+
+    /// Starts reading a matched rendezvous message into its receive's buffer; the
+    /// receive completes when the read does ([`Engine::pull_outcome`]).
+    pub(super) fn start_fabric_pull(
+        &mut self,
+        key: RecvKey,
+        message: RemoteMessage,
+        got: Got,
+        (ptr, cap): (*mut u8, usize),
+    ) {
+        let Some(fab) = self.fab.as_mut() else {
+            return self.matching.finish(key, Err(RecvFailure::Freed));
+        };
+        // SAFETY: `ptr` is the matched receive's buffer, valid for `cap` bytes until the
+        // receive completes or is cancelled (`matching.rs`); a cancel waits for the read
+        // to end (`cancel_pull`).
+        match unsafe { fab.pull(message, ptr, cap) } {
+            Ok(req) => self.matching.start_pull(key, req, got),
+            Err(e) => {
+                let failure = self.fabric_failure(e, got.source, cap);
+                self.matching.finish(key, Err(failure));
+            }
+        }
+    }
+
+    /// Tests the read of a receive matched with a rendezvous message, if it has one:
+    /// records its outcome once done.
+    pub(super) fn pull_outcome(&mut self, key: RecvKey) {
+        let Some((req, got)) = self.matching.pulling(key) else {
+            return;
+        };
+        let Some(fab) = self.fab.as_mut() else {
+            return self.matching.finish(key, Err(RecvFailure::Freed));
+        };
+        let cap = self.matching.buffer(key).1;
+        match fab.test(req) {
+            Ok(None) => {}
+            Ok(Some(_)) => self.matching.finish(key, Ok(got)),
+            Err(e) => {
+                let failure = self.fabric_failure(e, got.source, cap);
+                self.matching.finish(key, Err(failure));
+            }
+        }
+    }
+
+    /// Ends the read of a receive being cancelled, waiting until libfabric no longer
+    /// writes its buffer; the read's outcome is recorded (a read that completed first
+    /// is delivered).
+    pub(super) fn cancel_pull(&mut self, key: RecvKey) {
+        let Some((req, got)) = self.matching.pulling(key) else {
+            return;
+        };
+        let cap = self.matching.buffer(key).1;
+        let outcome = match self.fab.as_mut().map(|f| f.cancel(req)) {
+            Some(Ok(Some(_))) => Ok(got),
+            Some(Ok(None)) | None => Err(RecvFailure::Freed),
+            Some(Err(e)) => Err(self.fabric_failure(e, got.source, cap)),
+        };
+        self.matching.finish(key, outcome);
+    }
+
+    /// Reads a rendezvous message taken out of the matcher (`MPI_Mrecv`) into
+    /// `(ptr, cap)`, waiting for the read; the engine runs a round now and then.
+    pub(super) fn pull_now(
+        &mut self,
+        message: RemoteMessage,
+        (ptr, cap): (*mut u8, usize),
+        source: u32,
+    ) -> Result<(), RecvFailure> {
+        let Some(fab) = self.fab.as_mut() else {
+            return Err(RecvFailure::Freed);
+        };
+        // SAFETY: `(ptr, cap)` is the caller's receive buffer (`move_payload`'s
+        // contract), written only by this read, which ends before we return (or the
+        // messenger fences the buffer: `Error::Broken`).
+        let req: Request = match unsafe { fab.pull(message, ptr, cap) } {
+            Ok(r) => r,
+            Err(e) => return Err(self.fabric_failure(e, source, cap)),
+        };
+        let mut polls: u32 = 0;
+        loop {
+            let Some(fab) = self.fab.as_mut() else {
+                return Err(RecvFailure::Freed);
+            };
+            match fab.test(req) {
+                Ok(Some(_)) => return Ok(()),
+                Ok(None) => {}
+                Err(e) => return Err(self.fabric_failure(e, source, cap)),
+            }
+            polls = polls.wrapping_add(1);
+            if polls % 64 == 0 {
+                self.progress();
+            }
+        }
+    }
+
+    /// Lets a rendezvous sender go (its message will never be received).
+    pub(super) fn decline_fabric(&mut self, message: RemoteMessage) {
+        if let Some(fab) = self.fab.as_mut() {
+            fab.decline(message);
+        }
+    }
+
+    /// A receive's failure from a fabric error; a dead sender is reported.
+    fn fabric_failure(&mut self, e: FabricError, source: u32, cap: usize) -> RecvFailure {
+        match e {
+            FabricError::Truncated { message_len, .. } => RecvFailure::Truncated {
+                len: message_len.unwrap_or(cap),
+                capacity: cap,
+            },
+            FabricError::PeerUnreachable { peer, ref reason } => {
+                self.report_failure(peer, format!("fabric: {reason}"));
+                RecvFailure::ProcFailed(source)
+            }
+            other => RecvFailure::Fabric(Arc::new(other)),
+        }
+    }
+}
