@@ -25,7 +25,7 @@
 //!   it; print `SPLIT OK <size>`.
 //! - `order`, `deadsource`, `revokepending`, `overtake`: MPI matching order and its ULFM rules
 //!   (`matching.rs`).
-//! - `ssend`, `ssend-fail`, `ssend-fabric`, `mprobe`: synchronous sends and matched
+//! - `ssend`, `ssend-fail`, `mprobe`: synchronous sends and matched
 //!   probes (`ssend.rs`).
 //! - `threads T ROUNDS VICTIM`: T threads per rank on shared and private communicators,
 //!   VICTIM (or `none`) SIGKILLed mid-exchange (`threads.rs`).
@@ -105,7 +105,6 @@ fn main() {
         Some("overtake") => matching::overtake(&comm, &args[2]),
         Some("ssend") => ssend::ssend(&world, &comm),
         Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
-        Some("ssend-fabric") => ssend::ssend_fabric(&world, &comm),
         Some("mprobe") => ssend::mprobe(&world, &comm),
         Some("threads") => threads::threads(&world, &comm, &args),
         other => {

@@ -11,8 +11,8 @@
 //!   issend fails with `ProcFailed`; rank 1 revokes a duplicate on which rank 0 has an
 //!   issend pending to it: `Revoked`. Survivors print `SSENDFAIL OK`.
 //! - `mprobe`: matched probes (see [`mprobe`]).
-//! - `ssend-fabric`: a synchronous send to a rank reached through the fabric is refused
-//!   with `Unsupported`; to oneself it works. Prints `SSENDFABRIC OK`.
+//!
+//! Each runs over shared memory and over the fabric (`tests/ssend.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -125,18 +125,6 @@ pub(crate) fn ssend_fail(world: &World, comm: &Comm) {
         ));
     }
     println!("SSENDFAIL OK");
-}
-
-pub(crate) fn ssend_fabric(world: &World, comm: &Comm) {
-    let me = comm.rank();
-    let other = (me + 1) % comm.size();
-    assert!(matches!(
-        comm.ssend(other, 1, &[1, 2, 3]),
-        Err(CommError::Unsupported(_))
-    ));
-    to_self(world, comm);
-    comm.agree(1).unwrap();
-    println!("SSENDFABRIC OK");
 }
 
 /// `mprobe`: matched probes. Rank 1 sends rank 0 a small and a large message with one

@@ -156,8 +156,7 @@ pub enum CommError {
         /// Contexts in use (or retired) at this process.
         live: u32,
     },
-    /// The operation is not available for these arguments (named), e.g. a probe or a
-    /// synchronous send involving a rank reached through the fabric.
+    /// The operation is not available for these arguments (named).
     #[error("not supported: {0}")]
     Unsupported(String),
     /// A peer is reached through the fabric, but this process has no fabric endpoint.

@@ -1,9 +1,10 @@
 //! Matched probes (`MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv`): a probe that takes the
 //! message out of the matcher, so no other receive can get it, and hands it out as a
-//! [`Message`] to receive later. Over self and shared memory, as `Comm::probe`.
+//! [`Message`] to receive later. Over every path (self, shared memory, fabric), as
+//! `Comm::probe`.
 //!
-//! A taken message is matched: a synchronous sender is answered then. A large shm
-//! message stays in its sender's memory until [`Message::recv`] pulls it; a
+//! A taken message is matched: a synchronous sender is answered then. A large shm or
+//! fabric message stays in its sender's memory until [`Message::recv`] pulls it; a
 //! [`Message`] dropped unreceived lets it go (the sender's send completes), so nothing
 //! waits for ever on a forgotten message. `mem::forget` of one leaks the envelope and
 //! leaves such a sender waiting: memory safe, never a dangling buffer.

@@ -28,7 +28,7 @@ use super::p2p::outcome_result;
 use super::{Agreement, Comm, CommError, Status};
 use crate::world::engine::{Engine, QueuedId, Route};
 use crate::world::matching::RecvKey;
-use crate::world::tags::user_match;
+use crate::world::tags::{fabric_sync_word, user_match, FABRIC_SYNC};
 
 /// A receive in flight (from [`Comm::irecv`]).
 #[must_use = "a receive request must be tested or waited for"]
@@ -477,14 +477,13 @@ impl Comm {
     /// Starts a synchronous send (`MPI_Issend`): as [`Comm::isend`], but the request
     /// completes only once the matching receive has started at `dest` (MPI 4.1,
     /// section 3.4), or fails: [`CommError::ProcFailed`] when `dest` fails first,
-    /// [`CommError::Revoked`]. Over self and shared memory; a destination reached
-    /// through the fabric is [`CommError::Unsupported`].
+    /// [`CommError::Revoked`]. Over self, shared memory and the fabric.
     ///
     /// # Safety
     /// As [`Comm::isend`]. [`Comm::ssend`] is the blocking safe form.
     ///
     /// # Errors
-    /// As [`Comm::isend`]; [`CommError::Unsupported`] for a fabric destination.
+    /// As [`Comm::isend`].
     pub unsafe fn issend<'a>(
         &self,
         dest: u32,
@@ -534,13 +533,11 @@ impl Comm {
         let (mut wire_tag, _) = user_match(ctx, Some(tag));
         let route = e.route(w);
         let sync = if sync {
-            if route == Route::Fabric {
-                return Err(CommError::Unsupported(
-                    "synchronous sends to a rank reached through the fabric".into(),
-                ));
-            }
             let (seq, bits) = e.sync_start(w);
-            wire_tag |= bits;
+            // Over the fabric the sequence number travels beside the tag instead.
+            if route != Route::Fabric {
+                wire_tag |= bits;
+            }
             Some(seq)
         } else {
             None
@@ -556,9 +553,16 @@ impl Comm {
             Route::Shm(_) => SendState::Waiting,
             Route::Fabric => {
                 let fab = e.fab_mut().expect("fabric route without messenger");
-                // SAFETY: the request borrows `data` until it completes, and its drop
-                // cancels a send still posted (waiting for libfabric to let go).
-                match unsafe { fab.isend(w, wire_tag, data) } {
+                let posted = match sync {
+                    // SAFETY: the request borrows `data` until it completes, and its
+                    // drop cancels a send still posted (waiting for libfabric to let go).
+                    None => unsafe { fab.isend(w, wire_tag, data) },
+                    // SAFETY: as above.
+                    Some(seq) => unsafe {
+                        fab.isend_with(w, wire_tag, data, fabric_sync_word(FABRIC_SYNC, seq))
+                    },
+                };
+                match posted {
                     Ok(None) => {
                         e.stats_mut().fabric_sent += 1;
                         SendState::Done

@@ -12,8 +12,11 @@ use std::sync::Arc;
 use steadfast_fabric::{ArrivalData, Error as FabricError, RemoteMessage, Request};
 
 use super::{Engine, DRAIN_MAX};
-use crate::world::matching::{Delivery, Got, Payload, RecvFailure, RecvKey};
-use crate::world::tags::{user_tag, CONTEXT_MASK, USER_TAG_BITS};
+use crate::world::matching::{Delivery, Got, Payload, RecvFailure, RecvKey, SyncToken};
+use crate::world::tags::{
+    fabric_sync_word, user_tag, CONTEXT_MASK, FABRIC_SYNC, FABRIC_SYNC_ACK, SYNC_SEQ_MASK,
+    USER_TAG_BITS,
+};
 
 impl Engine {
     /// Takes what the messenger's pool received (at most [`DRAIN_MAX`]) into the
@@ -34,6 +37,14 @@ impl Engine {
             let matching = &self.matching;
             let arrived = fab.take_arrival(|a| {
                 let w = a.source;
+                let word = a.extra.unwrap_or(0);
+                if word & FABRIC_SYNC_ACK != 0 {
+                    return Err((w, word & SYNC_SEQ_MASK));
+                }
+                let sync = (word & FABRIC_SYNC != 0).then_some(SyncToken {
+                    world: w,
+                    seq: word & SYNC_SEQ_MASK,
+                });
                 let ctx = ((a.tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
                 let tag = user_tag(a.tag);
                 let payload = match a.data {
@@ -47,24 +58,27 @@ impl Engine {
                             };
                             Payload::Placed {
                                 truncated: false,
-                                sync: None,
+                                sync,
                             }
                         }
                         Some(_) => Payload::Placed {
                             truncated: true,
-                            sync: None,
+                            sync,
                         },
-                        None => Payload::Bytes(bytes.to_vec(), None),
+                        None => Payload::Bytes(bytes.to_vec(), sync),
                     },
-                    ArrivalData::Remote(message) => Payload::FabricPull {
-                        message,
-                        sync: None,
-                    },
+                    ArrivalData::Remote(message) => Payload::FabricPull { message, sync },
                 };
-                (ctx, w, tag, a.len, payload)
+                Ok((ctx, w, tag, a.len, payload))
             });
-            let Some((ctx, w, tag, len, payload)) = arrived else {
-                break;
+            let (ctx, w, tag, len, payload) = match arrived {
+                None => break,
+                Some(Ok(delivery)) => delivery,
+                Some(Err((w, seq))) => {
+                    taken += 1;
+                    self.sync_answer_arrived(w, seq);
+                    continue;
+                }
             };
             taken += 1;
             let placed = matches!(payload, Payload::Placed { .. });
@@ -170,6 +184,27 @@ impl Engine {
             if polls % 64 == 0 {
                 self.progress();
             }
+        }
+    }
+
+    /// Answers synchronous send `seq` of world rank `w`, reached through the fabric: a
+    /// zero-byte message (injected: done at once) with tag 0 and the answer's word.
+    pub(super) fn answer_over_fabric(&mut self, w: u32, seq: u32) {
+        let Some(fab) = self.fab.as_mut() else {
+            return;
+        };
+        let word = fabric_sync_word(FABRIC_SYNC_ACK, seq);
+        // SAFETY: an empty message: no buffer to keep alive (it is injected, and a
+        // request, if any, is waited for below).
+        match unsafe { fab.isend_with(w, 0, &[], word) } {
+            Ok(None) => {}
+            Ok(Some(req)) => {
+                if let Err(e) = fab.wait(req) {
+                    log::debug!("answering a synchronous send of rank {w}: {e}");
+                }
+            }
+            // A dead sender needs no answer; its wait ends through its failure checks.
+            Err(e) => log::debug!("answering a synchronous send of rank {w}: {e}"),
         }
     }
 

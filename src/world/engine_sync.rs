@@ -1,12 +1,14 @@
 //! Synchronous sends (`MPI_Ssend`, MPI 4.1 section 3.4: complete only once the
-//! matching receive has started), over self and shared memory.
+//! matching receive has started), over self, shared memory and the fabric.
 //!
 //! The sender gives its message a sequence number and sets `tags::SYNC` with the
-//! number in the wire tag's upper bits; it registers `(destination, seq)` as pending.
+//! number in the wire tag's upper bits (over the fabric: in the messenger's word,
+//! `tags::FABRIC_SYNC`); it registers `(destination, seq)` as pending.
 //! The receiver's engine answers when the matcher matches the message with a receive
 //! (at arrival against a posted receive, or when a receive is posted, or taken by a
-//! mixed receive): a zero-byte shm message with tag `SYNC_ACK | seq`, or, to itself, a
-//! mark in its own table. The send's request completes when its bytes left and its
+//! matched probe): a zero-byte shm message with tag `SYNC_ACK | seq`, a zero-byte
+//! fabric message with word `FABRIC_SYNC_ACK | seq`, or, to itself, a mark in its own
+//! table. The send's request completes when its bytes left and its
 //! answer came; a dead receiver or a revoke ends it through the usual checks
 //! (`Comm::interrupted`), so it never hangs.
 //!
@@ -92,8 +94,8 @@ impl Engine {
                     self.sync.answers_out.push_back((l, tag));
                 }
             }
-            // Senders refuse synchronous sends over the fabric: a peer's bug.
-            _ => log::warn!("a synchronous message from world rank {} off shm", t.world),
+            Route::Fabric => self.answer_over_fabric(t.world, t.seq),
+            Route::Local => log::warn!("a synchronous message of this rank off its own path"),
         }
     }
 

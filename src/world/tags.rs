@@ -8,8 +8,16 @@
 //! | 22..0 | the application's tag (23 bits: `MPI_TAG_UB` is [`MAX_TAG`], 8 388 607) |
 //!
 //! Over shared memory and to self, the bits above 39 carry the synchronous-send
-//! protocol ([`SYNC`], [`SYNC_ACK`], a sequence number in bits 61..40); the fabric's
-//! tags have no room for them, so synchronous sends to fabric peers are refused.
+//! protocol ([`SYNC`], [`SYNC_ACK`], a sequence number in bits 61..40). The fabric's
+//! tags have no such room: there the same protocol travels in the messenger's word
+//! beside the tag (remote CQ data, `Messenger::isend_with`): [`FABRIC_SYNC`] or
+//! [`FABRIC_SYNC_ACK`] with the sequence number below ([`fabric_sync_word`]). An
+//! answer over the fabric is a zero-byte message with tag 0 (context 0, never a
+//! communicator's), taken before matching.
+//!
+//! Every user message of the fabric, whatever its context, is matched by the process's
+//! matcher (`engine_fabric.rs`): the messenger's software-matching pool takes the tags
+//! with bit 39 clear; control messages keep a posted receive of their own.
 //!
 //! Control messages all carry tag [`CONTROL`] and name their communicator in their own
 //! header (`steadfast_agreement::wire`); user messages of different communicators never
@@ -43,6 +51,18 @@ pub const SYNC_ACK: u64 = 1 << 62;
 const SYNC_SEQ_SHIFT: u32 = 40;
 /// Mask of a synchronous send's sequence number (22 bits, bits 61..40).
 pub const SYNC_SEQ_MASK: u32 = (1 << 22) - 1;
+
+/// The fabric word's flag of a synchronous send's message (see the module doc).
+pub const FABRIC_SYNC: u32 = 1 << 29;
+/// The fabric word's flag of a synchronous send's answer.
+pub const FABRIC_SYNC_ACK: u32 = 1 << 28;
+
+/// The fabric word of a synchronous send's message (`flag` [`FABRIC_SYNC`]) or answer
+/// ([`FABRIC_SYNC_ACK`]) with sequence number `seq`.
+#[inline]
+pub fn fabric_sync_word(flag: u32, seq: u32) -> u32 {
+    flag | (seq & SYNC_SEQ_MASK)
+}
 
 /// The bits a synchronous send with sequence number `seq` adds to its wire tag (or
 /// to [`SYNC_ACK`], for its acknowledgement).
@@ -98,6 +118,18 @@ mod tests {
             assert_eq!(sync_seq(wire), seq & SYNC_SEQ_MASK);
             assert_eq!(sync_seq(SYNC_ACK | sync_bits(seq)), seq & SYNC_SEQ_MASK);
             assert_eq!((SYNC_ACK | sync_bits(seq)) & (SYNC | CONTROL), 0);
+        }
+    }
+
+    #[test]
+    fn fabric_sync_words_fit_the_messengers_word_and_keep_the_sequence() {
+        for seq in [0, 1, SYNC_SEQ_MASK] {
+            for flag in [FABRIC_SYNC, FABRIC_SYNC_ACK] {
+                let w = fabric_sync_word(flag, seq);
+                assert!(w <= steadfast_fabric::MAX_EXTRA);
+                assert_eq!(w & SYNC_SEQ_MASK, seq);
+                assert_eq!(w & (FABRIC_SYNC | FABRIC_SYNC_ACK), flag);
+            }
         }
     }
 

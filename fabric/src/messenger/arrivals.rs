@@ -28,10 +28,11 @@ use steadfast_fabric_sys as sys;
 
 use crate::error::{Error, Result};
 use crate::objects::CqEntry;
+use crate::quirks::{self, Quirk};
 use crate::PeerId;
 
 use super::slots::{Completion, Op, Staging, BOUNCE_LEN};
-use super::tags::{self, RTS_CQ_DATA};
+use super::tags;
 use super::wire::{FinStatus, Rts, RTS_LEN};
 use super::{Messenger, Request};
 
@@ -45,6 +46,8 @@ pub struct RemoteMessage {
     /// The incarnation of `source` that sent it.
     generation: u32,
     tag: u64,
+    /// The sender's word, if any ([`Messenger::isend_with`]).
+    extra: Option<u32>,
     rts: Rts,
     /// The messenger that received it.
     messenger: u64,
@@ -59,6 +62,11 @@ impl RemoteMessage {
     /// The user tag.
     pub fn tag(&self) -> u64 {
         self.tag
+    }
+
+    /// The sender's word, if any ([`Messenger::isend_with`]).
+    pub fn extra(&self) -> Option<u32> {
+        self.extra
     }
 
     /// The payload's length.
@@ -90,6 +98,8 @@ pub struct Arrival<'a> {
     pub tag: u64,
     /// The message's length.
     pub len: usize,
+    /// The sender's word, if any ([`Messenger::isend_with`]).
+    pub extra: Option<u32>,
     /// Its bytes, or where they are.
     pub data: ArrivalData<'a>,
 }
@@ -103,6 +113,7 @@ enum Queued {
         source: PeerId,
         tag: u64,
         len: usize,
+        extra: Option<u32>,
     },
     /// A rendezvous header (its pool receive is posted again already).
     Remote(RemoteMessage),
@@ -130,10 +141,13 @@ impl Messenger {
     /// tags outside the pool's only.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when software matching is on already, `buffers` is 0
-    /// or the provider cannot do rendezvous (every message would be eager, of any size:
-    /// no staging buffer fits); [`Error::Fabric`] when a receive cannot be posted or a
-    /// buffer registered.
+    /// [`Error::InvalidArgument`] when software matching is on already or `buffers` is
+    /// 0; [`Error::Unsupported`] when the provider cannot do rendezvous (every message
+    /// would be eager, of any size: no staging buffer fits) or does not apply an ignore
+    /// mask to unexpected messages ([`Quirk::UnexpectedIgnoresMask`]: libfabric's shm);
+    /// [`Error::Fabric`] when a receive cannot be posted or a buffer registered.
+    ///
+    /// [`Quirk::UnexpectedIgnoresMask`]: crate::quirks::Quirk::UnexpectedIgnoresMask
     pub fn enable_software_matching(
         &mut self,
         tag: u64,
@@ -146,11 +160,18 @@ impl Messenger {
                 "software matching is on already, or no buffers".into(),
             ));
         }
-        if self.eager_limit > (1 << 20) {
-            return Err(Error::InvalidArgument(format!(
-                "software matching needs rendezvous (eager limit {})",
-                self.eager_limit
-            )));
+        let provider = self.info.provider_name();
+        let version = crate::libfabric_version()?;
+        if self.eager_limit > (1 << 20)
+            || quirks::applies(Quirk::UnexpectedIgnoresMask, &provider, version)
+        {
+            return Err(Error::Unsupported {
+                provider,
+                what: format!(
+                    "software matching (needs rendezvous, eager limit {}, and masked receives that match unexpected messages in order)",
+                    self.eager_limit
+                ),
+            });
         }
         let len = self.eager_limit.max(BOUNCE_LEN).max(RTS_LEN);
         let mut pool = Pool {
@@ -199,6 +220,7 @@ impl Messenger {
                 source: m.source,
                 tag: m.tag,
                 len: m.len(),
+                extra: m.extra,
                 data: ArrivalData::Remote(m),
             })),
             Queued::Eager {
@@ -206,6 +228,7 @@ impl Messenger {
                 source,
                 tag,
                 len,
+                extra,
             } => {
                 let r = match self.slots.get(slot).staging {
                     Staging::Pool(n) => {
@@ -214,6 +237,7 @@ impl Messenger {
                             source,
                             tag,
                             len,
+                            extra,
                             data: ArrivalData::Eager(bytes),
                         })
                     }
@@ -313,13 +337,14 @@ impl Messenger {
             self.stats.fenced += 1;
             return self.repost_pool(index);
         }
-        let is_rts = entry.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0 && entry.data == RTS_CQ_DATA;
+        let (is_rts, extra) = tags::classify(Self::remote_data(entry));
         if !is_rts {
             let queued = Queued::Eager {
                 slot: index,
                 source,
                 tag,
                 len: entry.len,
+                extra,
             };
             if let Some(pool) = self.pool.as_mut() {
                 pool.queue.push_back(queued);
@@ -343,6 +368,7 @@ impl Messenger {
             source,
             generation: self.peer_generation(source).unwrap_or(0),
             tag,
+            extra,
             rts,
             messenger: self.id,
         };
@@ -396,9 +422,21 @@ mod tests {
         send: impl FnOnce(&mut Messenger) -> crate::Result<()> + Send + 'static,
         buffers: usize,
     ) -> (Messenger, std::thread::JoinHandle<crate::Result<()>>, usize) {
+        pair_on("tcp", send, buffers)
+    }
+
+    fn pair_on(
+        provider: &str,
+        send: impl FnOnce(&mut Messenger) -> crate::Result<()> + Send + 'static,
+        buffers: usize,
+    ) -> (Messenger, std::thread::JoinHandle<crate::Result<()>>, usize) {
         crate::apply_quirk_environment();
         let config = |id| {
-            let mut c = MessengerConfig::new(FabricConfig::new("tcp").domain("lo"), id);
+            let fabric = match provider {
+                "shm" => FabricConfig::new(provider),
+                _ => FabricConfig::new(provider).domain("lo"),
+            };
+            let mut c = MessengerConfig::new(fabric, id);
             c.operation_timeout = Some(Duration::from_secs(60));
             c
         };
@@ -496,9 +534,9 @@ mod tests {
         assert!(b.take_arrival(|_| ()).is_none());
     }
 
-    #[test]
-    fn more_messages_than_buffers_wait_in_the_provider_and_keep_their_order() {
-        let (mut b, sender, _) = pair(
+    fn more_messages_than_buffers(provider: &str) {
+        let (mut b, sender, _) = pair_on(
+            provider,
             |a| {
                 for i in 0..40u8 {
                     a.send(1, u64::from(i % 3), &pattern(100 + usize::from(i), i))?;
@@ -509,8 +547,73 @@ mod tests {
         );
         for i in 0..40u8 {
             let expected = (0, u64::from(i % 3), pattern(100 + usize::from(i), i));
-            assert_eq!(next(&mut b, eager), expected, "message {i}");
+            assert_eq!(next(&mut b, eager), expected, "{provider}: message {i}");
         }
+        sender.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn more_messages_than_buffers_wait_in_the_provider_and_keep_their_order() {
+        for provider in ["tcp", "net", "tcp;ofi_rxm"] {
+            more_messages_than_buffers(provider);
+        }
+    }
+
+    #[test]
+    fn providers_that_misorder_masked_receives_are_refused() {
+        let mut m = Messenger::open(MessengerConfig::new(FabricConfig::new("shm"), 0)).unwrap();
+        let version = crate::libfabric_version().unwrap();
+        let refused = m.enable_software_matching(0, ANY_TAG, 4);
+        if crate::quirks::applies(crate::quirks::Quirk::UnexpectedIgnoresMask, "shm", version) {
+            assert!(
+                matches!(refused, Err(Error::Unsupported { .. })),
+                "{refused:?}"
+            );
+            assert!(!m.software_matching());
+        } else {
+            refused.unwrap();
+        }
+    }
+
+    #[test]
+    fn a_word_travels_with_every_protocol() {
+        let sizes = [8usize, 64 << 10, 1 << 20];
+        let (mut b, sender, _) = pair(
+            move |a| {
+                for (i, len) in sizes.into_iter().enumerate() {
+                    let data = pattern(len, i as u8);
+                    // SAFETY: `data` outlives the request, waited for here.
+                    if let Some(r) = unsafe { a.isend_with(1, 3, &data, 100 + i as u32) }? {
+                        a.wait(r)?;
+                    }
+                }
+                // SAFETY: refused before anything is posted.
+                let refused = unsafe { a.isend_with(1, 3, &[], crate::MAX_EXTRA + 1) };
+                assert!(matches!(refused, Err(Error::InvalidArgument(_))));
+                a.send(1, 4, &[1])
+            },
+            4,
+        );
+        for (i, len) in sizes.into_iter().enumerate() {
+            let (extra, remote) = next(&mut b, |x| {
+                let extra = x.extra;
+                match x.data {
+                    ArrivalData::Eager(bytes) => {
+                        assert_eq!(bytes, &pattern(len, i as u8)[..]);
+                        (extra, None)
+                    }
+                    ArrivalData::Remote(m) => {
+                        assert_eq!(m.extra(), extra);
+                        (extra, Some(m))
+                    }
+                }
+            });
+            assert_eq!(extra, Some(100 + i as u32), "size {len}");
+            if let Some(m) = remote {
+                b.decline(m);
+            }
+        }
+        assert_eq!(next(&mut b, |x| x.extra), None, "a plain send has no word");
         sender.join().unwrap().unwrap();
     }
 }

@@ -47,7 +47,7 @@ pub use arrivals::{Arrival, ArrivalData, RemoteMessage, DEFAULT_ARRIVAL_POOL};
 pub use rma::{ExposedBuffer, Exposure, RemoteRegion};
 pub use slots::Completion;
 use slots::SlotTable;
-pub use tags::{MAX_PEER_ID, MAX_USER_TAG};
+pub use tags::{MAX_EXTRA, MAX_PEER_ID, MAX_USER_TAG};
 
 /// Parent index of a read chunk whose receive was given up.
 pub(crate) const ORPHAN: u32 = u32::MAX;

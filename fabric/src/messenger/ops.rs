@@ -23,7 +23,7 @@ impl Messenger {
     pub fn send(&mut self, peer: PeerId, tag: u64, data: &[u8]) -> Result<()> {
         // SAFETY: we wait for completion before returning, so `data` outlives the
         // operation (wait_blocking only returns once libfabric is done with it).
-        match unsafe { self.start_send(peer, tag, data.as_ptr(), data.len())? } {
+        match unsafe { self.start_send(peer, tag, data.as_ptr(), data.len(), None)? } {
             None => Ok(()),
             Some(request) => self.wait_blocking(request).map(|_| ()),
         }
@@ -62,7 +62,37 @@ impl Messenger {
     /// [`test`]: Self::test
     pub unsafe fn isend(&mut self, peer: PeerId, tag: u64, data: &[u8]) -> Result<Option<Request>> {
         // SAFETY: forwarded to the caller.
-        unsafe { self.start_send(peer, tag, data.as_ptr(), data.len()) }
+        unsafe { self.start_send(peer, tag, data.as_ptr(), data.len(), None) }
+    }
+
+    /// As [`isend`](Self::isend), with a word (at most [`MAX_EXTRA`]) the receiver's
+    /// software matching sees besides the tag ([`Arrival::extra`]), carried in remote
+    /// CQ data; a provider-matched receive ignores it.
+    ///
+    /// # Safety
+    /// As [`isend`](Self::isend).
+    ///
+    /// # Errors
+    /// As [`isend`](Self::isend); [`Error::InvalidArgument`] for a word above
+    /// [`MAX_EXTRA`] or a provider without 4 bytes of remote CQ data.
+    ///
+    /// [`MAX_EXTRA`]: super::MAX_EXTRA
+    /// [`Arrival::extra`]: super::Arrival::extra
+    pub unsafe fn isend_with(
+        &mut self,
+        peer: PeerId,
+        tag: u64,
+        data: &[u8],
+        extra: u32,
+    ) -> Result<Option<Request>> {
+        if extra > tags::MAX_EXTRA || self.info.cq_data_size() < 4 {
+            return Err(Error::InvalidArgument(format!(
+                "word {extra:#x} above {:#x}, or no remote CQ data",
+                tags::MAX_EXTRA
+            )));
+        }
+        // SAFETY: forwarded to the caller.
+        unsafe { self.start_send(peer, tag, data.as_ptr(), data.len(), Some(extra)) }
     }
 
     /// Starts a receive without waiting.
@@ -179,7 +209,8 @@ impl Messenger {
         }
     }
 
-    /// Posts a send of `len` bytes at `data`; `None` when injected.
+    /// Posts a send of `len` bytes at `data` (with `extra` in remote CQ data); `None`
+    /// when injected.
     ///
     /// # Safety
     /// `data..data+len` valid and unchanged until the returned request completes.
@@ -189,6 +220,7 @@ impl Messenger {
         tag: u64,
         data: *const u8,
         len: usize,
+        extra: Option<u32>,
     ) -> Result<Option<Request>> {
         Self::check_tag(tag)?;
         let dest = self.peer_addr(peer)?;
@@ -202,7 +234,14 @@ impl Messenger {
             let wire_tag = tags::encode(self.config.local_id, self.config.generation, tag);
             // SAFETY: data is valid for len bytes (caller); inject copies it at once.
             let bytes = unsafe { std::slice::from_raw_parts(data, len) };
-            self.retry_post(Some(peer), |m| m.endpoint.tinject(bytes, dest, wire_tag))?;
+            match tags::cq_data(false, extra) {
+                None => {
+                    self.retry_post(Some(peer), |m| m.endpoint.tinject(bytes, dest, wire_tag))?
+                }
+                Some(d) => self.retry_post(Some(peer), |m| {
+                    m.endpoint.tinjectdata(bytes, d, dest, wire_tag)
+                })?,
+            }
             self.stats.injected += 1;
             return Ok(None);
         }
@@ -212,7 +251,7 @@ impl Messenger {
             slot.buf = data;
             slot.len = len;
             // SAFETY: forwarded contract on data.
-            unsafe { self.post_eager_send(index, dest, tag) }
+            unsafe { self.post_eager_send(index, dest, tag, extra) }
                 .inspect_err(|_| self.slots.release(index))?;
             self.stats.eager += 1;
             return Ok(Some(self.request(index)));
@@ -229,7 +268,8 @@ impl Messenger {
         slot.buf = data;
         slot.len = len;
         // SAFETY: forwarded contract on data.
-        unsafe { self.post_rts(index, dest, tag) }.inspect_err(|_| self.release_failed(index))?;
+        unsafe { self.post_rts(index, dest, tag, extra) }
+            .inspect_err(|_| self.release_failed(index))?;
         self.stats.rendezvous += 1;
         Ok(Some(self.request(index)))
     }

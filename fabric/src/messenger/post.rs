@@ -55,6 +55,7 @@ impl Messenger {
         index: u32,
         dest: sys::fi_addr_t,
         tag: u64,
+        extra: Option<u32>,
     ) -> Result<()> {
         let (buf, len, peer) = {
             let s = self.slots.get(index);
@@ -64,9 +65,15 @@ impl Messenger {
         self.slots.get_mut(index).mr = mr;
         let ctx = self.slots.context(index);
         let wire_tag = tags::encode(self.config.local_id, self.config.generation, tag);
+        let data = tags::cq_data(false, extra);
         // SAFETY: buf is valid (caller), ctx is the slot's context, live until completion.
         self.retry_post(peer, |m| unsafe {
-            m.endpoint.post_tsend(buf, len, desc, dest, wire_tag, ctx)
+            match data {
+                None => m.endpoint.post_tsend(buf, len, desc, dest, wire_tag, ctx),
+                Some(d) => m
+                    .endpoint
+                    .post_tsenddata(buf, len, desc, d, dest, wire_tag, ctx),
+            }
         })?;
         self.slots.get_mut(index).posted = true;
         Ok(())
@@ -81,11 +88,13 @@ impl Messenger {
         index: u32,
         dest: sys::fi_addr_t,
         tag: u64,
+        extra: Option<u32>,
     ) -> Result<()> {
         let (buf, len, peer) = {
             let s = self.slots.get(index);
             (s.buf, s.len, s.peer)
         };
+        let cq_data = tags::cq_data(true, extra).unwrap_or(RTS_CQ_DATA);
         // SAFETY: buf is valid until the FIN (caller); the slot holds the registration.
         let mr = unsafe {
             self.cache.acquire(
@@ -113,7 +122,7 @@ impl Messenger {
             // Inject: no completion to wait for, and the path every provider buffers
             // best when the receive is not posted yet.
             self.retry_post(peer, |m| {
-                m.endpoint.tinjectdata(&header, RTS_CQ_DATA, dest, wire_tag)
+                m.endpoint.tinjectdata(&header, cq_data, dest, wire_tag)
             })?;
             return Ok(());
         }
@@ -123,7 +132,7 @@ impl Messenger {
         // SAFETY: the header lives in the slot, which stays taken until completion.
         self.retry_post(peer, |m| unsafe {
             m.endpoint
-                .post_tsenddata(header, RTS_LEN, desc, RTS_CQ_DATA, dest, wire_tag, ctx)
+                .post_tsenddata(header, RTS_LEN, desc, cq_data, dest, wire_tag, ctx)
         })?;
         self.slots.get_mut(index).posted = true;
         Ok(())

@@ -10,7 +10,7 @@ use crate::objects::{CqEntry, CqError, CqPoll};
 use crate::PeerId;
 
 use super::slots::{Completion, Op, Outcome, BOUNCE_LEN};
-use super::tags::{self, RTS_CQ_DATA};
+use super::tags;
 use super::wire::{Control, ControlOp, FinStatus, Rts, RTS_LEN};
 use super::Messenger;
 
@@ -175,7 +175,7 @@ impl Messenger {
             self.slots.get_mut(index).posted = false;
             return self.repost_after_stale(index);
         }
-        let is_rts = entry.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0 && entry.data == RTS_CQ_DATA;
+        let (is_rts, _) = tags::classify(Self::remote_data(entry));
         let slot = self.slots.get_mut(index);
         slot.posted = false;
         slot.matched = Completion {
@@ -232,6 +232,11 @@ impl Messenger {
             return self.finish(index, Outcome::Failed(e));
         }
         self.start_rendezvous_read(index, source, rts);
+    }
+
+    /// The remote CQ data of a completion, if it carries some.
+    pub(super) fn remote_data(entry: &CqEntry) -> Option<u64> {
+        (entry.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0).then_some(entry.data)
     }
 
     pub(super) fn on_control(&mut self, index: u32, entry: &CqEntry) {

@@ -51,6 +51,40 @@ const RESERVED_BIT: u64 = 1 << 63;
 /// Remote CQ data that marks a message as a rendezvous header ("SFRV").
 pub(crate) const RTS_CQ_DATA: u64 = 0x5346_5256;
 
+/// Largest word a message may carry besides its tag ([`Messenger::isend_with`]).
+///
+/// [`Messenger::isend_with`]: super::Messenger::isend_with
+pub const MAX_EXTRA: u32 = (1 << 30) - 1;
+/// Remote CQ data of an eager (or injected) message carrying a word: `10` in bits
+/// 31..30, the word below. (`RTS_CQ_DATA` has `01` there.)
+const EXTRA_EAGER: u64 = 0b10 << 30;
+/// Remote CQ data of a rendezvous header carrying a word: `11` in bits 31..30.
+const EXTRA_RTS: u64 = 0b11 << 30;
+
+/// The remote CQ data of a message: `None` for an eager message without a word, else
+/// the data (`rts`: of a rendezvous header).
+#[inline]
+pub(crate) fn cq_data(rts: bool, extra: Option<u32>) -> Option<u64> {
+    match (rts, extra) {
+        (false, None) => None,
+        (true, None) => Some(RTS_CQ_DATA),
+        (false, Some(x)) => Some(EXTRA_EAGER | u64::from(x & MAX_EXTRA)),
+        (true, Some(x)) => Some(EXTRA_RTS | u64::from(x & MAX_EXTRA)),
+    }
+}
+
+/// (whether a header, its word) of a received message with remote CQ `data`, if any.
+#[inline]
+pub(crate) fn classify(data: Option<u64>) -> (bool, Option<u32>) {
+    let extra = |d: u64| Some((d & u64::from(MAX_EXTRA)) as u32);
+    match data {
+        Some(RTS_CQ_DATA) => (true, None),
+        Some(d) if d >> 30 & 0b11 == 0b11 && d >> 32 == 0 => (true, extra(d)),
+        Some(d) if d >> 30 & 0b11 == 0b10 && d >> 32 == 0 => (false, extra(d)),
+        _ => (false, None),
+    }
+}
+
 /// The incarnation bit of generation `generation`.
 #[inline]
 pub(crate) fn incarnation_bit(generation: u32) -> u64 {
@@ -127,6 +161,16 @@ fn matches(sent: u64, tag: u64, ignore: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cq_data_tells_headers_and_words_apart() {
+        for rts in [false, true] {
+            for extra in [None, Some(0), Some(5), Some(MAX_EXTRA)] {
+                assert_eq!(classify(cq_data(rts, extra)), (rts, extra));
+            }
+        }
+        assert_eq!(classify(Some(7)), (false, None), "foreign data: eager");
+    }
 
     #[test]
     fn round_trip() {
