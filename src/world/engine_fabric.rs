@@ -136,17 +136,18 @@ impl Engine {
         }
     }
 
-    /// Ends the read of a receive being cancelled, waiting until libfabric no longer
-    /// writes its buffer; the read's outcome is recorded (a read that completed first
-    /// is delivered).
+    /// Finishes the read of a receive being cancelled: a matched receive is no longer
+    /// cancellable (MPI), and cutting the read short would fail its sender's send, so
+    /// the read is waited for (the messenger watches the sender meanwhile); its outcome
+    /// is recorded.
     pub(super) fn cancel_pull(&mut self, key: RecvKey) {
         let Some((req, got)) = self.matching.pulling(key) else {
             return;
         };
         let cap = self.matching.buffer(key).1;
-        let outcome = match self.fab.as_mut().map(|f| f.cancel(req)) {
-            Some(Ok(Some(_))) => Ok(got),
-            Some(Ok(None)) | None => Err(RecvFailure::Freed),
+        let outcome = match self.fab.as_mut().map(|f| f.wait(req)) {
+            Some(Ok(_)) => Ok(got),
+            None => Err(RecvFailure::Freed),
             Some(Err(e)) => Err(self.fabric_failure(e, got.source, cap)),
         };
         self.matching.finish(key, outcome);

@@ -114,6 +114,8 @@ enum Queued {
         tag: u64,
         len: usize,
         extra: Option<u32>,
+        /// The sender's incarnation it came from.
+        generation: u32,
     },
     /// A rendezvous header (its pool receive is posted again already).
     Remote(RemoteMessage),
@@ -214,7 +216,25 @@ impl Messenger {
     /// when nothing is queued (call [`progress`](Self::progress) to take completions
     /// from the provider first). Eager bytes are valid during `f` only.
     pub fn take_arrival<R>(&mut self, f: impl FnOnce(Arrival<'_>) -> R) -> Option<R> {
-        let queued = self.pool.as_mut()?.queue.pop_front()?;
+        // A message whose sender was replaced since it arrived is the dead
+        // incarnation's: dropped (fencing, `incarnation.rs`); the queue is bounded by the
+        // pool, so is this loop.
+        let queued = loop {
+            let queued = self.pool.as_mut()?.queue.pop_front()?;
+            let (source, generation) = match &queued {
+                Queued::Remote(m) => (m.source, m.generation),
+                Queued::Eager {
+                    source, generation, ..
+                } => (*source, *generation),
+            };
+            if self.peer_generation(source) == Some(generation) {
+                break queued;
+            }
+            self.stats.fenced += 1;
+            if let Queued::Eager { slot, .. } = queued {
+                self.repost_pool(slot);
+            }
+        };
         match queued {
             Queued::Remote(m) => Some(f(Arrival {
                 source: m.source,
@@ -229,6 +249,7 @@ impl Messenger {
                 tag,
                 len,
                 extra,
+                ..
             } => {
                 let r = match self.slots.get(slot).staging {
                     Staging::Pool(n) => {
@@ -345,6 +366,7 @@ impl Messenger {
                 tag,
                 len: entry.len,
                 extra,
+                generation: self.peer_generation(source).unwrap_or(0),
             };
             if let Some(pool) = self.pool.as_mut() {
                 pool.queue.push_back(queued);
@@ -615,5 +637,34 @@ mod tests {
         }
         assert_eq!(next(&mut b, |x| x.extra), None, "a plain send has no word");
         sender.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn arrivals_of_a_replaced_incarnation_are_dropped_when_taken() {
+        let (mut b, sender, _) = pair(|a| a.send(1, 9, &[1, 2, 3]), 4);
+        let end = Instant::now() + Duration::from_secs(60);
+        while b.arrivals_queued() == 0 {
+            b.progress().unwrap();
+            assert!(Instant::now() < end, "no arrival");
+        }
+        sender.join().unwrap().unwrap();
+        // Rank 0 restarts in place: what its old incarnation sent is never handed out.
+        let mut config = MessengerConfig::new(FabricConfig::new("tcp").domain("lo"), 0);
+        config.generation = 1;
+        let mut successor = Messenger::open(config).unwrap();
+        let address = successor.address().to_bytes();
+        // The successor progresses (its connection, the admission) until told to stop.
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let driver = std::thread::spawn(move || {
+            while stopped.try_recv().is_err() {
+                successor.progress().unwrap();
+            }
+        });
+        let fenced = b.stats().fenced;
+        b.replace_peer(0, &address).unwrap();
+        assert!(b.take_arrival(|_| ()).is_none());
+        assert_eq!(b.stats().fenced, fenced + 1);
+        stop.send(()).unwrap();
+        driver.join().unwrap();
     }
 }
