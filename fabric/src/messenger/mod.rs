@@ -10,6 +10,10 @@
 //! Peers are numbered by the caller ([`PeerId`], e.g. MPI ranks) and added with their
 //! exported addresses. See `tags.rs` for the tag layout.
 //!
+//! Receives are matched by the provider, or, in software-matching mode
+//! ([`Messenger::enable_software_matching`], `arrivals.rs`), by the caller: every user
+//! message is handed out as it arrives, a rendezvous one to be pulled or declined.
+//!
 //! A blocking operation on a peer that dies returns [`Error::PeerUnreachable`]: while
 //! it waits, the messenger checks the peer's process (same host) and sends it liveness
 //! probes whose failure the provider reports. Messages are never silently lost: a
