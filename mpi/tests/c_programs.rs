@@ -480,7 +480,7 @@ fn probe_and_iprobe_over_shared_memory() {
 }
 
 #[test]
-fn probe_of_a_fabric_source_is_refused_with_a_clear_class() {
+fn probe_and_iprobe_over_the_fabric() {
     probe(
         "2",
         "fabric",
@@ -514,7 +514,7 @@ fn ssend_completes_only_once_the_receive_started_over_shared_memory() {
 }
 
 #[test]
-fn ssend_to_a_fabric_peer_is_refused_with_a_clear_class() {
+fn ssend_completes_only_once_the_receive_started_over_the_fabric() {
     ssend(
         "2",
         "fabric",
