@@ -9,7 +9,7 @@ use steadfast_shm::{Arrival, ArrivalData, ShmError};
 
 use super::{Engine, DRAIN_MAX};
 use crate::world::matching::{
-    Delivery, Got, Outcome, Payload, Posting, RecvFailure, RecvKey, SyncToken,
+    Delivery, Got, Outcome, Payload, Placement, Posting, RecvFailure, RecvKey, SyncToken,
 };
 use crate::world::tags::{sync_seq, user_tag, CONTEXT_MASK, CONTROL, USER_TAG_BITS};
 
@@ -278,7 +278,11 @@ impl Engine {
             let local_world = &self.local_world;
             let matching = &self.matching;
             let ctrl = (self.control_buf.as_mut_ptr(), self.control_buf.len());
+            // The receive the last user message offered was placed into, if any (the
+            // arrival returned is that message's when it comes back `Placed`).
+            let mut placed: Option<Placement> = None;
             let mut choose = |src: u32, tag: u64, _len: usize| {
+                placed = None;
                 if tag & CONTROL != 0 {
                     return Some(ctrl);
                 }
@@ -287,7 +291,9 @@ impl Engine {
                 }
                 let w = *local_world.get(src as usize)?;
                 let ctx = ((tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
-                matching.placement(ctx, w, user_tag(tag))
+                let (ptr, cap, p) = matching.placement(ctx, w, user_tag(tag))?;
+                placed = Some(p);
+                Some((ptr, cap))
             };
             // SAFETY: a destination is the engine's control buffer (no reference to it
             // lives during the call) or a posted receive's buffer (valid for its
@@ -308,6 +314,8 @@ impl Engine {
             } else if arrival.tag & CONTROL != 0 {
                 control = true;
                 self.on_control_arrival(arrival);
+            } else if let (ArrivalData::Placed { truncated }, Some(p)) = (&arrival.data, placed) {
+                self.complete_placed(p, &arrival, *truncated);
             } else {
                 self.on_user_arrival(arrival);
             }
@@ -339,6 +347,29 @@ impl Engine {
             }
             ArrivalData::Placed { truncated: true } => self.stats.control_malformed += 1,
         }
+    }
+
+    /// Completes the receive a user message was just copied into (the latency path:
+    /// no envelope, no second search of the matcher).
+    fn complete_placed(&mut self, p: Placement, a: &Arrival, truncated: bool) {
+        let w = self.local_world[a.source as usize];
+        // The receive has started: a synchronous sender may complete.
+        if let Some(t) = Engine::sync_token(w, a.tag) {
+            self.sync_matched(t);
+        }
+        let outcome = if truncated {
+            Err(RecvFailure::Truncated {
+                len: a.len,
+                capacity: p.cap,
+            })
+        } else {
+            Ok(Got {
+                source: p.source,
+                tag: user_tag(a.tag),
+                len: a.len,
+            })
+        };
+        self.matching.finish_placed(p, outcome);
     }
 
     pub(super) fn on_user_arrival(&mut self, a: Arrival) {

@@ -82,6 +82,15 @@ pub(crate) struct RecvKey {
     generation: u32,
 }
 
+/// The receive a message is copied into on arrival ([`Matching::placement`]), and the
+/// sender's comm rank there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placement {
+    key: RecvKey,
+    pub source: u32,
+    pub cap: usize,
+}
+
 /// What a completed receive got (comm rank, application tag, bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Got {
@@ -396,17 +405,48 @@ impl Matching {
     /// [`Payload::Placed`], with no other call in between).
     ///
     /// [`deliver`]: Self::deliver
-    pub(crate) fn placement(&self, ctx: u32, w: u32, tag: u32) -> Option<(*mut u8, usize)> {
+    pub(crate) fn placement(
+        &self,
+        ctx: u32,
+        w: u32,
+        tag: u32,
+    ) -> Option<(*mut u8, usize, Placement)> {
         if !self.held.is_empty() {
             // Keep order behind the held messages of this context.
             return None;
         }
         let r = self.comm_rank(ctx, w)?;
-        let key = self
+        let key = *self
             .matcher
             .peek_match(ContextId(ctx), Rank(r), Tag(tag))
             .ok()??;
-        self.slot(*key).map(|s| (s.buf, s.cap))
+        self.slot(key).map(|s| {
+            let p = Placement {
+                key,
+                source: r,
+                cap: s.cap,
+            };
+            (s.buf, s.cap, p)
+        })
+    }
+
+    /// Completes the receive [`placement`](Self::placement) named with `outcome`, once
+    /// its message was copied into the buffer: in the same hold of the engine, with no
+    /// other call in between, so it is still the receive that message matches (what
+    /// [`deliver`](Self::deliver) would find again, without the search).
+    pub(crate) fn finish_placed(&mut self, p: Placement, outcome: Outcome) {
+        let Some(&Slot {
+            state: SlotState::Posted { id, .. },
+            ..
+        }) = self.slot(p.key)
+        else {
+            log::error!("matching: a placed receive is no longer posted");
+            return;
+        };
+        if self.matcher.cancel(id).is_none() {
+            log::error!("matching: a placed receive was not in the matcher");
+        }
+        self.slots[p.key.slot as usize].state = SlotState::Done(outcome);
     }
 
     /// Delivers a message from world rank `w` on `ctx`.
@@ -644,6 +684,34 @@ mod tests {
         }
     }
 
+    /// The buffer a placement names.
+    fn buffer_of(p: Option<(*mut u8, usize, Placement)>) -> Option<(*mut u8, usize)> {
+        p.map(|(ptr, cap, _)| (ptr, cap))
+    }
+
+    #[test]
+    fn a_placed_message_completes_the_receive_placement_named() {
+        let mut m = matching();
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        let ka = posted(m.post(7, None, Some(5), a.as_mut_ptr(), 8));
+        let kb = posted(m.post(7, Some(1), None, b.as_mut_ptr(), 8));
+        // World rank 1 is comm rank 1: the wildcard receive, posted first, is named.
+        let (ptr, cap, p) = m.placement(7, 1, 5).expect("a receive fits");
+        assert_eq!((ptr, cap, p.source, p.cap), (a.as_mut_ptr(), 8, 1, 8));
+        let got = Got {
+            source: p.source,
+            tag: 5,
+            len: 3,
+        };
+        m.finish_placed(p, Ok(got));
+        assert!(matches!(m.take(ka), Some(Ok(g)) if g == got));
+        // It left the matcher: the next message from rank 1 goes to the second one.
+        let d = m.deliver(7, 1, 6, 1, Payload::Bytes(vec![7], None));
+        assert_eq!(bytes(&d), Some((kb, 7)));
+        assert!(m.placement(7, 1, 5).is_none(), "nothing is posted any more");
+    }
+
     /// World of 4; context 7 over world ranks [3, 1] (comm ranks 0, 1).
     fn matching() -> Matching {
         let mut m = Matching::new(4);
@@ -664,8 +732,8 @@ mod tests {
             unreachable!()
         };
         assert_eq!(mt.message.source, Rank(1), "world rank 1 is comm rank 1");
-        assert_eq!(m.placement(7, 3, 5), Some((b.as_mut_ptr(), 8)));
-        assert_eq!(m.placement(7, 2, 5), None, "not a member");
+        assert_eq!(buffer_of(m.placement(7, 3, 5)), Some((b.as_mut_ptr(), 8)));
+        assert!(m.placement(7, 2, 5).is_none(), "not a member");
         m.finish(
             ka,
             Ok(Got {
@@ -686,10 +754,10 @@ mod tests {
         let mut buf = [0u8; 8];
         let k = posted(m.post(7, Some(1), None, buf.as_mut_ptr(), 8));
         // World rank 1 is comm rank 1 in [3, 1]: the lookup is remembered.
-        assert_eq!(m.placement(7, 1, 5), Some((buf.as_mut_ptr(), 8)));
+        assert_eq!(buffer_of(m.placement(7, 1, 5)), Some((buf.as_mut_ptr(), 8)));
         assert!(m.cancel(k).is_none());
         m.close(7, false);
-        assert_eq!(m.placement(7, 1, 5), None, "closed");
+        assert!(m.placement(7, 1, 5).is_none(), "closed");
         // The same id over [1, 3]: world rank 1 is comm rank 0 now.
         m.open(7, &[1, 3], &[], false);
         let k = posted(m.post(7, Some(0), None, buf.as_mut_ptr(), 8));
@@ -699,7 +767,7 @@ mod tests {
             unreachable!()
         };
         assert_eq!(mt.message.source, Rank(0));
-        assert_eq!(m.placement(7, 2, 5), None, "not a member");
+        assert!(m.placement(7, 2, 5).is_none(), "not a member");
     }
 
     #[test]
