@@ -276,6 +276,7 @@ impl Engine {
     /// A blocking receive's latency and a stream's rate both gain (measured: 8 B
     /// one-way 0.01 µs less, 8 B message rate 7.5 to 8.4 million a second).
     pub fn drain_for_receive(&mut self) -> usize {
+        self.receive_drains = self.receive_drains.wrapping_add(1);
         self.drain(true)
     }
 
