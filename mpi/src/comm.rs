@@ -485,7 +485,9 @@ crate::mpi_fn! {
     /// `MPI_SUCCESS` once a handler that returns has run (`MPI_ERRORS_RETURN`: the
     /// code).
     fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) {
-        let mut g = Guard::lock();
+        let Some(mut g) = Guard::lock() else {
+            return crate::state::wrong_thread();
+        };
         let found = g.lib().and_then(|lib| {
             let h = lib.comm(comm)?.errhandler;
             Ok((Handler::of(h, lib.errhandlers.get(&h).copied()), lib.ft))

@@ -8,7 +8,8 @@
 //!   error class, never a crash.
 //! - Every function exists as `PMPI_x` (the implementation) and `MPI_x` (which calls
 //!   it), so profiling tools can interpose `MPI_x`.
-//! - State is process-wide behind one mutex (`state`); under `MPI_THREAD_MULTIPLE`
+//! - State is process-wide (`state`): owned by the main thread without a lock below
+//!   `MPI_THREAD_SERIALIZED`, else behind one mutex; under `MPI_THREAD_MULTIPLE`
 //!   blocking calls release it between attempts.
 //! - Errors go to the communicator's error handler after the lock is released, so a
 //!   handler may call MPI (revoke, say). No panic crosses into C (`MPI_ERR_INTERN`).
