@@ -15,10 +15,7 @@ crate::mpi_fn! {
     /// `MPI_Comm_rank` (an inter-communicator: the rank in the local group).
     fn MPI_Comm_rank / PMPI_Comm_rank(comm: Handle, rank: *mut c_int) {
         call(comm, |g| {
-            let r = match &g.lib()?.comm(comm)?.kind {
-                CommKind::Intra { p2p, .. } => p2p.rank(),
-                CommKind::Inter(ic) => ic.rank(),
-            };
+            let r = g.lib()?.comm(comm)?.rank;
             // SAFETY: MPI's contract: `rank` is valid for a write.
             *unsafe { out(rank) }? = r as c_int;
             Ok(())

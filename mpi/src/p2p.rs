@@ -46,7 +46,7 @@ fn send(
     mode: Mode,
 ) -> R<()> {
     let lib = g.lib()?;
-    let (len, _) = lib.byte_len(count, dt)?;
+    let len = lib.byte_count(count, dt)?;
     let tag = tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if dest == MPI_PROC_NULL {
@@ -302,7 +302,7 @@ fn recv(
     status: *mut MPI_Status,
 ) -> R<()> {
     let lib = g.lib()?;
-    let (len, _) = lib.byte_len(count, dt)?;
+    let len = lib.byte_count(count, dt)?;
     let tag = recv_tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if source == MPI_PROC_NULL {
@@ -415,7 +415,9 @@ fn irecv_req(
             tag,
             buf,
             len,
-            comm: c.clone(),
+            // Only a wildcard receive is posted again (after a failure, ULFM's
+            // pending state): a named source's does without the clone.
+            comm: source.is_none().then(|| c.clone()),
         },
     ))
 }
@@ -449,31 +451,38 @@ fn isend(
 ) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
-    let (len, _) = g.lib()?.byte_len(count, dt)?;
-    let (t, size) = target(g, comm)?;
+    let lib = g.lib()?;
+    let len = lib.byte_count(count, dt)?;
+    let e = lib.comm(comm)?;
     let tag = tag_arg(tag)?;
     let req = if dest == MPI_PROC_NULL {
         Req::finished(comm, Outcome::empty())
     } else {
-        let dest = rank_arg(dest, size)?;
-        let Target::Intra(c) = t else {
-            return Err(Fail::new(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "non-blocking operations on inter-communicators are not supported",
-            ));
-        };
+        let dest = rank_arg(dest, e.size)?;
+        let c = intra_p2p(&e.kind)?;
         // SAFETY: MPI's contract: `buf` stays valid and unchanged until the request
         // completes or is freed.
         let data: &'static [u8] = unsafe { bytes(buf, len) }?;
         // SAFETY: as above; the request lives in a `Req` within those rules.
-        let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
+        let r = unsafe { start_send(c, dest, tag, data, mode) }?;
         Req::new(comm, Op::Send(r))
     };
-    let lib = g.lib()?;
     let h = lib.new_handle();
     lib.requests.insert(h, req);
     *slot = h;
     Ok(())
+}
+
+/// The program's runtime communicator of an intra-communicator, for the non-blocking
+/// calls (borrowed from the table: no clone on their path).
+fn intra_p2p(kind: &CommKind) -> R<&Comm> {
+    match kind {
+        CommKind::Intra { p2p, .. } => Ok(p2p),
+        CommKind::Inter(_) => Err(Fail::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "non-blocking operations on inter-communicators are not supported",
+        )),
+    }
 }
 
 crate::mpi_fn! {
@@ -521,25 +530,20 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { new_request_out(request) }?;
-            let (len, _) = g.lib()?.byte_len(count, datatype)?;
-            let (t, size) = target(g, comm)?;
+            let lib = g.lib()?;
+            let len = lib.byte_count(count, datatype)?;
+            let e = lib.comm(comm)?;
             let tag = recv_tag_arg(tag)?;
             let req = if source == MPI_PROC_NULL {
                 Req::finished(comm, Outcome::empty())
             } else {
-                let source = recv_source(source, size)?;
-                let Target::Intra(c) = t else {
-                    return Err(Fail::new(
-                        MPI_ERR_UNSUPPORTED_OPERATION,
-                        "non-blocking operations on inter-communicators are not supported",
-                    ));
-                };
+                let source = recv_source(source, e.size)?;
+                let c = intra_p2p(&e.kind)?;
                 if len > 0 && buf.is_null() {
                     return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
                 }
-                irecv_req(&c, comm, source, tag, buf.cast(), len)?
+                irecv_req(c, comm, source, tag, buf.cast(), len)?
             };
-            let lib = g.lib()?;
             let h = lib.new_handle();
             lib.requests.insert(h, req);
             *slot = h;
@@ -566,8 +570,8 @@ crate::mpi_fn! {
         status: *mut MPI_Status
     ) {
         call(comm, |g| {
-            let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-            let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
+            let slen = g.lib()?.byte_count(sendcount, sendtype)?;
+            let rlen = g.lib()?.byte_count(recvcount, recvtype)?;
             let (t, size) = target(g, comm)?;
             let Target::Intra(c) = t else {
                 return Err(Fail::new(

@@ -127,6 +127,9 @@ pub(crate) struct CommEntry {
     /// Its size (the remote group's for an inter-communicator): what ranks are
     /// checked against, without asking the runtime.
     pub size: u32,
+    /// This process's rank in it (the local group's for an inter-communicator): fixed
+    /// for its life, kept here since the runtime's `rank()` takes its engine.
+    pub rank: u32,
     pub errhandler: Handle,
     /// Collectives started on it: each uses its own tags, so overlapping non-blocking
     /// collectives never take each other's messages.
@@ -136,13 +139,14 @@ pub(crate) struct CommEntry {
 
 impl CommEntry {
     pub fn new(kind: CommKind, errhandler: Handle, name: impl Into<String>) -> Self {
-        let size = match &kind {
-            CommKind::Intra { p2p, .. } => p2p.size(),
-            CommKind::Inter(ic) => ic.remote_size(),
+        let (size, rank) = match &kind {
+            CommKind::Intra { p2p, .. } => (p2p.size(), p2p.rank()),
+            CommKind::Inter(ic) => (ic.remote_size(), ic.rank()),
         };
         CommEntry {
             kind,
             size,
+            rank,
             errhandler,
             coll_seq: 0,
             name: name.into(),
