@@ -57,19 +57,15 @@ fn send(
     // call.
     let data = unsafe { bytes(buf, len) }?;
     if let CommKind::Intra { p2p, .. } = &e.kind {
-        let send = |c: &Comm| match mode {
-            Mode::Standard => c.send(dest, tag, data),
-            Mode::Sync => c.ssend(dest, tag, data),
-        };
         if lib.multiple() {
             // Other threads' calls go on while this one waits (the runtime is
             // thread-safe): the lock is only held for the lookup.
             let c = p2p.clone();
-            return Ok(g.unlocked(|| send(&c))?);
+            return Ok(g.unlocked(|| send_on(&c, dest, tag, data, mode))?);
         }
         // The latency path: no other thread may call meanwhile, so the runtime's
         // blocking send runs on the table's communicator, without a clone.
-        return Ok(send(p2p)?);
+        return Ok(send_on(p2p, dest, tag, data, mode)?);
     }
     match target(g, comm)?.0 {
         Target::Intra(c) => {
@@ -91,6 +87,15 @@ fn send(
         Target::Inter(ic) => ic.send(dest, tag, data)?,
     }
     Ok(())
+}
+
+/// The runtime's blocking standard or synchronous send.
+#[inline(always)]
+fn send_on(c: &Comm, dest: u32, tag: u32, data: &[u8], mode: Mode) -> Result<(), sf::CommError> {
+    match mode {
+        Mode::Standard => c.send(dest, tag, data),
+        Mode::Sync => c.ssend(dest, tag, data),
+    }
 }
 
 /// Starts a standard or synchronous send on `c`.
@@ -282,6 +287,7 @@ crate::mpi_fn! {
     }
 }
 
+#[inline]
 pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
     if source == MPI_ANY_SOURCE {
         Ok(None)
@@ -311,31 +317,19 @@ fn recv(
         return Ok(());
     }
     let source = recv_source(source, e.size)?;
-    let recv = |c: &Comm| -> R<Outcome> {
-        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
-        // program during the call.
-        let data = unsafe { bytes_mut(buf, len) }?;
-        Ok(match c.recv(source, tag, data) {
-            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-            Err(e) => Outcome {
-                bytes: if matches!(e, sf::CommError::Truncated { .. }) {
-                    len
-                } else {
-                    0
-                },
-                ..Outcome::failed(crate::error::class_of(&e))
-            },
-        })
-    };
+    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
+    // program during the call.
+    let data = unsafe { bytes_mut(buf, len) }?;
     let outcome = match (&e.kind, lib.multiple()) {
         // The latency path, as in `send`.
-        (CommKind::Intra { p2p, .. }, false) => recv(p2p)?,
+        (CommKind::Intra { p2p, .. }, false) => recv_on(p2p, source, tag, data),
         // Without the lock while it waits, as in `send`.
         (CommKind::Intra { p2p, .. }, true) => {
             let c = p2p.clone();
-            g.unlocked(|| recv(&c))?
+            g.unlocked(|| recv_on(&c, source, tag, data))
         }
-        _ => recv_slow(g, comm, source, tag, buf, len)?,
+        // The pointer from `data`, so that the buffer is reached through one borrow.
+        _ => recv_slow(g, comm, source, tag, data.as_mut_ptr().cast(), len)?,
     };
     let outcome = blocking(outcome);
     // SAFETY: MPI's contract: `status` is null or valid for a write.
@@ -344,6 +338,23 @@ fn recv(
         return Err(Fail::new(outcome.error, "receive failed"));
     }
     Ok(())
+}
+
+/// The runtime's blocking receive into `data`, as an outcome.
+#[inline(always)]
+fn recv_on(c: &Comm, source: Option<u32>, tag: Option<u32>, data: &mut [u8]) -> Outcome {
+    let len = data.len();
+    match c.recv(source, tag, data) {
+        Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+        Err(e) => Outcome {
+            bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+                len
+            } else {
+                0
+            },
+            ..Outcome::failed(crate::error::class_of(&e))
+        },
+    }
 }
 
 /// ULFM: a blocking wildcard receive that meets an unacknowledged failure completes
