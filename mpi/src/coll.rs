@@ -248,8 +248,7 @@ crate::mpi_fn! {
             let slot = unsafe { new_request_out(request) }?;
             let b = Ibarrier::new(Coll::start(g, comm)?);
             let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.requests.insert(h, Req::new(comm, Op::Barrier(Box::new(b))));
+            let h = lib.add_request(Req::new(comm, Op::Barrier(Box::new(b))))?;
             *slot = h;
             Ok(())
         })

@@ -4,8 +4,8 @@
 //! implemented, the thread contract and what is not.
 //!
 //! - Handles are pointer-sized values, never dereferenced: predefined ones carry the MPI
-//!   5.0 ABI's values, created ones come from a counter (`consts`); a bad handle is an
-//!   error class, never a crash.
+//!   5.0 ABI's values, created ones come from a counter (`consts`), requests name a
+//!   slot of their table (`reqtable`); a bad handle is an error class, never a crash.
 //! - Every function exists as `PMPI_x` (the implementation) and `MPI_x` (which calls
 //!   it), so profiling tools can interpose `MPI_x`.
 //! - State is process-wide (`state`): owned by the main thread without a lock below
@@ -52,6 +52,7 @@ mod info;
 mod init;
 mod mprobe;
 mod p2p;
+mod reqtable;
 mod request;
 mod restart;
 mod singleton;

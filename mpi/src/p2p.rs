@@ -478,8 +478,7 @@ fn isend(
         let r = unsafe { start_send(c, dest, tag, data, mode) }?;
         Req::new(comm, Op::Send(r))
     };
-    let h = lib.new_handle();
-    lib.requests.insert(h, req);
+    let h = lib.add_request(req)?;
     *slot = h;
     Ok(())
 }
@@ -555,8 +554,7 @@ crate::mpi_fn! {
                 }
                 irecv_req(c, comm, source, tag, buf.cast(), len)?
             };
-            let h = lib.new_handle();
-            lib.requests.insert(h, req);
+            let h = lib.add_request(req)?;
             *slot = h;
             Ok(())
         })

@@ -36,6 +36,7 @@ use steadfast_os::SpinWait;
 use crate::consts::*;
 use crate::datatype::TypeEntry;
 use crate::error::{self, Fail, R};
+use crate::reqtable::Requests;
 use crate::request::Req;
 
 /// Where the library is in its life.
@@ -185,7 +186,7 @@ pub(crate) struct Lib {
     pub ft: FtMode,
     next_handle: Handle,
     pub comms: Map<CommEntry>,
-    pub requests: Map<Req>,
+    pub requests: Requests,
     /// Messages taken by `MPI_Mprobe`/`Improbe`, with their communicator's handle.
     pub messages: Map<(Handle, sf::comm::Message)>,
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
@@ -213,7 +214,7 @@ impl Lib {
             ft,
             next_handle: FIRST_HANDLE,
             comms: Map::default(),
-            requests: Map::default(),
+            requests: Requests::default(),
             messages: Map::default(),
             detached: Vec::new(),
             types: Map::default(),
@@ -231,6 +232,14 @@ impl Lib {
         let h = self.next_handle;
         self.next_handle += 1;
         h
+    }
+
+    /// Keeps a new request; its handle.
+    #[inline]
+    pub fn add_request(&mut self, r: Req) -> R<Handle> {
+        self.requests
+            .insert(r)
+            .ok_or_else(|| Fail::new(MPI_ERR_NO_MEM, "too many live requests"))
     }
 
     #[inline]
