@@ -20,7 +20,7 @@ use std::ffi::{c_int, c_void};
 use sf::comm::{OwnedRecvRequest, OwnedSendRequest};
 use sf::{Comm, CommError};
 
-use crate::coll_rounds::Scratch;
+use crate::coll_rounds::{Rounds, Scratch};
 use crate::consts::*;
 use crate::datatype::reduce;
 use crate::error::{Fail, R};
@@ -77,7 +77,7 @@ impl Coll {
     /// Why waiting must stop: the program's communicator was revoked (a revoke by
     /// another rank reaches the program's twin only), which then revokes this one; or
     /// a member is known failed, so the call may never complete (see the module doc).
-    pub(crate) fn interrupted(&self) -> Option<Fail> {
+    fn interrupted(&self) -> Option<Fail> {
         if self.p2p.is_revoked() {
             self.coll.revoke();
             return Some(CommError::Revoked.into());
@@ -158,11 +158,6 @@ impl Coll {
             }
             g.relax(&mut spin);
         }
-    }
-
-    /// Comm rank of relative rank `v` in a tree rooted at `root`.
-    pub(crate) fn abs(&self, v: u32, root: u32) -> u32 {
-        (v + root) % self.n
     }
 }
 
@@ -270,7 +265,7 @@ crate::mpi_fn! {
     ) {
         call(comm, |g| {
             let (len, _) = g.lib()?.byte_len(count, datatype)?;
-            let c = Coll::start(g, comm)?;
+            let c = Rounds::start(g, comm, 1)?;
             let root = root_arg(root, c.n)?;
             // SAFETY: MPI's contract: `buffer` holds `count` items, the program's
             // alone during the call.
@@ -316,7 +311,7 @@ crate::mpi_fn! {
         call(comm, |g| {
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
-            let c = Coll::start(g, comm)?;
+            let c = Rounds::start(g, comm, 1)?;
             let root = root_arg(root, c.n)?;
             let mut scratch = Scratch::new();
             if c.me == root {
@@ -355,7 +350,7 @@ crate::mpi_fn! {
         call(comm, |g| {
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
-            let mut c = Coll::start_phases(g, comm, 2)?;
+            let mut c = Rounds::start(g, comm, 2)?;
             // Reduced in `recvbuf`.
             // SAFETY: MPI's contract: the buffers hold `count` items; `recvbuf` is the
             // program's alone during the call.
@@ -504,7 +499,7 @@ crate::mpi_fn! {
             let mut all = blocks.concat();
             all.resize(total, 0);
             c.next_phase();
-            c.bcast(g, &mut all, 0)?;
+            Rounds::of(&c, comm).bcast(g, &mut all, 0)?;
             // SAFETY: MPI's contract: `recvbuf` holds n blocks, the program's alone.
             unsafe { bytes_mut(recvbuf, total) }?.copy_from_slice(&all);
             Ok(())

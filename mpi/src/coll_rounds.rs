@@ -1,10 +1,14 @@
 //! The message rounds of the tree collectives over borrowed buffers: the program's own
 //! buffers, and a scratch buffer on the stack up to [`SMALL`] bytes, so a small
-//! `MPI_Allreduce`, `MPI_Reduce` or `MPI_Bcast` allocates nothing. [`Coll::post_wait`]
-//! posts one round's sends and its receive at once and waits for them as
-//! [`Coll::exchange`] does (revocation and failures looked at every few polls).
+//! `MPI_Allreduce`, `MPI_Reduce` or `MPI_Bcast` allocates nothing. [`Rounds`] names
+//! the communicator by its handle and reaches its runtime communicators in the table
+//! when it posts a round or looks at failures, instead of holding clones (two
+//! reference counts up and down per call were a tenth of a small allreduce).
+//! [`Rounds::post_wait`] posts one round's sends and its receive at once and waits for
+//! them as `Coll::exchange` does (revocation and failures looked at every few polls).
 
 use sf::comm::{RecvRequest, SendRequest};
+use sf::CommError;
 
 use crate::coll::{Coll, INTERRUPT_POLLS};
 use crate::consts::*;
@@ -15,8 +19,17 @@ use crate::state::Guard;
 /// Messages up to this size take a collective's scratch buffer on the stack.
 pub(crate) const SMALL: usize = 256;
 
-/// Most sends one round posts: a binomial tree's children, one per bit of a rank.
+/// Most sends one round of a broadcast posts: a binomial tree's children, one per
+/// bit of a rank.
 const MAX_SENDS: usize = 32;
+
+/// One tree collective call: its communicator, tag and place.
+pub(crate) struct Rounds {
+    comm: Handle,
+    pub tag: u32,
+    pub me: u32,
+    pub n: u32,
+}
 
 /// A collective's scratch space for one message: on the stack up to [`SMALL`] bytes.
 pub(crate) struct Scratch {
@@ -43,37 +56,92 @@ impl Scratch {
     }
 }
 
-impl Coll {
+impl Rounds {
+    /// Starts a call of `phases` phases on intra-communicator `comm` (as
+    /// `Coll::start_phases`: all its tags are taken now).
+    pub fn start(g: &mut Guard, comm: Handle, phases: u32) -> R<Rounds> {
+        let lib = g.lib()?;
+        lib.comm(comm)?.intra()?;
+        let tag = lib.coll_tag(comm)?;
+        for _ in 1..phases {
+            lib.coll_tag(comm)?;
+        }
+        let e = lib.comm(comm)?;
+        Ok(Rounds {
+            comm,
+            tag,
+            me: e.rank,
+            n: e.size,
+        })
+    }
+
+    /// The rounds of a call started as `c` on `comm`, at its current phase.
+    pub fn of(c: &Coll, comm: Handle) -> Rounds {
+        Rounds {
+            comm,
+            tag: c.tag,
+            me: c.me,
+            n: c.n,
+        }
+    }
+
+    /// The tag of the call's next phase.
+    fn next_phase(&mut self) {
+        self.tag = (self.tag + 1) & 0xf_ffff;
+    }
+
+    /// Comm rank of relative rank `v` in a tree rooted at `root`.
+    fn abs(&self, v: u32, root: u32) -> u32 {
+        (v + root) % self.n
+    }
+
+    /// As `Coll::interrupted`, on the communicators in the table (gone: the program
+    /// freed it meanwhile from another thread, an error).
+    fn interrupted(&self, g: &mut Guard) -> R<Option<Fail>> {
+        let (p2p, coll) = g.lib()?.comm(self.comm)?.intra()?;
+        if p2p.is_revoked() {
+            coll.revoke();
+            return Ok(Some(CommError::Revoked.into()));
+        }
+        if coll.any_failed() {
+            let ranks = coll.failed_ranks();
+            return Ok(Some(CommError::ProcFailed { ranks }.into()));
+        }
+        Ok(None)
+    }
+
     /// Sends each of `sends` and receives exactly `recv`'s length from its rank, all
     /// posted at once (the receive first) on the caller's buffers, then waits for
     /// them all; nothing is allocated. A message of another length is
-    /// `MPI_ERR_TRUNCATE` (the ranks passed different counts or types).
-    pub(crate) fn post_wait(
+    /// `MPI_ERR_TRUNCATE` (the ranks passed different counts or types). `S` bounds the
+    /// sends (1 but for a broadcast).
+    pub(crate) fn post_wait<const S: usize>(
         &self,
         g: &mut Guard,
         sends: &[(u32, &[u8])],
         recv: Option<(u32, &mut [u8])>,
     ) -> R<()> {
-        if sends.len() > MAX_SENDS {
+        if sends.len() > S {
             return Err(Fail::new(
                 MPI_ERR_INTERN,
-                "more sends in a round than ranks have bits",
+                "more sends in a round than planned",
             ));
         }
+        let (_, coll) = g.lib()?.comm(self.comm)?.intra()?;
         let mut rreq: Option<(RecvRequest<'_>, u32, usize)> = match recv {
             Some((src, buf)) => {
                 let len = buf.len();
                 // SAFETY: the request borrows `buf`; it is completed or dropped (which
                 // cancels it) before this function returns, never leaked.
-                let r = unsafe { self.coll.irecv(Some(src), Some(self.tag), buf) }?;
+                let r = unsafe { coll.irecv(Some(src), Some(self.tag), buf) }?;
                 Some((r, src, len))
             }
             None => None,
         };
-        let mut sreqs: [Option<SendRequest<'_>>; MAX_SENDS] = std::array::from_fn(|_| None);
+        let mut sreqs: [Option<SendRequest<'_>>; S] = std::array::from_fn(|_| None);
         for (slot, &(dest, data)) in sreqs.iter_mut().zip(sends) {
             // SAFETY: as above, for `data`.
-            *slot = Some(unsafe { self.coll.isend(dest, self.tag, data) }?);
+            *slot = Some(unsafe { coll.isend(dest, self.tag, data) }?);
         }
         let mut spin = crate::util::spin_wait();
         let mut polls: u32 = 0;
@@ -111,7 +179,7 @@ impl Coll {
             // As in `exchange`: not at every poll.
             polls = polls.wrapping_add(1);
             if polls % INTERRUPT_POLLS == 0 {
-                if let Some(f) = self.interrupted() {
+                if let Some(f) = self.interrupted(g)? {
                     return Err(f);
                 }
             }
@@ -126,7 +194,7 @@ impl Coll {
         while mask < self.n {
             if vr & mask != 0 {
                 let parent = self.abs(vr - mask, root);
-                self.post_wait(g, &[], Some((parent, &mut *data)))?;
+                self.post_wait::<1>(g, &[], Some((parent, &mut *data)))?;
                 break;
             }
             mask <<= 1;
@@ -141,7 +209,7 @@ impl Coll {
             }
             mask >>= 1;
         }
-        self.post_wait(g, &sends[..k], None)
+        self.post_wait::<MAX_SENDS>(g, &sends[..k], None)
     }
 
     /// Recursive-doubling allreduce of `acc` (every rank ends with the result), `tmp`
@@ -173,10 +241,10 @@ impl Coll {
         // This rank's number among the `p` taking part in the rounds, and back.
         let virt = if me < paired {
             if me % 2 == 0 {
-                self.post_wait(g, &[(me + 1, &*acc)], None)?;
+                self.post_wait::<1>(g, &[(me + 1, &*acc)], None)?;
                 None
             } else {
-                self.post_wait(g, &[], Some((me - 1, &mut *tmp)))?;
+                self.post_wait::<1>(g, &[], Some((me - 1, &mut *tmp)))?;
                 combine(acc, tmp, op, elem)?;
                 Some(me / 2)
             }
@@ -194,7 +262,7 @@ impl Coll {
             let mut mask = 1u32;
             while mask < p {
                 let partner = real(v ^ mask);
-                self.post_wait(g, &[(partner, &*acc)], Some((partner, &mut *tmp)))?;
+                self.post_wait::<1>(g, &[(partner, &*acc)], Some((partner, &mut *tmp)))?;
                 if partner < me {
                     combine(acc, tmp, op, elem)?;
                 } else {
@@ -206,9 +274,9 @@ impl Coll {
         self.next_phase();
         if me < paired {
             if me % 2 == 0 {
-                self.post_wait(g, &[], Some((me + 1, acc)))?;
+                self.post_wait::<1>(g, &[], Some((me + 1, acc)))?;
             } else {
-                self.post_wait(g, &[(me - 1, &*acc)], None)?;
+                self.post_wait::<1>(g, &[(me - 1, &*acc)], None)?;
             }
         }
         Ok(())
@@ -231,12 +299,12 @@ impl Coll {
             if vr & mask == 0 {
                 let src = vr | mask;
                 if src < self.n {
-                    self.post_wait(g, &[], Some((self.abs(src, root), &mut *tmp)))?;
+                    self.post_wait::<1>(g, &[], Some((self.abs(src, root), &mut *tmp)))?;
                     reduce(op, elem, acc, tmp)?;
                 }
             } else {
                 let dest = self.abs(vr & !mask, root);
-                self.post_wait(g, &[(dest, &*acc)], None)?;
+                self.post_wait::<1>(g, &[(dest, &*acc)], None)?;
                 break;
             }
             mask <<= 1;
