@@ -2,8 +2,9 @@
 //! (`state::CommKind::Intra::coll`), each call with its own tag: `MPI_Barrier`
 //! (dissemination), `MPI_Ibarrier`, `MPI_Bcast` and `MPI_Reduce` (binomial trees),
 //! `MPI_Allreduce` (recursive doubling), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
-//! (gather + bcast), `MPI_Alltoall` (all pairs at once). The rounds of the tree
-//! collectives (bcast, reduce, allreduce) are in `coll_rounds`, over borrowed buffers.
+//! (gather + bcast), `MPI_Alltoall` (all pairs at once). The rounds of the blocking
+//! barrier and of the tree collectives (bcast, reduce, allreduce) are in
+//! `coll_rounds`, over borrowed buffers.
 //!
 //! A collective that still waits for a message when some member of the communicator
 //! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on
@@ -221,17 +222,7 @@ impl Ibarrier {
 crate::mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: Handle) {
-        call(comm, |g| {
-            let mut b = Ibarrier::new(Coll::start(g, comm)?);
-            let mut spin = crate::util::spin_wait();
-            loop {
-                g.lib()?;
-                if b.test()? {
-                    return Ok(());
-                }
-                g.relax(&mut spin);
-            }
-        })
+        call(comm, |g| Rounds::start(g, comm, 1)?.barrier(g))
     }
 }
 

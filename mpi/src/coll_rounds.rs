@@ -1,6 +1,7 @@
 //! The message rounds of the tree collectives over borrowed buffers: the program's own
-//! buffers, and a scratch buffer on the stack up to [`SMALL`] bytes, so a small
-//! `MPI_Allreduce`, `MPI_Reduce` or `MPI_Bcast` allocates nothing. [`Rounds`] names
+//! buffers, and a scratch buffer on the stack up to [`SMALL`] bytes, so
+//! `MPI_Barrier` and a small `MPI_Allreduce`, `MPI_Reduce` or `MPI_Bcast` allocate
+//! nothing. [`Rounds`] names
 //! the communicator by its handle and reaches its runtime communicators in the table
 //! when it posts a round or looks at failures, instead of holding clones (two
 //! reference counts up and down per call were a tenth of a small allreduce).
@@ -185,6 +186,19 @@ impl Rounds {
             }
             g.relax(&mut spin);
         }
+    }
+
+    /// Dissemination barrier, with empty messages: in round k every rank sends to
+    /// rank + 2^k and receives from rank - 2^k (as `Ibarrier`).
+    pub(crate) fn barrier(&self, g: &mut Guard) -> R<()> {
+        let mut mask = 1u32;
+        while mask < self.n {
+            let to = (self.me + mask) % self.n;
+            let from = (self.me + self.n - mask) % self.n;
+            self.post_wait::<1>(g, &[(to, &[])], Some((from, &mut [])))?;
+            mask <<= 1;
+        }
+        Ok(())
     }
 
     /// Binomial broadcast of `data` (significant at `root`) into `data`.

@@ -28,8 +28,10 @@ crate::mpi_fn! {
     /// the local group's size).
     fn MPI_Comm_size / PMPI_Comm_size(comm: Handle, size: *mut c_int) {
         call(comm, |g| {
-            let n = match &g.lib()?.comm(comm)?.kind {
-                CommKind::Intra { p2p, .. } => p2p.size(),
+            let e = g.lib()?.comm(comm)?;
+            let n = match &e.kind {
+                // Kept in the table (the runtime's `size()` takes its engine).
+                CommKind::Intra { .. } => e.size,
                 CommKind::Inter(ic) => ic.local_size(),
             };
             // SAFETY: MPI's contract: `size` is valid for a write.
