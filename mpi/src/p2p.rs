@@ -35,6 +35,7 @@ enum Mode {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn send(
     g: &mut Guard,
     buf: *const c_void,
