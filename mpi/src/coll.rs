@@ -2,7 +2,9 @@
 //! (`state::CommKind::Intra::coll`), each call with its own tag: `MPI_Barrier`
 //! (dissemination), `MPI_Ibarrier`, `MPI_Bcast` and `MPI_Reduce` (binomial trees),
 //! `MPI_Allreduce` (recursive doubling), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
-//! (gather + bcast), `MPI_Alltoall` (all pairs at once).
+//! (gather + bcast), `MPI_Alltoall` (all pairs at once). The rounds of the blocking
+//! barrier and of the tree collectives (bcast, reduce, allreduce) are in
+//! `coll_rounds`, over borrowed buffers.
 //!
 //! A collective that still waits for a message when some member of the communicator
 //! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on
@@ -19,15 +21,16 @@ use std::ffi::{c_int, c_void};
 use sf::comm::{OwnedRecvRequest, OwnedSendRequest};
 use sf::{Comm, CommError};
 
+use crate::coll_rounds::{Rounds, Scratch};
 use crate::consts::*;
-use crate::datatype::{reduce, Elem};
+use crate::datatype::reduce;
 use crate::error::{Fail, R};
 use crate::request::{Op, Req};
 use crate::state::{call, Guard};
 use crate::util::{bytes, bytes_mut, new_request_out, rank_arg};
 
 /// Polls of a collective's wait between two looks at revocation and failures.
-const INTERRUPT_POLLS: u32 = 16;
+pub(crate) const INTERRUPT_POLLS: u32 = 16;
 
 /// One collective call's context.
 pub(crate) struct Coll {
@@ -55,9 +58,11 @@ impl Coll {
         for _ in 1..phases {
             lib.coll_tag(comm)?;
         }
+        // The table's copies: the runtime's `rank()` and `size()` take its engine.
+        let e = lib.comm(comm)?;
         Ok(Coll {
-            me: p2p.rank(),
-            n: p2p.size(),
+            me: e.rank,
+            n: e.size,
             p2p,
             coll,
             tag,
@@ -66,7 +71,7 @@ impl Coll {
 
     /// The tag of the call's next phase (taken by [`Coll::start_phases`]; the
     /// sequence's tags are consecutive modulo its 20 bits).
-    fn next_phase(&mut self) {
+    pub(crate) fn next_phase(&mut self) {
         self.tag = (self.tag + 1) & 0xf_ffff;
     }
 
@@ -155,125 +160,6 @@ impl Coll {
             g.relax(&mut spin);
         }
     }
-
-    /// Comm rank of relative rank `v` in a tree rooted at `root`.
-    fn abs(&self, v: u32, root: u32) -> u32 {
-        (v + root) % self.n
-    }
-
-    /// Binomial broadcast of `data` (significant at `root`) into `data`.
-    fn bcast(&self, g: &mut Guard, data: &mut Vec<u8>, root: u32) -> R<()> {
-        let vr = (self.me + self.n - root) % self.n;
-        let mut mask = 1u32;
-        while mask < self.n {
-            if vr & mask != 0 {
-                let parent = self.abs(vr - mask, root);
-                let len = data.len();
-                *data = self.exchange(g, vec![], &[(parent, len)])?.remove(0);
-                break;
-            }
-            mask <<= 1;
-        }
-        mask >>= 1;
-        let mut sends = Vec::new();
-        while mask > 0 {
-            if vr + mask < self.n {
-                sends.push((self.abs(vr + mask, root), data.clone()));
-            }
-            mask >>= 1;
-        }
-        self.exchange(g, sends, &[])?;
-        Ok(())
-    }
-
-    /// Recursive-doubling allreduce of `acc` (every rank ends with the result): in
-    /// round k each rank exchanges its partial result with the rank whose number
-    /// differs in bit k, so `log2(n)` message latencies instead of the `2 log2(n)` of
-    /// a reduction and a broadcast. When `n` is not a power of two, the first
-    /// `2 * (n - p)` ranks (`p` the largest power of two below `n`) pair up first:
-    /// each even one hands its value to the odd one above it, which takes part for
-    /// both and returns the result at the end (the first phase's tag serves the
-    /// rounds, the second's the return). Two partial results are always combined
-    /// lower rank first, so both partners compute the same expression and every rank
-    /// ends with the same bits, even for floating point.
-    fn allreduce(&mut self, g: &mut Guard, acc: &mut Vec<u8>, op: Handle, elem: Elem) -> R<()> {
-        let n = self.n;
-        let me = self.me;
-        let p = if n.is_power_of_two() {
-            n
-        } else {
-            n.next_power_of_two() / 2
-        };
-        let paired = 2 * (n - p);
-        let len = acc.len();
-        // This rank's number among the `p` taking part in the rounds, and back.
-        let virt = if me < paired {
-            if me % 2 == 0 {
-                self.exchange(g, vec![(me + 1, std::mem::take(acc))], &[])?;
-                None
-            } else {
-                let lower = self.exchange(g, vec![], &[(me - 1, len)])?.remove(0);
-                combine(acc, lower, op, elem)?;
-                Some(me / 2)
-            }
-        } else {
-            Some(me - paired / 2)
-        };
-        let real = |v: u32| {
-            if v < paired / 2 {
-                2 * v + 1
-            } else {
-                v + paired / 2
-            }
-        };
-        if let Some(v) = virt {
-            let mut mask = 1u32;
-            while mask < p {
-                let partner = real(v ^ mask);
-                let got = self
-                    .exchange(g, vec![(partner, acc.clone())], &[(partner, len)])?
-                    .remove(0);
-                if partner < me {
-                    combine(acc, got, op, elem)?;
-                } else {
-                    reduce(op, elem, acc, &got)?;
-                }
-                mask <<= 1;
-            }
-        }
-        self.next_phase();
-        if me < paired {
-            if me % 2 == 0 {
-                *acc = self.exchange(g, vec![], &[(me + 1, len)])?.remove(0);
-            } else {
-                self.exchange(g, vec![(me - 1, acc.clone())], &[])?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Binomial reduction of `acc` toward `root`, where it ends with the result.
-    fn reduce(&self, g: &mut Guard, acc: &mut Vec<u8>, op: Handle, elem: Elem, root: u32) -> R<()> {
-        let vr = (self.me + self.n - root) % self.n;
-        let mut mask = 1u32;
-        while mask < self.n {
-            if vr & mask == 0 {
-                let src = vr | mask;
-                if src < self.n {
-                    let other = self
-                        .exchange(g, vec![], &[(self.abs(src, root), acc.len())])?
-                        .remove(0);
-                    reduce(op, elem, acc, &other)?;
-                }
-            } else {
-                let dest = self.abs(vr & !mask, root);
-                self.exchange(g, vec![(dest, std::mem::take(acc))], &[])?;
-                break;
-            }
-            mask <<= 1;
-        }
-        Ok(())
-    }
 }
 
 /// A non-blocking dissemination barrier: in round k every rank sends to rank + 2^k
@@ -336,17 +222,7 @@ impl Ibarrier {
 crate::mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: Handle) {
-        call(comm, |g| {
-            let mut b = Ibarrier::new(Coll::start(g, comm)?);
-            let mut spin = crate::util::spin_wait();
-            loop {
-                g.lib()?;
-                if b.test()? {
-                    return Ok(());
-                }
-                g.relax(&mut spin);
-            }
-        })
+        call(comm, |g| Rounds::start(g, comm, 1)?.barrier(g))
     }
 }
 
@@ -358,8 +234,7 @@ crate::mpi_fn! {
             let slot = unsafe { new_request_out(request) }?;
             let b = Ibarrier::new(Coll::start(g, comm)?);
             let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.requests.insert(h, Req::new(comm, Op::Barrier(Box::new(b))));
+            let h = lib.add_request(Req::new(comm, Op::Barrier(Box::new(b))))?;
             *slot = h;
             Ok(())
         })
@@ -381,40 +256,36 @@ crate::mpi_fn! {
     ) {
         call(comm, |g| {
             let (len, _) = g.lib()?.byte_len(count, datatype)?;
-            let c = Coll::start(g, comm)?;
+            let c = Rounds::start(g, comm, 1)?;
             let root = root_arg(root, c.n)?;
             // SAFETY: MPI's contract: `buffer` holds `count` items, the program's
             // alone during the call.
             let buf = unsafe { bytes_mut(buffer, len) }?;
-            let mut data = buf.to_vec();
-            c.bcast(g, &mut data, root)?;
-            if c.me != root {
-                buf.copy_from_slice(&data);
-            }
-            Ok(())
+            c.bcast(g, buf, root)
         })
     }
 }
 
-/// The input of a reduction: `sendbuf`, or `recvbuf` with `MPI_IN_PLACE`.
+/// Copies a reduction's input into `recvbuf`, where it is reduced (nothing with
+/// `MPI_IN_PLACE`). `std::ptr::copy`: a program that passes one buffer as both (an
+/// error MPI does not require to detect) gets its data unchanged, not undefined
+/// behaviour.
 ///
 /// # Safety
-/// The buffers hold `len` bytes each (the one in use).
-/// `acc = lower op acc`: the lower rank's value on the left (see `Coll::allreduce`).
-fn combine(acc: &mut Vec<u8>, mut lower: Vec<u8>, op: Handle, elem: Elem) -> R<()> {
-    reduce(op, elem, &mut lower, acc)?;
-    *acc = lower;
+/// `sendbuf` (unless `MPI_IN_PLACE`) and `recvbuf` hold `len` bytes each.
+unsafe fn input_to_recvbuf(sendbuf: *const c_void, recvbuf: *mut c_void, len: usize) -> R<()> {
+    if sendbuf as usize == IN_PLACE || len == 0 {
+        return Ok(());
+    }
+    if sendbuf.is_null() || recvbuf.is_null() {
+        return Err(Fail::new(
+            MPI_ERR_BUFFER,
+            format!("a null buffer for {len} bytes"),
+        ));
+    }
+    // SAFETY: the caller's contract; `copy` allows the two to overlap.
+    unsafe { std::ptr::copy(sendbuf.cast::<u8>(), recvbuf.cast::<u8>(), len) };
     Ok(())
-}
-
-unsafe fn reduce_input(sendbuf: *const c_void, recvbuf: *mut c_void, len: usize) -> R<Vec<u8>> {
-    let src = if sendbuf as usize == IN_PLACE {
-        recvbuf.cast_const()
-    } else {
-        sendbuf
-    };
-    // SAFETY: the caller's contract.
-    Ok(unsafe { bytes(src, len) }?.to_vec())
 }
 
 crate::mpi_fn! {
@@ -431,18 +302,28 @@ crate::mpi_fn! {
         call(comm, |g| {
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
-            let c = Coll::start(g, comm)?;
+            let c = Rounds::start(g, comm, 1)?;
             let root = root_arg(root, c.n)?;
-            let in_place = c.me == root && sendbuf as usize == IN_PLACE;
-            let src = if in_place { recvbuf.cast_const() } else { sendbuf };
-            // SAFETY: MPI's contract: the buffers hold `count` items.
-            let mut acc = unsafe { bytes(src, len) }?.to_vec();
-            c.reduce(g, &mut acc, op, t.elem, root)?;
+            let mut scratch = Scratch::new();
             if c.me == root {
-                // SAFETY: as above; the root's `recvbuf` is the program's alone.
-                unsafe { bytes_mut(recvbuf, len) }?.copy_from_slice(&acc);
+                // The root reduces in its `recvbuf`.
+                // SAFETY: MPI's contract: the buffers hold `count` items; the root's
+                // `recvbuf` is the program's alone during the call.
+                let acc = unsafe {
+                    input_to_recvbuf(sendbuf, recvbuf, len)?;
+                    bytes_mut(recvbuf, len)?
+                };
+                c.reduce(g, acc, scratch.get(len), op, t.elem, root)
+            } else {
+                // Elsewhere `recvbuf` is not significant: a copy of the input, beside
+                // the scratch for the children's values.
+                // SAFETY: MPI's contract: `sendbuf` holds `count` items.
+                let input = unsafe { bytes(sendbuf, len) }?;
+                let mut acc = Scratch::new();
+                let acc = acc.get(len);
+                acc.copy_from_slice(input);
+                c.reduce(g, acc, scratch.get(len), op, t.elem, root)
             }
-            Ok(())
         })
     }
 }
@@ -460,13 +341,16 @@ crate::mpi_fn! {
         call(comm, |g| {
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
-            let mut c = Coll::start_phases(g, comm, 2)?;
-            // SAFETY: MPI's contract: the buffers hold `count` items.
-            let mut acc = unsafe { reduce_input(sendbuf, recvbuf, len) }?;
-            c.allreduce(g, &mut acc, op, t.elem)?;
-            // SAFETY: as above; `recvbuf` is the program's alone during the call.
-            unsafe { bytes_mut(recvbuf, len) }?.copy_from_slice(&acc);
-            Ok(())
+            let mut c = Rounds::start(g, comm, 2)?;
+            // Reduced in `recvbuf`.
+            // SAFETY: MPI's contract: the buffers hold `count` items; `recvbuf` is the
+            // program's alone during the call.
+            let acc = unsafe {
+                input_to_recvbuf(sendbuf, recvbuf, len)?;
+                bytes_mut(recvbuf, len)?
+            };
+            let mut scratch = Scratch::new();
+            c.allreduce(g, acc, scratch.get(len), op, t.elem)
         })
     }
 }
@@ -606,7 +490,7 @@ crate::mpi_fn! {
             let mut all = blocks.concat();
             all.resize(total, 0);
             c.next_phase();
-            c.bcast(g, &mut all, 0)?;
+            Rounds::of(&c, comm).bcast(g, &mut all, 0)?;
             // SAFETY: MPI's contract: `recvbuf` holds n blocks, the program's alone.
             unsafe { bytes_mut(recvbuf, total) }?.copy_from_slice(&all);
             Ok(())

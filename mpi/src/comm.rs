@@ -15,10 +15,7 @@ crate::mpi_fn! {
     /// `MPI_Comm_rank` (an inter-communicator: the rank in the local group).
     fn MPI_Comm_rank / PMPI_Comm_rank(comm: Handle, rank: *mut c_int) {
         call(comm, |g| {
-            let r = match &g.lib()?.comm(comm)?.kind {
-                CommKind::Intra { p2p, .. } => p2p.rank(),
-                CommKind::Inter(ic) => ic.rank(),
-            };
+            let r = g.lib()?.comm(comm)?.rank;
             // SAFETY: MPI's contract: `rank` is valid for a write.
             *unsafe { out(rank) }? = r as c_int;
             Ok(())
@@ -31,8 +28,10 @@ crate::mpi_fn! {
     /// the local group's size).
     fn MPI_Comm_size / PMPI_Comm_size(comm: Handle, size: *mut c_int) {
         call(comm, |g| {
-            let n = match &g.lib()?.comm(comm)?.kind {
-                CommKind::Intra { p2p, .. } => p2p.size(),
+            let e = g.lib()?.comm(comm)?;
+            let n = match &e.kind {
+                // Kept in the table (the runtime's `size()` takes its engine).
+                CommKind::Intra { .. } => e.size,
                 CommKind::Inter(ic) => ic.local_size(),
             };
             // SAFETY: MPI's contract: `size` is valid for a write.
@@ -485,7 +484,9 @@ crate::mpi_fn! {
     /// `MPI_SUCCESS` once a handler that returns has run (`MPI_ERRORS_RETURN`: the
     /// code).
     fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) {
-        let mut g = Guard::lock();
+        let Some(mut g) = Guard::lock() else {
+            return crate::state::wrong_thread();
+        };
         let found = g.lib().and_then(|lib| {
             let h = lib.comm(comm)?.errhandler;
             Ok((Handler::of(h, lib.errhandlers.get(&h).copied()), lib.ft))

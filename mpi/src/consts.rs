@@ -1,8 +1,9 @@
 //! The values of `include/mpi.h` (the MPI 5.0 ABI's table), seen from Rust. A handle is
 //! a pointer-sized integer: the predefined ones are the ABI's small values, the ones this
-//! library creates come from one counter starting at [`FIRST_HANDLE`], so no two live
-//! handles of any kinds are equal and a handle of the wrong kind is an error, not a
-//! crash (no handle is ever dereferenced).
+//! library creates come from one counter starting at [`FIRST_HANDLE`] (requests: a
+//! slot and generation with bit 62 set, `reqtable`), so no two live handles of any
+//! kinds are equal and a handle of the wrong kind is an error, not a crash (no handle
+//! is ever dereferenced).
 
 use std::ffi::c_int;
 

@@ -51,7 +51,7 @@ pub(crate) struct TypeEntry {
 
 /// The basic types of `mpi.h`: size and element.
 #[inline]
-fn basic(h: Handle) -> Option<(usize, Elem)> {
+const fn basic(h: Handle) -> Option<(usize, Elem)> {
     use Elem::*;
     Some(match h {
         0x243 | 0x244 | 0x240 => (1, I8),
@@ -84,7 +84,41 @@ fn basic(h: Handle) -> Option<(usize, Elem)> {
     })
 }
 
+/// The first handle of a basic type and how many handles from there may be one.
+const BASIC_FIRST: Handle = 0x200;
+const BASIC_SPAN: usize = 0x60;
+
+/// The size of each basic type by handle from [`BASIC_FIRST`] (0: not a basic type):
+/// a send's or receive's byte count without a match or a table lookup.
+const BASIC_SIZES: [u8; BASIC_SPAN] = {
+    let mut sizes = [0u8; BASIC_SPAN];
+    let mut i = 0;
+    while i < BASIC_SPAN {
+        if let Some((size, _)) = basic(BASIC_FIRST + i) {
+            assert!(size > 0 && size <= u8::MAX as usize);
+            sizes[i] = size as u8;
+        }
+        i += 1;
+    }
+    sizes
+};
+
 impl Lib {
+    /// The bytes of `count` items of `dt` (as [`Lib::byte_len`], the point-to-point
+    /// calls' form: a basic type costs one table read).
+    #[inline]
+    pub fn byte_count(&self, count: c_int, dt: Handle) -> R<usize> {
+        if let (Some(&size), Ok(n)) = (
+            BASIC_SIZES.get(dt.wrapping_sub(BASIC_FIRST)),
+            usize::try_from(count),
+        ) {
+            if let (true, Some(len)) = (size != 0, n.checked_mul(usize::from(size))) {
+                return Ok(len);
+            }
+        }
+        self.byte_len(count, dt).map(|(len, _)| len)
+    }
+
     /// The type of handle `h`, committed (usable for communication).
     #[inline]
     pub fn datatype(&self, h: Handle) -> R<TypeEntry> {

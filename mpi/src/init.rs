@@ -201,6 +201,7 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         ("thread_level".into(), level_name.into()),
     ];
     *g.phase() = Phase::Live(Box::new(lib));
+    g.own_below_serialized(level);
     if launched {
         line_buffer_stdout();
     }
@@ -241,6 +242,7 @@ crate::mpi_fn! {
     fn MPI_Finalize / PMPI_Finalize() {
         call(MPI_COMM_WORLD, |g| {
             g.lib()?;
+            g.disown();
             let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
                 unreachable!("checked live just above");
             };
@@ -338,8 +340,8 @@ crate::mpi_fn! {
     fn MPI_Abort / PMPI_Abort(comm: Handle, errorcode: c_int) {
         let group = {
             let mut g = Guard::lock();
-            match g.lib() {
-                Ok(lib) if lib.ft == FtMode::Ulfm && comm != MPI_COMM_WORLD => {
+            match g.as_mut().map(|g| g.lib()) {
+                Some(Ok(lib)) if lib.ft == FtMode::Ulfm && comm != MPI_COMM_WORLD => {
                     lib.intra(comm).ok().map(|(p2p, _)| p2p)
                 }
                 _ => None,

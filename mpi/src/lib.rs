@@ -4,11 +4,12 @@
 //! implemented, the thread contract and what is not.
 //!
 //! - Handles are pointer-sized values, never dereferenced: predefined ones carry the MPI
-//!   5.0 ABI's values, created ones come from a counter (`consts`); a bad handle is an
-//!   error class, never a crash.
+//!   5.0 ABI's values, created ones come from a counter (`consts`), requests name a
+//!   slot of their table (`reqtable`); a bad handle is an error class, never a crash.
 //! - Every function exists as `PMPI_x` (the implementation) and `MPI_x` (which calls
 //!   it), so profiling tools can interpose `MPI_x`.
-//! - State is process-wide behind one mutex (`state`); under `MPI_THREAD_MULTIPLE`
+//! - State is process-wide (`state`): owned by the main thread without a lock below
+//!   `MPI_THREAD_SERIALIZED`, else behind one mutex; under `MPI_THREAD_MULTIPLE`
 //!   blocking calls release it between attempts.
 //! - Errors go to the communicator's error handler after the lock is released, so a
 //!   handler may call MPI (revoke, say). No panic crosses into C (`MPI_ERR_INTERN`).
@@ -40,6 +41,7 @@ macro_rules! mpi_fn {
 pub(crate) use mpi_fn;
 
 mod coll;
+mod coll_rounds;
 mod collv;
 mod comm;
 mod consts;
@@ -50,6 +52,7 @@ mod info;
 mod init;
 mod mprobe;
 mod p2p;
+mod reqtable;
 mod request;
 mod restart;
 mod singleton;

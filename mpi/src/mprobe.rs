@@ -175,8 +175,7 @@ crate::mpi_fn! {
             let slot = unsafe { new_request_out(request) }?;
             let (o, comm) = receive(g, buf, count, datatype, message)?;
             let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.requests.insert(h, Req::finished(comm, o));
+            let h = lib.add_request(Req::finished(comm, o))?;
             *slot = h;
             Ok(())
         })

@@ -35,6 +35,7 @@ enum Mode {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn send(
     g: &mut Guard,
     buf: *const c_void,
@@ -46,7 +47,7 @@ fn send(
     mode: Mode,
 ) -> R<()> {
     let lib = g.lib()?;
-    let (len, _) = lib.byte_len(count, dt)?;
+    let len = lib.byte_count(count, dt)?;
     let tag = tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if dest == MPI_PROC_NULL {
@@ -57,19 +58,15 @@ fn send(
     // call.
     let data = unsafe { bytes(buf, len) }?;
     if let CommKind::Intra { p2p, .. } = &e.kind {
-        let send = |c: &Comm| match mode {
-            Mode::Standard => c.send(dest, tag, data),
-            Mode::Sync => c.ssend(dest, tag, data),
-        };
         if lib.multiple() {
             // Other threads' calls go on while this one waits (the runtime is
             // thread-safe): the lock is only held for the lookup.
             let c = p2p.clone();
-            return Ok(g.unlocked(|| send(&c))?);
+            return Ok(g.unlocked(|| send_on(&c, dest, tag, data, mode))?);
         }
         // The latency path: no other thread may call meanwhile, so the runtime's
         // blocking send runs on the table's communicator, without a clone.
-        return Ok(send(p2p)?);
+        return Ok(send_on(p2p, dest, tag, data, mode)?);
     }
     match target(g, comm)?.0 {
         Target::Intra(c) => {
@@ -91,6 +88,15 @@ fn send(
         Target::Inter(ic) => ic.send(dest, tag, data)?,
     }
     Ok(())
+}
+
+/// The runtime's blocking standard or synchronous send.
+#[inline(always)]
+fn send_on(c: &Comm, dest: u32, tag: u32, data: &[u8], mode: Mode) -> Result<(), sf::CommError> {
+    match mode {
+        Mode::Standard => c.send(dest, tag, data),
+        Mode::Sync => c.ssend(dest, tag, data),
+    }
 }
 
 /// Starts a standard or synchronous send on `c`.
@@ -282,6 +288,7 @@ crate::mpi_fn! {
     }
 }
 
+#[inline]
 pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
     if source == MPI_ANY_SOURCE {
         Ok(None)
@@ -302,7 +309,7 @@ fn recv(
     status: *mut MPI_Status,
 ) -> R<()> {
     let lib = g.lib()?;
-    let (len, _) = lib.byte_len(count, dt)?;
+    let len = lib.byte_count(count, dt)?;
     let tag = recv_tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if source == MPI_PROC_NULL {
@@ -311,31 +318,19 @@ fn recv(
         return Ok(());
     }
     let source = recv_source(source, e.size)?;
-    let recv = |c: &Comm| -> R<Outcome> {
-        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
-        // program during the call.
-        let data = unsafe { bytes_mut(buf, len) }?;
-        Ok(match c.recv(source, tag, data) {
-            Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-            Err(e) => Outcome {
-                bytes: if matches!(e, sf::CommError::Truncated { .. }) {
-                    len
-                } else {
-                    0
-                },
-                ..Outcome::failed(crate::error::class_of(&e))
-            },
-        })
-    };
+    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
+    // program during the call.
+    let data = unsafe { bytes_mut(buf, len) }?;
     let outcome = match (&e.kind, lib.multiple()) {
         // The latency path, as in `send`.
-        (CommKind::Intra { p2p, .. }, false) => recv(p2p)?,
+        (CommKind::Intra { p2p, .. }, false) => recv_on(p2p, source, tag, data),
         // Without the lock while it waits, as in `send`.
         (CommKind::Intra { p2p, .. }, true) => {
             let c = p2p.clone();
-            g.unlocked(|| recv(&c))?
+            g.unlocked(|| recv_on(&c, source, tag, data))
         }
-        _ => recv_slow(g, comm, source, tag, buf, len)?,
+        // The pointer from `data`, so that the buffer is reached through one borrow.
+        _ => recv_slow(g, comm, source, tag, data.as_mut_ptr().cast(), len)?,
     };
     let outcome = blocking(outcome);
     // SAFETY: MPI's contract: `status` is null or valid for a write.
@@ -344,6 +339,23 @@ fn recv(
         return Err(Fail::new(outcome.error, "receive failed"));
     }
     Ok(())
+}
+
+/// The runtime's blocking receive into `data`, as an outcome.
+#[inline(always)]
+fn recv_on(c: &Comm, source: Option<u32>, tag: Option<u32>, data: &mut [u8]) -> Outcome {
+    let len = data.len();
+    match c.recv(source, tag, data) {
+        Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+        Err(e) => Outcome {
+            bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+                len
+            } else {
+                0
+            },
+            ..Outcome::failed(crate::error::class_of(&e))
+        },
+    }
 }
 
 /// ULFM: a blocking wildcard receive that meets an unacknowledged failure completes
@@ -415,7 +427,9 @@ fn irecv_req(
             tag,
             buf,
             len,
-            comm: c.clone(),
+            // Only a wildcard receive is posted again (after a failure, ULFM's
+            // pending state): a named source's does without the clone.
+            comm: source.is_none().then(|| c.clone()),
         },
     ))
 }
@@ -449,31 +463,37 @@ fn isend(
 ) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
-    let (len, _) = g.lib()?.byte_len(count, dt)?;
-    let (t, size) = target(g, comm)?;
+    let lib = g.lib()?;
+    let len = lib.byte_count(count, dt)?;
+    let e = lib.comm(comm)?;
     let tag = tag_arg(tag)?;
     let req = if dest == MPI_PROC_NULL {
         Req::finished(comm, Outcome::empty())
     } else {
-        let dest = rank_arg(dest, size)?;
-        let Target::Intra(c) = t else {
-            return Err(Fail::new(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "non-blocking operations on inter-communicators are not supported",
-            ));
-        };
+        let dest = rank_arg(dest, e.size)?;
+        let c = intra_p2p(&e.kind)?;
         // SAFETY: MPI's contract: `buf` stays valid and unchanged until the request
         // completes or is freed.
         let data: &'static [u8] = unsafe { bytes(buf, len) }?;
         // SAFETY: as above; the request lives in a `Req` within those rules.
-        let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
+        let r = unsafe { start_send(c, dest, tag, data, mode) }?;
         Req::new(comm, Op::Send(r))
     };
-    let lib = g.lib()?;
-    let h = lib.new_handle();
-    lib.requests.insert(h, req);
+    let h = lib.add_request(req)?;
     *slot = h;
     Ok(())
+}
+
+/// The program's runtime communicator of an intra-communicator, for the non-blocking
+/// calls (borrowed from the table: no clone on their path).
+fn intra_p2p(kind: &CommKind) -> R<&Comm> {
+    match kind {
+        CommKind::Intra { p2p, .. } => Ok(p2p),
+        CommKind::Inter(_) => Err(Fail::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "non-blocking operations on inter-communicators are not supported",
+        )),
+    }
 }
 
 crate::mpi_fn! {
@@ -521,27 +541,21 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { new_request_out(request) }?;
-            let (len, _) = g.lib()?.byte_len(count, datatype)?;
-            let (t, size) = target(g, comm)?;
+            let lib = g.lib()?;
+            let len = lib.byte_count(count, datatype)?;
+            let e = lib.comm(comm)?;
             let tag = recv_tag_arg(tag)?;
             let req = if source == MPI_PROC_NULL {
                 Req::finished(comm, Outcome::empty())
             } else {
-                let source = recv_source(source, size)?;
-                let Target::Intra(c) = t else {
-                    return Err(Fail::new(
-                        MPI_ERR_UNSUPPORTED_OPERATION,
-                        "non-blocking operations on inter-communicators are not supported",
-                    ));
-                };
+                let source = recv_source(source, e.size)?;
+                let c = intra_p2p(&e.kind)?;
                 if len > 0 && buf.is_null() {
                     return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
                 }
-                irecv_req(&c, comm, source, tag, buf.cast(), len)?
+                irecv_req(c, comm, source, tag, buf.cast(), len)?
             };
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.requests.insert(h, req);
+            let h = lib.add_request(req)?;
             *slot = h;
             Ok(())
         })
@@ -566,8 +580,8 @@ crate::mpi_fn! {
         status: *mut MPI_Status
     ) {
         call(comm, |g| {
-            let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-            let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
+            let slen = g.lib()?.byte_count(sendcount, sendtype)?;
+            let rlen = g.lib()?.byte_count(recvcount, recvtype)?;
             let (t, size) = target(g, comm)?;
             let Target::Intra(c) = t else {
                 return Err(Fail::new(

@@ -78,7 +78,8 @@ pub(crate) enum Op {
         tag: Option<u32>,
         buf: *mut u8,
         len: usize,
-        comm: Comm,
+        /// Where to post it again (a wildcard receive only: `repost`).
+        comm: Option<Comm>,
     },
     /// Finished when started (`MPI_PROC_NULL`, a shrink, a cancelled receive).
     Done,
@@ -187,9 +188,13 @@ impl Req {
             // is freed (MPI's contract); the previous request on it was dropped above.
             unsafe { std::slice::from_raw_parts_mut(buf, len) }
         };
+        let Some(c) = &comm else {
+            // Only a wildcard receive stays pending after a failure (see `Op::Recv`).
+            return self.finish(Outcome::failed(MPI_ERR_PROC_FAILED));
+        };
         // SAFETY: as above: the new request lives in this `Req`, completed or dropped
         // (cancelled) before the request is freed.
-        match unsafe { comm.irecv(source, tag, slice) } {
+        match unsafe { c.irecv(source, tag, slice) } {
             Ok(req) => {
                 self.op = Op::Recv {
                     req,

@@ -91,8 +91,7 @@ crate::mpi_fn! {
             let rank = rank_of(rank)?;
             let lib = g.lib()?;
             let req = p2p_of(lib, comm)?.irestart_rank(rank)?;
-            let h = lib.new_handle();
-            lib.requests.insert(h, Req::new(comm, Op::Restart(req)));
+            let h = lib.add_request(Req::new(comm, Op::Restart(req)))?;
             *slot = h;
             Ok(())
         })

@@ -2,21 +2,30 @@
 //! the body every entry point runs in (the panic guard, the error handler).
 //!
 //! # Threads
-//! MPI is process-wide, so the state is a `static` behind a mutex. Every call holds the
-//! mutex for its whole duration, with two exceptions under `MPI_THREAD_MULTIPLE`:
-//! `MPI_Send`, `MPI_Ssend` and `MPI_Recv` on an intra-communicator look up their
-//! runtime communicator under the mutex, then run the runtime's blocking operation
-//! without it ([`Guard::unlocked`]; the runtime is thread-safe, `docs/threads.md`); and
-//! a call that waits on requests (`MPI_Wait`, a collective, ...) releases it between two
-//! attempts, so another thread can post the send the first one waits for. Each attempt
-//! is one non-blocking test of the runtime's requests under the mutex. Below
-//! `MPI_THREAD_MULTIPLE` the program promises that calls never overlap, and blocking
-//! calls use the runtime's blocking operations directly (its fastest path).
+//! MPI is process-wide, so the state is a `static`. Under `MPI_THREAD_SINGLE` and
+//! `MPI_THREAD_FUNNELED` only the thread that initialised MPI (the main thread) may call
+//! MPI: it is the state's owner and reaches the state without the mutex (the cost of a
+//! call is then its checks and the runtime's work; a lock and an unlock were about half
+//! of a small message's cost in this library). Another thread's call there is refused
+//! with `MPI_ERR_OTHER` before it touches anything (see [`Guard::lock`]). Under
+//! `MPI_THREAD_SERIALIZED` and `MPI_THREAD_MULTIPLE` (and before `MPI_Init`, after
+//! `MPI_Finalize`) every call holds the mutex for its whole duration, with two
+//! exceptions under `MPI_THREAD_MULTIPLE`: `MPI_Send`, `MPI_Ssend` and `MPI_Recv` on an
+//! intra-communicator look up their runtime communicator under the mutex, then run the
+//! runtime's blocking operation without it ([`Guard::unlocked`]; the runtime is
+//! thread-safe, `docs/threads.md`); and a call that waits on requests (`MPI_Wait`, a
+//! collective, ...) releases it between two attempts, so another thread can post the
+//! send the first one waits for. Each attempt is one non-blocking test of the runtime's
+//! requests under the mutex. Below `MPI_THREAD_MULTIPLE` the program promises that calls
+//! never overlap, and blocking calls use the runtime's blocking operations directly (its
+//! fastest path).
 
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
@@ -27,6 +36,7 @@ use steadfast_os::SpinWait;
 use crate::consts::*;
 use crate::datatype::TypeEntry;
 use crate::error::{self, Fail, R};
+use crate::reqtable::Requests;
 use crate::request::Req;
 
 /// Where the library is in its life.
@@ -39,20 +49,43 @@ pub(crate) enum Phase {
     After,
 }
 
-/// The mutex's content.
-pub(crate) struct Cell(Phase);
+/// The state and its lock.
+struct Lock {
+    /// Held by every call that does not own the state (see the module doc).
+    mutex: Mutex<()>,
+    phase: UnsafeCell<Phase>,
+}
 
-// SAFETY: the runtime's `Comm`s and requests are `Send + Sync` (docs/threads.md); its
-// `World` is `!Send` as a policy ("lives on the thread that created it"), not because of
-// what it holds: its engine sits behind an `Arc` of a `Sync` structure whose token
-// serialises every access, and its reference counts are atomic. Here every value of the
-// state is reached only through `LIB`'s mutex, so no two threads ever use one at once,
-// and the mutex orders one thread's use before the next's. The raw pointers (user
-// buffers of pending requests) are the program's memory, which MPI's rules keep valid
-// until the request completes.
-unsafe impl Send for Cell {}
+// SAFETY: `phase` is reached only through a [`Guard`] that either holds `mutex` or is
+// the owner's (the main thread below `MPI_THREAD_SERIALIZED`, while no other thread may
+// reach it: `OWNER`'s protocol), so no two threads ever use it at once, and the mutex
+// (or the owner being one thread) orders one use before the next. What it holds may
+// move between threads that way: the runtime's `Comm`s and requests are
+// `Send + Sync` (docs/threads.md); its `World` is `!Send` as a policy ("lives on the
+// thread that created it"), not because of what it holds: its engine sits behind an
+// `Arc` of a `Sync` structure whose token serialises every access, and its reference
+// counts are atomic. The raw pointers (user buffers of pending requests) are the
+// program's memory, which MPI's rules keep valid until the request completes.
+unsafe impl Sync for Lock {}
 
-static LIB: Mutex<Cell> = Mutex::new(Cell(Phase::Before));
+static LIB: Lock = Lock {
+    mutex: Mutex::new(()),
+    phase: UnsafeCell::new(Phase::Before),
+};
+
+/// The owner of the state, when it has one: the `pthread_self` of the thread that
+/// initialised MPI below `MPI_THREAD_SERIALIZED`, from the end of `MPI_Init` to
+/// `MPI_Finalize`; 0 otherwise. Written only by that thread and only while it holds
+/// the mutex.
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread's identity as `OWNER` keeps it (never 0: glibc's `pthread_t` is the
+/// address of the thread's descriptor; two live threads never share one).
+#[inline]
+fn this_thread() -> usize {
+    // SAFETY: pthread_self has no preconditions and cannot fail.
+    unsafe { libc::pthread_self() as usize }
+}
 
 /// A communicator's runtime side: an intra-communicator is two runtime communicators
 /// over the same group, one for the program's messages and one for collectives (so a
@@ -95,6 +128,9 @@ pub(crate) struct CommEntry {
     /// Its size (the remote group's for an inter-communicator): what ranks are
     /// checked against, without asking the runtime.
     pub size: u32,
+    /// This process's rank in it (the local group's for an inter-communicator): fixed
+    /// for its life, kept here since the runtime's `rank()` takes its engine.
+    pub rank: u32,
     pub errhandler: Handle,
     /// Collectives started on it: each uses its own tags, so overlapping non-blocking
     /// collectives never take each other's messages.
@@ -104,13 +140,14 @@ pub(crate) struct CommEntry {
 
 impl CommEntry {
     pub fn new(kind: CommKind, errhandler: Handle, name: impl Into<String>) -> Self {
-        let size = match &kind {
-            CommKind::Intra { p2p, .. } => p2p.size(),
-            CommKind::Inter(ic) => ic.remote_size(),
+        let (size, rank) = match &kind {
+            CommKind::Intra { p2p, .. } => (p2p.size(), p2p.rank()),
+            CommKind::Inter(ic) => (ic.remote_size(), ic.rank()),
         };
         CommEntry {
             kind,
             size,
+            rank,
             errhandler,
             coll_seq: 0,
             name: name.into(),
@@ -149,7 +186,7 @@ pub(crate) struct Lib {
     pub ft: FtMode,
     next_handle: Handle,
     pub comms: Map<CommEntry>,
-    pub requests: Map<Req>,
+    pub requests: Requests,
     /// Messages taken by `MPI_Mprobe`/`Improbe`, with their communicator's handle.
     pub messages: Map<(Handle, sf::comm::Message)>,
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
@@ -177,7 +214,7 @@ impl Lib {
             ft,
             next_handle: FIRST_HANDLE,
             comms: Map::default(),
-            requests: Map::default(),
+            requests: Requests::default(),
             messages: Map::default(),
             detached: Vec::new(),
             types: Map::default(),
@@ -195,6 +232,14 @@ impl Lib {
         let h = self.next_handle;
         self.next_handle += 1;
         h
+    }
+
+    /// Keeps a new request; its handle.
+    #[inline]
+    pub fn add_request(&mut self, r: Req) -> R<Handle> {
+        self.requests
+            .insert(r)
+            .ok_or_else(|| Fail::new(MPI_ERR_NO_MEM, "too many live requests"))
     }
 
     #[inline]
@@ -234,23 +279,51 @@ fn bad_comm(h: Handle) -> Fail {
     }
 }
 
-/// The lock held by a call (see the module doc).
+/// A call's access to the state: the mutex, or ownership (see the module doc).
 pub(crate) struct Guard {
-    g: Option<MutexGuard<'static, Cell>>,
+    /// The mutex, while this call holds it.
+    g: Option<MutexGuard<'static, ()>>,
+    /// The call is the owner's: the state is its alone without the mutex.
+    owner: bool,
 }
 
 impl Guard {
+    /// Access to the state for this call; `None` for a thread that may not call MPI
+    /// (not the main thread under `MPI_THREAD_SINGLE` or `MPI_THREAD_FUNNELED`): it
+    /// must not touch the state, which the main thread uses without the mutex.
     #[inline]
-    pub fn lock() -> Guard {
-        Guard {
-            // A panic while holding it was caught and reported; the state stays usable
-            // (each call leaves it consistent before anything can panic).
-            g: Some(LIB.lock().unwrap_or_else(|p| p.into_inner())),
+    pub fn lock() -> Option<Guard> {
+        // ORDERING: Relaxed. The owner reads its own write (program order). Another
+        // thread that reads an owner refuses without touching the state; one that reads
+        // 0 takes the mutex and reads again below, under it: the owner writes `OWNER`
+        // only holding the mutex, so that read sees the last write.
+        let owner = OWNER.load(Ordering::Relaxed);
+        if owner != 0 {
+            return (owner == this_thread()).then_some(Guard {
+                g: None,
+                owner: true,
+            });
+        }
+        // A panic while holding it was caught and reported; the state stays usable
+        // (each call leaves it consistent before anything can panic).
+        let g = LIB.mutex.lock().unwrap_or_else(|p| p.into_inner());
+        // ORDERING: Relaxed; under the mutex, see above.
+        match OWNER.load(Ordering::Relaxed) {
+            0 => Some(Guard {
+                g: Some(g),
+                owner: false,
+            }),
+            // MPI_Init made another thread the owner while this one waited for the mutex.
+            _ => None,
         }
     }
 
     pub fn phase(&mut self) -> &mut Phase {
-        &mut self.g.as_mut().expect("held between calls").0
+        assert!(self.owner || self.g.is_some(), "held between calls");
+        // SAFETY: this guard holds the mutex or is the owner's (checked just above), so
+        // no other thread reaches the state meanwhile (`Lock`'s SAFETY), and the
+        // returned borrow of `self` keeps this thread from making a second one.
+        unsafe { &mut *LIB.phase.get() }
     }
 
     /// The live state, or `MPI_ERR_OTHER` before `MPI_Init` / after `MPI_Finalize`.
@@ -263,31 +336,57 @@ impl Guard {
         }
     }
 
+    /// Makes this thread the state's owner when `level` allows (`MPI_Init`, holding
+    /// the mutex, once the state is live): its later calls skip the mutex.
+    pub fn own_below_serialized(&mut self, level: c_int) {
+        if self.g.is_some() && matches!(level, MPI_THREAD_SINGLE | MPI_THREAD_FUNNELED) {
+            // ORDERING: Relaxed, written under the mutex; see `lock`.
+            OWNER.store(this_thread(), Ordering::Relaxed);
+        }
+    }
+
+    /// Ends ownership (`MPI_Finalize`): takes the mutex for the rest of the call, so
+    /// other threads' calls find the state again behind it.
+    pub fn disown(&mut self) {
+        if self.owner {
+            self.g = Some(LIB.mutex.lock().unwrap_or_else(|p| p.into_inner()));
+            // ORDERING: Relaxed, written under the mutex; see `lock`.
+            OWNER.store(0, Ordering::Relaxed);
+            self.owner = false;
+        }
+    }
+
     /// Between two attempts of a wait: under `MPI_THREAD_MULTIPLE` lets other threads
     /// in; else spins (then yields) holding the lock.
     pub fn relax(&mut self, spin: &mut SpinWait) {
         let multiple = matches!(self.phase(), Phase::Live(l) if l.multiple());
-        if multiple {
+        if multiple && !self.owner {
             self.g = None;
             std::thread::yield_now();
-            self.g = Some(LIB.lock().unwrap_or_else(|p| p.into_inner()));
+            self.g = Some(LIB.mutex.lock().unwrap_or_else(|p| p.into_inner()));
         } else {
             spin.pause();
         }
     }
 
+    /// Gives up access for the rest of the call (before an error handler, which may
+    /// call MPI).
     fn release(&mut self) {
         self.g = None;
+        self.owner = false;
     }
 
     /// Runs `f` without the lock and takes it back (a blocking point-to-point call
     /// under `MPI_THREAD_MULTIPLE`: the runtime's communicators are `Send + Sync` and
     /// wait holding its engine for one round at a time, so other threads' calls go on
-    /// meanwhile). `f` must not touch the state.
+    /// meanwhile). `f` must not touch the state. The owner has no lock to give up.
     pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
-        self.release();
+        if self.owner {
+            return f();
+        }
+        self.g = None;
         let out = f();
-        self.g = Some(LIB.lock().unwrap_or_else(|p| p.into_inner()));
+        self.g = Some(LIB.mutex.lock().unwrap_or_else(|p| p.into_inner()));
         out
     }
 }
@@ -295,8 +394,12 @@ impl Guard {
 /// The body of an entry point: runs `f` under the lock with panics caught; an error is
 /// handed to the error handler of `comm` (the world's when `comm` is not a live
 /// communicator), after the lock is released, since a handler may call MPI.
+/// A thread that may not call MPI gets `MPI_ERR_OTHER`, without a handler (which
+/// lives in the state it may not touch).
 pub(crate) fn call(comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
-    let mut guard = Guard::lock();
+    let Some(mut guard) = Guard::lock() else {
+        return wrong_thread();
+    };
     let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut guard))) {
         Ok(r) => r,
         Err(_) => Err(Fail::new(
@@ -324,6 +427,17 @@ pub(crate) fn call(comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
             error::raise(comm, fail, handler, ft)
         }
     }
+}
+
+/// The refusal of a call from a thread other than the main one under
+/// `MPI_THREAD_SINGLE` or `MPI_THREAD_FUNNELED`.
+#[cold]
+pub(crate) fn wrong_thread() -> c_int {
+    log::warn!(
+        "an MPI call from a thread other than the main one, under MPI_THREAD_SINGLE or \
+         MPI_THREAD_FUNNELED: refused (MPI_ERR_OTHER)"
+    );
+    MPI_ERR_OTHER
 }
 
 /// What an error handler does.

@@ -97,8 +97,7 @@ crate::mpi_fn! {
             let (slot, req) = unsafe { (out(newcomm)?, new_request_out(request)?) };
             let lib = g.lib()?;
             *slot = shrink(lib, comm)?;
-            let h = lib.new_handle();
-            lib.requests.insert(h, Req::finished(comm, Outcome::empty()));
+            let h = lib.add_request(Req::finished(comm, Outcome::empty()))?;
             *req = h;
             Ok(())
         })
@@ -149,8 +148,7 @@ crate::mpi_fn! {
             let value = unsafe { *flag } as u32;
             let lib = g.lib()?;
             let req = p2p_of(lib, comm)?.iagree(u64::from(value));
-            let h = lib.new_handle();
-            lib.requests.insert(h, Req::new(comm, Op::Agree { req, flag }));
+            let h = lib.add_request(Req::new(comm, Op::Agree { req, flag }))?;
             *slot = h;
             Ok(())
         })

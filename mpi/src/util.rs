@@ -68,16 +68,13 @@ pub(crate) unsafe fn read_cstr(p: *const c_char) -> R<String> {
 ///
 /// # Safety
 /// `buf` is valid for reads of `n` bytes for `'a`, and not written meanwhile.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn bytes<'a>(buf: *const c_void, n: usize) -> R<&'a [u8]> {
     if n == 0 {
         return Ok(&[]);
     }
     if buf.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            format!("a null buffer for {n} bytes"),
-        ));
+        return Err(null_buffer(n));
     }
     // SAFETY: the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) })
@@ -87,28 +84,39 @@ pub(crate) unsafe fn bytes<'a>(buf: *const c_void, n: usize) -> R<&'a [u8]> {
 ///
 /// # Safety
 /// `buf` is valid for writes of `n` bytes for `'a`, and not otherwise used meanwhile.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn bytes_mut<'a>(buf: *mut c_void, n: usize) -> R<&'a mut [u8]> {
     if n == 0 {
         return Ok(&mut []);
     }
     if buf.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            format!("a null buffer for {n} bytes"),
-        ));
+        return Err(null_buffer(n));
     }
     // SAFETY: the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) })
 }
 
+/// The error of a null buffer of `n` bytes (out of line: the checks above stay small
+/// enough to inline on the message path).
+#[cold]
+#[inline(never)]
+fn null_buffer(n: usize) -> Fail {
+    Fail::new(MPI_ERR_BUFFER, format!("a null buffer for {n} bytes"))
+}
+
 /// A rank of a group of `size`.
 #[inline]
 pub(crate) fn rank_arg(r: c_int, size: u32) -> R<u32> {
-    u32::try_from(r)
-        .ok()
-        .filter(|&r| r < size)
-        .ok_or_else(|| Fail::new(MPI_ERR_RANK, format!("rank {r} outside a group of {size}")))
+    match u32::try_from(r) {
+        Ok(v) if v < size => Ok(v),
+        _ => Err(bad_rank(r, size)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_rank(r: c_int, size: u32) -> Fail {
+    Fail::new(MPI_ERR_RANK, format!("rank {r} outside a group of {size}"))
 }
 
 /// A tag to send with.
@@ -117,14 +125,18 @@ pub(crate) fn tag_arg(t: c_int) -> R<u32> {
     if (0..=TAG_UB).contains(&t) {
         Ok(t as u32)
     } else {
-        Err(Fail::new(
-            MPI_ERR_TAG,
-            format!("tag {t} outside 0..={TAG_UB}"),
-        ))
+        Err(bad_tag(t))
     }
 }
 
+#[cold]
+#[inline(never)]
+fn bad_tag(t: c_int) -> Fail {
+    Fail::new(MPI_ERR_TAG, format!("tag {t} outside 0..={TAG_UB}"))
+}
+
 /// A tag to receive with (`MPI_ANY_TAG`: `None`).
+#[inline]
 pub(crate) fn recv_tag_arg(t: c_int) -> R<Option<u32>> {
     if t == MPI_ANY_TAG {
         Ok(None)

@@ -34,8 +34,12 @@ use crate::world::WORLD_COMM;
 /// detector's, which carries no user message): nothing is sent on it.
 pub(super) const UNAGREED: u64 = 0;
 
-/// A limit on rounds of one agreement on a context (one per window of 4096 ids with
-/// nothing in common, and retries while another creation holds the mask).
+/// A limit on the windows one agreement on a context moves through (one per window of
+/// 4096 ids with nothing in common). Rounds retried in the same window, while another
+/// creation holds the mask here or at another member, do not count: that creation
+/// finishes (or fails and gives the mask up) whatever this one does, and a thread
+/// that lost its core while holding it could make any count run out (8 threads
+/// creating at once on a busy 2-core machine did).
 const MAX_ROUNDS: u32 = 1 << 10;
 
 /// Where the members AND their proposals.
@@ -65,7 +69,8 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
         Over::Parent(c) | Over::Live(c, _) | Over::Own(c) => c,
     };
     let mut window = 0;
-    for _ in 0..MAX_ROUNDS {
+    let mut windows_tried = 0;
+    while windows_tried < MAX_ROUNDS {
         let mine = comm.engine.lock().contexts_mut().propose(op, window);
         let words = match over {
             Over::Parent(parent) => and_over_parent(parent, &mine),
@@ -86,7 +91,15 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
                 log::debug!("context {} agreed for creation {op:#x}", id.0);
                 return Ok(u64::from(id.0));
             }
-            Ok(Decision::Retry { window: w }) => window = w,
+            Ok(Decision::Retry { window: w }) => {
+                if w == window {
+                    // Another creation holds the mask: give its thread the core.
+                    std::thread::yield_now();
+                } else {
+                    windows_tried += 1;
+                }
+                window = w;
+            }
             Err(ContextError::ContextsExhausted { capacity, live }) => {
                 return Err(CommError::ContextsExhausted { capacity, live })
             }

@@ -148,7 +148,11 @@ enum SendState {
 /// A send in flight (from [`Comm::isend`]).
 #[must_use = "a send request must be tested or waited for"]
 pub struct SendRequest<'a> {
-    comm: Comm,
+    /// `None` for a send finished when it was started (no synchronous answer to wait
+    /// for): it never needs the engine again, and keeping no handle spares the atomic
+    /// reference counts, whose locked instructions wait for the ring's cache lines
+    /// just written (the message rate). Every other send keeps one.
+    comm: Option<Comm>,
     dest: u32,
     world: u32,
     wire_tag: u64,
@@ -175,6 +179,13 @@ impl std::fmt::Debug for SendRequest<'_> {
 }
 
 impl SendRequest<'_> {
+    /// The communicator of a send not finished at its start (the only ones that look).
+    fn comm(&self) -> &Comm {
+        self.comm
+            .as_ref()
+            .expect("a send unfinished at its start keeps its communicator")
+    }
+
     fn data(&self) -> &[u8] {
         // SAFETY: the request borrows the caller's slice for its lifetime ('a).
         unsafe { std::slice::from_raw_parts(self.data, self.len) }
@@ -199,7 +210,7 @@ impl SendRequest<'_> {
         }
         // A handle of its own (the guard must not borrow `self`, which `step` changes);
         // only unfinished sends get here.
-        let shared = std::sync::Arc::clone(&self.comm.engine);
+        let shared = std::sync::Arc::clone(&self.comm().engine);
         let mut guard = shared.lock();
         self.step(&mut guard)
     }
@@ -280,7 +291,8 @@ impl SendRequest<'_> {
                             if unread {
                                 // The receiver dropped it unread: its communicator was
                                 // revoked (or freed) before a receive took it.
-                                if let Some(err) = self.comm.interrupted(e, Some(self.world), false)
+                                if let Some(err) =
+                                    self.comm().interrupted(e, Some(self.world), false)
                                 {
                                     return Err(err);
                                 }
@@ -312,7 +324,7 @@ impl SendRequest<'_> {
                             e.report_failure(self.world, format!("fabric: {err}"));
                             e.apply_failures();
                             return Err(self
-                                .comm
+                                .comm()
                                 .interrupted(e, Some(self.world), false)
                                 .unwrap_or_else(|| err.into()));
                         }
@@ -321,7 +333,7 @@ impl SendRequest<'_> {
             }
         }
         e.progress();
-        if let Some(err) = self.comm.interrupted(e, Some(self.world), false) {
+        if let Some(err) = self.comm().interrupted(e, Some(self.world), false) {
             match std::mem::replace(&mut self.state, SendState::Done) {
                 SendState::Fabric(req) => {
                     let fab = e.fab_mut().expect("fabric route without messenger");
@@ -353,7 +365,11 @@ impl SendRequest<'_> {
     /// # Errors
     /// As [`Comm::send`].
     pub fn wait(mut self) -> Result<(), CommError> {
-        let comm = self.comm.clone();
+        // Finished already (an inline or eager message the ring took): nothing to take.
+        if self.sync.is_none() && matches!(self.state, SendState::Done) {
+            return Ok(());
+        }
+        let comm = self.comm().clone();
         super::Spin::until(&comm, || Ok(self.test()?.then_some(())))
     }
 }
@@ -361,11 +377,11 @@ impl SendRequest<'_> {
 impl Drop for SendRequest<'_> {
     fn drop(&mut self) {
         if let Some(seq) = self.sync.take() {
-            self.comm.engine.lock().sync_end(self.world, seq);
+            self.comm().engine.lock().sync_end(self.world, seq);
         }
         if let SendState::Queued(id) = self.state {
             // Out of the queue: the engine no longer names `data`.
-            self.comm.engine.lock().cancel_queued(id);
+            self.comm().engine.lock().cancel_queued(id);
         }
         // A large shm send offered by its address cannot be withdrawn: the receiver may
         // be reading the buffer. It is finished as `wait` would (the receiver answers
@@ -387,7 +403,7 @@ impl Drop for SendRequest<'_> {
         // the buffer).
         if let SendState::Fabric(req) = std::mem::replace(&mut self.state, SendState::Done) {
             {
-                let mut e = self.comm.engine.lock();
+                let mut e = self.comm().engine.lock();
                 if let Some(fab) = e.fab_mut() {
                     let _ = fab.cancel(req);
                 }
@@ -550,6 +566,21 @@ impl Comm {
                 e.stats_mut().self_sent += 1;
                 SendState::Done
             }
+            Route::Shm(l) if !e.sends_queued(w) => {
+                // A message the ring takes whole now leaves before the request exists:
+                // building it finished, rather than finishing it through `step`, keeps
+                // the request's fields out of the store buffer behind the ring's cells
+                // (reading them back waited for those cache lines: 8 B message rate).
+                let shm = e.shm_mut().expect("shm route without endpoint");
+                match shm.try_send(l, wire_tag, data) {
+                    Ok(()) => {
+                        e.stats_mut().shm_sent += 1;
+                        SendState::Done
+                    }
+                    // No room, too large, or the peer is dead: `step` below decides.
+                    Err(_) => SendState::Waiting,
+                }
+            }
             Route::Shm(_) => SendState::Waiting,
             Route::Fabric => {
                 let fab = e.fab_mut().expect("fabric route without messenger");
@@ -578,8 +609,9 @@ impl Comm {
                 }
             }
         };
+        let finished = sync.is_none() && matches!(state, SendState::Done);
         let mut req = SendRequest {
-            comm: self.clone(),
+            comm: (!finished).then(|| self.clone()),
             dest,
             world: w,
             wire_tag,

@@ -198,7 +198,7 @@ impl Comm {
                     return outcome_result(out);
                 }
                 // The rings first: a message placed straight into `buf` completes it.
-                e.drain_arrivals();
+                e.drain_for_receive();
                 if let Some(out) = e.recv_outcome(key) {
                     posted.key = None;
                     e.tick();

@@ -12,18 +12,36 @@ use std::sync::Arc;
 use steadfast_fabric::{ArrivalData, Error as FabricError, RemoteMessage, Request};
 
 use super::{Engine, DRAIN_MAX};
-use crate::world::matching::{Delivery, Got, Payload, RecvFailure, RecvKey, SyncToken};
+use crate::world::matching::{Got, Payload, Placement, RecvFailure, RecvKey, SyncToken};
 use crate::world::tags::{
     fabric_sync_word, user_tag, CONTEXT_MASK, FABRIC_SYNC, FABRIC_SYNC_ACK, SYNC_SEQ_MASK,
     USER_TAG_BITS,
 };
 
+/// What [`Engine::drain_fabric`] makes of one arrival.
+enum Taken {
+    /// A synchronous send's answer from (world rank, sequence number).
+    Answer(u32, u32),
+    /// Copied into the receive `p` names (nothing copied when `truncated`).
+    Placed {
+        p: Placement,
+        tag: u32,
+        len: usize,
+        truncated: bool,
+        sync: Option<SyncToken>,
+    },
+    /// To deliver: (context, world rank, tag, length, payload).
+    Deliver(u32, u32, u32, usize, Payload),
+}
+
 impl Engine {
     /// Takes what the messenger's pool received (at most [`DRAIN_MAX`]) into the
     /// matcher: an eager message straight into the buffer of the receive it completes
-    /// when one is posted, else copied out; a rendezvous message as a
-    /// [`Payload::FabricPull`]. Returns how many.
-    pub(super) fn drain_fabric(&mut self) -> usize {
+    /// when one is posted (completed there, as the shm latency path does), else copied
+    /// out; a rendezvous message as a [`Payload::FabricPull`]; a synchronous send's
+    /// answer is taken before matching. `stop_at_placed`: stop once a message was
+    /// placed (`drain_for_receive`). Returns how many.
+    pub(super) fn drain_fabric(&mut self, stop_at_placed: bool) -> usize {
         let Some(fab) = self.fab.as_mut() else {
             return 0;
         };
@@ -39,7 +57,7 @@ impl Engine {
                 let w = a.source;
                 let word = a.extra.unwrap_or(0);
                 if word & FABRIC_SYNC_ACK != 0 {
-                    return Err((w, word & SYNC_SEQ_MASK));
+                    return Taken::Answer(w, word & SYNC_SEQ_MASK);
                 }
                 let sync = (word & FABRIC_SYNC != 0).then_some(SyncToken {
                     world: w,
@@ -49,45 +67,68 @@ impl Engine {
                 let tag = user_tag(a.tag);
                 let payload = match a.data {
                     ArrivalData::Eager(bytes) => match matching.placement(ctx, w, tag) {
-                        Some((ptr, cap)) if bytes.len() <= cap => {
-                            // SAFETY: `ptr` is a posted receive's buffer, valid for `cap`
-                            // bytes while posted (`matching.rs`); `bytes` is the
-                            // messenger's staging buffer, a distinct allocation.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len())
-                            };
-                            Payload::Placed {
-                                truncated: false,
-                                sync,
+                        Some((ptr, cap, p)) => {
+                            let truncated = bytes.len() > cap;
+                            if !truncated {
+                                // SAFETY: `ptr` is a posted receive's buffer, valid for
+                                // `cap` bytes while posted (`matching.rs`); `bytes` is the
+                                // messenger's staging buffer, a distinct allocation.
+                                unsafe {
+                                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len())
+                                };
                             }
+                            return Taken::Placed {
+                                p,
+                                tag,
+                                len: a.len,
+                                truncated,
+                                sync,
+                            };
                         }
-                        Some(_) => Payload::Placed {
-                            truncated: true,
-                            sync,
-                        },
                         None => Payload::Bytes(bytes.to_vec(), sync),
                     },
                     ArrivalData::Remote(message) => Payload::FabricPull { message, sync },
                 };
-                Ok((ctx, w, tag, a.len, payload))
+                Taken::Deliver(ctx, w, tag, a.len, payload)
             });
-            let (ctx, w, tag, len, payload) = match arrived {
-                None => break,
-                Some(Ok(delivery)) => delivery,
-                Some(Err((w, seq))) => {
-                    taken += 1;
-                    self.sync_answer_arrived(w, seq);
-                    continue;
-                }
-            };
+            let Some(arrived) = arrived else { break };
             taken += 1;
-            let placed = matches!(payload, Payload::Placed { .. });
-            let d = self.matching.deliver(ctx, w, tag, len, payload);
-            if placed && !matches!(d, Delivery::Matched(_)) {
-                // `placement` named the receive and nothing ran in between: cannot happen.
-                log::error!("matching: a fabric message placed into a receive did not match it");
+            match arrived {
+                Taken::Answer(w, seq) => self.sync_answer_arrived(w, seq),
+                Taken::Placed {
+                    p,
+                    tag,
+                    len,
+                    truncated,
+                    sync,
+                } => {
+                    // The receive has started: a synchronous sender may complete.
+                    if let Some(t) = sync {
+                        self.sync_matched(t);
+                    }
+                    let outcome = if truncated {
+                        Err(RecvFailure::Truncated {
+                            len,
+                            capacity: p.cap,
+                        })
+                    } else {
+                        Ok(Got {
+                            source: p.source,
+                            tag,
+                            len,
+                        })
+                    };
+                    // No other call since `placement`: still the receive it matches.
+                    self.matching.finish_placed(p, outcome);
+                    if stop_at_placed {
+                        break;
+                    }
+                }
+                Taken::Deliver(ctx, w, tag, len, payload) => {
+                    let d = self.matching.deliver(ctx, w, tag, len, payload);
+                    self.handle_delivery(d);
+                }
             }
-            self.handle_delivery(d);
         }
         taken
     }

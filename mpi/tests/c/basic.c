@@ -6,6 +6,7 @@
  * exits 1.
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,34 @@ static void count_errors(MPI_Comm *comm, int *code, ...) {
     (void)comm;
     handler_calls++;
     handler_code = *code;
+}
+
+/* A call from a thread other than the main one: refused under MPI_THREAD_SINGLE (the
+ * main thread owns the library's state without a lock), served under
+ * MPI_THREAD_MULTIPLE; MPI_Initialized is callable from any thread. */
+static void *other_thread(void *out) {
+    int rank = -1, flag = -1;
+    int *rc = out;
+    rc[0] = MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rc[1] = rank;
+    rc[2] = MPI_Initialized(&flag) == MPI_SUCCESS && flag == 1;
+    return NULL;
+}
+
+static void threads(void) {
+    int rc[3] = {-1, -1, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_thread, rc) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(rc[2] == 1);
+    if (level == MPI_THREAD_MULTIPLE)
+        CHECK(rc[0] == MPI_SUCCESS && rc[1] == me);
+    else
+        CHECK(rc[0] == MPI_ERR_OTHER && rc[1] == -1);
+    /* The main thread is served as before. */
+    int rank = -1;
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(rank == me);
 }
 
 static void environment(void) {
@@ -596,6 +625,7 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     CHECK(size >= 2);
     environment();
+    threads();
     errors();
     communicators(me, size);
     point_to_point(me, size);

@@ -1,0 +1,336 @@
+//! The message rounds of the tree collectives over borrowed buffers: the program's own
+//! buffers, and a scratch buffer on the stack up to [`SMALL`] bytes, so
+//! `MPI_Barrier` and a small `MPI_Allreduce`, `MPI_Reduce` or `MPI_Bcast` allocate
+//! nothing. [`Rounds`] names
+//! the communicator by its handle and reaches its runtime communicators in the table
+//! when it posts a round or looks at failures, instead of holding clones (two
+//! reference counts up and down per call were a tenth of a small allreduce).
+//! [`Rounds::post_wait`] posts one round's sends and its receive at once and waits for
+//! them as `Coll::exchange` does (revocation and failures looked at every few polls).
+
+use sf::comm::{RecvRequest, SendRequest};
+use sf::CommError;
+
+use crate::coll::{Coll, INTERRUPT_POLLS};
+use crate::consts::*;
+use crate::datatype::{reduce, Elem};
+use crate::error::{Fail, R};
+use crate::state::Guard;
+
+/// Messages up to this size take a collective's scratch buffer on the stack.
+pub(crate) const SMALL: usize = 256;
+
+/// Most sends one round of a broadcast posts: a binomial tree's children, one per
+/// bit of a rank.
+const MAX_SENDS: usize = 32;
+
+/// One tree collective call: its communicator, tag and place.
+pub(crate) struct Rounds {
+    comm: Handle,
+    pub tag: u32,
+    pub me: u32,
+    pub n: u32,
+}
+
+/// A collective's scratch space for one message: on the stack up to [`SMALL`] bytes.
+pub(crate) struct Scratch {
+    small: [u8; SMALL],
+    big: Vec<u8>,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Scratch {
+            small: [0; SMALL],
+            big: Vec::new(),
+        }
+    }
+
+    /// `len` bytes of scratch (their content unspecified).
+    pub fn get(&mut self, len: usize) -> &mut [u8] {
+        if len <= SMALL {
+            &mut self.small[..len]
+        } else {
+            self.big.resize(len, 0);
+            &mut self.big[..]
+        }
+    }
+}
+
+impl Rounds {
+    /// Starts a call of `phases` phases on intra-communicator `comm` (as
+    /// `Coll::start_phases`: all its tags are taken now).
+    pub fn start(g: &mut Guard, comm: Handle, phases: u32) -> R<Rounds> {
+        let lib = g.lib()?;
+        lib.comm(comm)?.intra()?;
+        let tag = lib.coll_tag(comm)?;
+        for _ in 1..phases {
+            lib.coll_tag(comm)?;
+        }
+        let e = lib.comm(comm)?;
+        Ok(Rounds {
+            comm,
+            tag,
+            me: e.rank,
+            n: e.size,
+        })
+    }
+
+    /// The rounds of a call started as `c` on `comm`, at its current phase.
+    pub fn of(c: &Coll, comm: Handle) -> Rounds {
+        Rounds {
+            comm,
+            tag: c.tag,
+            me: c.me,
+            n: c.n,
+        }
+    }
+
+    /// The tag of the call's next phase.
+    fn next_phase(&mut self) {
+        self.tag = (self.tag + 1) & 0xf_ffff;
+    }
+
+    /// Comm rank of relative rank `v` in a tree rooted at `root`.
+    fn abs(&self, v: u32, root: u32) -> u32 {
+        (v + root) % self.n
+    }
+
+    /// As `Coll::interrupted`, on the communicators in the table (gone: the program
+    /// freed it meanwhile from another thread, an error).
+    fn interrupted(&self, g: &mut Guard) -> R<Option<Fail>> {
+        let (p2p, coll) = g.lib()?.comm(self.comm)?.intra()?;
+        if p2p.is_revoked() {
+            coll.revoke();
+            return Ok(Some(CommError::Revoked.into()));
+        }
+        if coll.any_failed() {
+            let ranks = coll.failed_ranks();
+            return Ok(Some(CommError::ProcFailed { ranks }.into()));
+        }
+        Ok(None)
+    }
+
+    /// Sends each of `sends` and receives exactly `recv`'s length from its rank, all
+    /// posted at once (the receive first) on the caller's buffers, then waits for
+    /// them all; nothing is allocated. A message of another length is
+    /// `MPI_ERR_TRUNCATE` (the ranks passed different counts or types). `S` bounds the
+    /// sends (1 but for a broadcast).
+    pub(crate) fn post_wait<const S: usize>(
+        &self,
+        g: &mut Guard,
+        sends: &[(u32, &[u8])],
+        recv: Option<(u32, &mut [u8])>,
+    ) -> R<()> {
+        if sends.len() > S {
+            return Err(Fail::new(
+                MPI_ERR_INTERN,
+                "more sends in a round than planned",
+            ));
+        }
+        let (_, coll) = g.lib()?.comm(self.comm)?.intra()?;
+        let mut rreq: Option<(RecvRequest<'_>, u32, usize)> = match recv {
+            Some((src, buf)) => {
+                let len = buf.len();
+                // SAFETY: the request borrows `buf`; it is completed or dropped (which
+                // cancels it) before this function returns, never leaked.
+                let r = unsafe { coll.irecv(Some(src), Some(self.tag), buf) }?;
+                Some((r, src, len))
+            }
+            None => None,
+        };
+        let mut sreqs: [Option<SendRequest<'_>>; S] = std::array::from_fn(|_| None);
+        for (slot, &(dest, data)) in sreqs.iter_mut().zip(sends) {
+            // SAFETY: as above, for `data`.
+            *slot = Some(unsafe { coll.isend(dest, self.tag, data) }?);
+        }
+        let mut spin = crate::util::spin_wait();
+        let mut polls: u32 = 0;
+        loop {
+            g.lib()?;
+            let mut pending = false;
+            for s in sreqs.iter_mut() {
+                if let Some(r) = s {
+                    if r.test()? {
+                        *s = None;
+                    } else {
+                        pending = true;
+                    }
+                }
+            }
+            if let Some((r, src, len)) = &mut rreq {
+                match r.test()? {
+                    Some(st) if st.len != *len => {
+                        return Err(Fail::new(
+                            MPI_ERR_TRUNCATE,
+                            format!(
+                                "rank {src} sent {} bytes where {len} were expected: the \
+                                 ranks passed different counts or types",
+                                st.len
+                            ),
+                        ))
+                    }
+                    Some(_) => rreq = None,
+                    None => pending = true,
+                }
+            }
+            if !pending {
+                return Ok(());
+            }
+            // As in `exchange`: not at every poll.
+            polls = polls.wrapping_add(1);
+            if polls % INTERRUPT_POLLS == 0 {
+                if let Some(f) = self.interrupted(g)? {
+                    return Err(f);
+                }
+            }
+            g.relax(&mut spin);
+        }
+    }
+
+    /// Dissemination barrier, with empty messages: in round k every rank sends to
+    /// rank + 2^k and receives from rank - 2^k (as `Ibarrier`).
+    pub(crate) fn barrier(&self, g: &mut Guard) -> R<()> {
+        let mut mask = 1u32;
+        while mask < self.n {
+            let to = (self.me + mask) % self.n;
+            let from = (self.me + self.n - mask) % self.n;
+            self.post_wait::<1>(g, &[(to, &[])], Some((from, &mut [])))?;
+            mask <<= 1;
+        }
+        Ok(())
+    }
+
+    /// Binomial broadcast of `data` (significant at `root`) into `data`.
+    pub(crate) fn bcast(&self, g: &mut Guard, data: &mut [u8], root: u32) -> R<()> {
+        let vr = (self.me + self.n - root) % self.n;
+        let mut mask = 1u32;
+        while mask < self.n {
+            if vr & mask != 0 {
+                let parent = self.abs(vr - mask, root);
+                self.post_wait::<1>(g, &[], Some((parent, &mut *data)))?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        let mut sends: [(u32, &[u8]); MAX_SENDS] = [(0, &[]); MAX_SENDS];
+        let mut k = 0;
+        while mask > 0 {
+            if vr + mask < self.n {
+                sends[k] = (self.abs(vr + mask, root), &*data);
+                k += 1;
+            }
+            mask >>= 1;
+        }
+        self.post_wait::<MAX_SENDS>(g, &sends[..k], None)
+    }
+
+    /// Recursive-doubling allreduce of `acc` (every rank ends with the result), `tmp`
+    /// as long as `acc` for the partner's value: in round k each rank exchanges its
+    /// partial result with the rank whose number differs in bit k, so `log2(n)`
+    /// message latencies instead of the `2 log2(n)` of a reduction and a broadcast.
+    /// When `n` is not a power of two, the first `2 * (n - p)` ranks (`p` the largest
+    /// power of two below `n`) pair up first: each even one hands its value to the odd
+    /// one above it, which takes part for both and returns the result at the end (the
+    /// first phase's tag serves the rounds, the second's the return). Two partial
+    /// results are always combined lower rank first, so both partners compute the same
+    /// expression and every rank ends with the same bits, even for floating point.
+    pub(crate) fn allreduce(
+        &mut self,
+        g: &mut Guard,
+        acc: &mut [u8],
+        tmp: &mut [u8],
+        op: Handle,
+        elem: Elem,
+    ) -> R<()> {
+        let n = self.n;
+        let me = self.me;
+        let p = if n.is_power_of_two() {
+            n
+        } else {
+            n.next_power_of_two() / 2
+        };
+        let paired = 2 * (n - p);
+        // This rank's number among the `p` taking part in the rounds, and back.
+        let virt = if me < paired {
+            if me % 2 == 0 {
+                self.post_wait::<1>(g, &[(me + 1, &*acc)], None)?;
+                None
+            } else {
+                self.post_wait::<1>(g, &[], Some((me - 1, &mut *tmp)))?;
+                combine(acc, tmp, op, elem)?;
+                Some(me / 2)
+            }
+        } else {
+            Some(me - paired / 2)
+        };
+        let real = |v: u32| {
+            if v < paired / 2 {
+                2 * v + 1
+            } else {
+                v + paired / 2
+            }
+        };
+        if let Some(v) = virt {
+            let mut mask = 1u32;
+            while mask < p {
+                let partner = real(v ^ mask);
+                self.post_wait::<1>(g, &[(partner, &*acc)], Some((partner, &mut *tmp)))?;
+                if partner < me {
+                    combine(acc, tmp, op, elem)?;
+                } else {
+                    reduce(op, elem, acc, tmp)?;
+                }
+                mask <<= 1;
+            }
+        }
+        self.next_phase();
+        if me < paired {
+            if me % 2 == 0 {
+                self.post_wait::<1>(g, &[], Some((me + 1, acc)))?;
+            } else {
+                self.post_wait::<1>(g, &[(me - 1, &*acc)], None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Binomial reduction of `acc` toward `root`, where it ends with the result; `tmp`
+    /// as long as `acc` for the children's values.
+    pub(crate) fn reduce(
+        &self,
+        g: &mut Guard,
+        acc: &mut [u8],
+        tmp: &mut [u8],
+        op: Handle,
+        elem: Elem,
+        root: u32,
+    ) -> R<()> {
+        let vr = (self.me + self.n - root) % self.n;
+        let mut mask = 1u32;
+        while mask < self.n {
+            if vr & mask == 0 {
+                let src = vr | mask;
+                if src < self.n {
+                    self.post_wait::<1>(g, &[], Some((self.abs(src, root), &mut *tmp)))?;
+                    reduce(op, elem, acc, tmp)?;
+                }
+            } else {
+                let dest = self.abs(vr & !mask, root);
+                self.post_wait::<1>(g, &[(dest, &*acc)], None)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        Ok(())
+    }
+}
+
+/// `acc = lower op acc`: the lower rank's value (in `lower`, overwritten) on the left
+/// (see [`Coll::allreduce`]).
+fn combine(acc: &mut [u8], lower: &mut [u8], op: Handle, elem: Elem) -> R<()> {
+    reduce(op, elem, lower, acc)?;
+    acc.copy_from_slice(lower);
+    Ok(())
+}
