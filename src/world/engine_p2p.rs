@@ -36,14 +36,19 @@ impl Engine {
 
     /// The outcome of a posted receive once complete (its slot is freed then).
     pub fn recv_outcome(&mut self, key: RecvKey) -> Option<Outcome> {
-        self.pull_outcome(key);
+        if self.fab.is_some() {
+            // Only a fabric read leaves a matched receive in progress.
+            self.pull_outcome(key);
+        }
         self.matching.take(key)
     }
 
     /// Cancels a posted receive: `None` when withdrawn, else its outcome (a fabric read
     /// into its buffer is ended first).
     pub fn cancel_recv(&mut self, key: RecvKey) -> Option<Outcome> {
-        self.cancel_pull(key);
+        if self.fab.is_some() {
+            self.cancel_pull(key);
+        }
         self.matching.cancel(key)
     }
 
