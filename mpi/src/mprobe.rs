@@ -1,6 +1,5 @@
 //! Matched probes: `MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv`, `MPI_Imrecv`, over the
-//! runtime's `Comm::mprobe`/`improbe` (self and shared-memory sources; a source reached
-//! through the fabric is `MPI_ERR_UNSUPPORTED_OPERATION`, as for `MPI_Probe`). A taken
+//! runtime's `Comm::mprobe`/`improbe` (every route: self, shared memory, fabric). A taken
 //! message is a handle in the library's table until `MPI_Mrecv` receives it;
 //! `MPI_MESSAGE_NO_PROC` stands for a probe of `MPI_PROC_NULL`.
 

@@ -1,7 +1,7 @@
 //! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`,
-//! `Sendrecv`, `Ssend`, `Issend`, `Probe`, `Iprobe`; `MPI_PROC_NULL`. Synchronous
-//! sends and probes involving a rank reached through the fabric return
-//! `MPI_ERR_UNSUPPORTED_OPERATION` (the runtime's `CommError::Unsupported`).
+//! `Sendrecv`, `Ssend`, `Issend`, `Probe`, `Iprobe`; `MPI_PROC_NULL`. Every path (self,
+//! shared memory, fabric) matches in the runtime's one matcher, so probes and
+//! synchronous sends work whatever the peer's route.
 
 use std::ffi::{c_int, c_void};
 
@@ -156,9 +156,8 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Ssend`: returns once the matching receive has started (MPI 4.1, 3.4). Over
-    /// self and shared memory; a destination reached through the fabric, or an
-    /// inter-communicator, gives `MPI_ERR_UNSUPPORTED_OPERATION`.
+    /// `MPI_Ssend`: returns once the matching receive has started (MPI 4.1, 3.4), on
+    /// every route; an inter-communicator gives `MPI_ERR_UNSUPPORTED_OPERATION`.
     fn MPI_Ssend / PMPI_Ssend(
         buf: *const c_void,
         count: c_int,
@@ -268,8 +267,8 @@ fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MP
 }
 
 crate::mpi_fn! {
-    /// `MPI_Probe`: messages to this process and from ranks of its node (self and shared
-    /// memory); a source reached through the fabric gives `MPI_ERR_UNSUPPORTED_OPERATION`.
+    /// `MPI_Probe`: the earliest waiting message a receive `(source, tag)` would get,
+    /// from any route (self, shared memory, fabric).
     fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut MPI_Status) {
         call(comm, |g| probe(g, source, tag, comm, status))
     }
@@ -527,8 +526,8 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Irecv`: posted at the call, so receives match in posting order (over the
-    /// fabric route, see `docs/matching.md` section 5).
+    /// `MPI_Irecv`: posted at the call, so receives match in posting order, whatever
+    /// the route (`docs/matching.md` section 5).
     fn MPI_Irecv / PMPI_Irecv(
         buf: *mut c_void,
         count: c_int,
