@@ -159,7 +159,24 @@ fn run_once(k: u64, pattern: Pattern, seed: u64, marker: &str) {
 /// processes that SIGKILL themselves (`--kill-restart-of`), each one more restart in
 /// the launcher's summary.
 fn run_with(k: u64, pattern: Pattern, seed: u64, marker: &str, extra: &[&str], self_kills: usize) {
+    run_routed(k, pattern, seed, marker, extra, self_kills, None);
+}
+
+/// As [`run_with`]; `route` forces the runtime's path between ranks
+/// (`STEADFAST_ROUTE`: `fabric` runs every message over tcp on this one host).
+fn run_routed(
+    k: u64,
+    pattern: Pattern,
+    seed: u64,
+    marker: &str,
+    extra: &[&str],
+    self_kills: usize,
+    route: Option<&str>,
+) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
+    if let Some(r) = route {
+        cmd.env("STEADFAST_ROUTE", r);
+    }
     cmd.args(["-n", &RANKS.to_string(), "--no-kill", "--tag-output"])
         .arg(example("master_leader_workers"))
         .args(["--queries", &QUERIES.to_string(), "--pace-ms", "10", marker])
@@ -227,6 +244,26 @@ fn the_scenario_survives_random_kills_of_workers_and_leaders_twenty_times() {
         let seed = base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let marker = format!("mlw-{}-{k}", std::process::id());
         run_once(k, Pattern::of_run(k), seed, &marker);
+    }
+}
+
+/// The scenario over tcp (the fabric forced between all ranks): every message,
+/// restart and rejoin goes through libfabric and the one matcher (software matching of
+/// fabric messages). A worker, a leader, a leader with its worker, and the master are
+/// killed, one run each.
+#[test]
+fn the_scenario_survives_kills_over_tcp() {
+    let _one = one_job_at_a_time();
+    let patterns = [
+        Pattern::Worker,
+        Pattern::Leader,
+        Pattern::LeaderAndItsWorker,
+        Pattern::Master,
+    ];
+    for (k, pattern) in patterns.into_iter().enumerate() {
+        let marker = format!("mlw-tcp-{}-{k}", std::process::id());
+        let seed = 0x7c9_5eed + k as u64;
+        run_routed(k as u64, pattern, seed, &marker, &[], 0, Some("fabric"));
     }
 }
 
