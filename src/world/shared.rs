@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use steadfast_agreement::shared::token::{ProgressGuard, ProgressToken};
 
 use super::engine::Engine;
+use super::posts::Posts;
 
 /// The engine and the token that guards it.
 pub(crate) struct Shared {
@@ -33,6 +34,11 @@ pub(crate) struct Shared {
     /// Threads in [`Shared::lock`]'s slow path: a poller that releases the token gives
     /// way to them ([`Shared::make_way`]) instead of taking it back at once.
     waiting: AtomicUsize,
+    /// Operations posted while the token was taken (`posts.rs`): applied by the next
+    /// take, before anything else.
+    posts: Arc<Posts>,
+    /// The engine's idle policy (fixed at start), readable without the token.
+    yield_when_idle: bool,
     engine: UnsafeCell<Engine>,
 }
 
@@ -90,11 +96,29 @@ impl Shared {
             token: ProgressToken::new(),
             owner: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
+            posts: Arc::new(Posts::new()),
+            yield_when_idle: engine.yield_when_idle(),
             engine: UnsafeCell::new(engine),
         }
     }
 
-    /// Takes the engine if nobody holds it.
+    /// Whether waits yield the core at once (the engine's idle policy).
+    pub fn yield_when_idle(&self) -> bool {
+        self.yield_when_idle
+    }
+
+    /// Queues `op` for the next holder of the token, without waiting (`posts.rs`).
+    ///
+    /// # Errors
+    /// `op` comes back when the calling thread's lane is full or no lane is free: the
+    /// caller then waits for the token ([`lock`](Self::lock)), which applies the
+    /// queued operations first, so the order holds.
+    pub fn post(&self, op: crate::comm::Post) -> Result<(), crate::comm::Post> {
+        self.posts.push(op)
+    }
+
+    /// Takes the engine if nobody holds it, and applies the operations other threads
+    /// queued meanwhile (`posts.rs`) before handing it out.
     #[inline]
     pub fn try_lock(&self) -> Option<EngineGuard<'_>> {
         let token = self.token.try_acquire()?;
@@ -104,12 +128,27 @@ impl Shared {
         // SAFETY: holding the token grants exclusive access (see the Send/Sync note);
         // the reference lives no longer than the guard, which releases the token.
         let engine = unsafe { &mut *self.engine.get() };
-        Some(EngineGuard {
+        let mut guard = EngineGuard {
             _token: token,
             owner: &self.owner,
             engine,
             _local: PhantomData,
-        })
+        };
+        // The uncontended path's one extra cost: a Relaxed load.
+        if self.posts.any() {
+            self.posts.apply_all(&mut guard);
+        }
+        Some(guard)
+    }
+
+    /// Counts the caller among the threads waiting for the engine while `turn` says so
+    /// (see [`Turn`]): a poller that releases the token then gives way
+    /// ([`make_way`](Self::make_way)).
+    pub fn turn(&self) -> Turn<'_> {
+        Turn {
+            shared: self,
+            waiting: false,
+        }
     }
 
     /// Takes the engine, waiting while another thread finishes its round (every holder
@@ -184,6 +223,51 @@ impl Shared {
             std::hint::spin_loop();
         }
         std::thread::yield_now();
+    }
+}
+
+/// A waiting thread's place among those that want the engine: [`Turn::try_lock`]
+/// tries once (never waits) and, when the token is taken, counts the thread as waiting
+/// until one of its later tries succeeds or the turn is dropped, so pollers releasing
+/// the token give way to it (`Shared::make_way`) as they do to `lock`'s waiters.
+pub(crate) struct Turn<'a> {
+    shared: &'a Shared,
+    waiting: bool,
+}
+
+impl Turn<'_> {
+    /// One try for the engine.
+    pub fn try_lock(&mut self) -> Option<EngineGuard<'_>> {
+        let guard = self.shared.try_lock();
+        match (guard.is_some(), self.waiting) {
+            (true, true) => {
+                self.waiting = false;
+                // ORDERING: Relaxed; a hint for `make_way` (as in `lock_contended`).
+                self.shared.waiting.fetch_sub(1, Ordering::Relaxed);
+            }
+            (false, false) => {
+                self.waiting = true;
+                // ORDERING: Relaxed; as above.
+                self.shared.waiting.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        guard
+    }
+
+    /// Whether the last try found the token taken (the caller then does not give way
+    /// to itself).
+    pub fn waiting(&self) -> bool {
+        self.waiting
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if self.waiting {
+            // ORDERING: Relaxed; as in `try_lock`.
+            self.shared.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
