@@ -15,10 +15,13 @@
 //! ```
 //!
 //! Receives match in the order they were posted (MPI 4.1 §3.5): an `irecv` is posted
-//! into the process's matching engine when it is called (`docs/matching.md`), so of
-//! two pending receives that both fit a message, the earlier posted gets it however
-//! they are tested, and one sender's messages on one communicator arrive in send
-//! order, whichever path (self, shared memory, fabric) each message takes.
+//! into the process's matching engine when it is called (`docs/matching.md`), or, when
+//! another thread holds the engine, queued in the calling thread's lane and posted by
+//! the holder before anything else, after the thread's earlier posts (`post.rs`,
+//! `docs/threads.md`), so of two pending receives of one thread that both fit a
+//! message, the earlier posted gets it however they are tested, and one sender's
+//! messages on one communicator arrive in send order, whichever path (self, shared
+//! memory, fabric) each message takes.
 
 use std::marker::PhantomData;
 
