@@ -294,6 +294,8 @@ impl Comm {
 
     /// Queues a receive for the token holder: the request's state, or `Err(())` when
     /// the lane is full (nothing queued).
+    #[cold]
+    #[inline(never)]
     fn irecv_queued(
         &self,
         source: Option<u32>,

@@ -160,22 +160,33 @@ impl Comm {
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
         let Some(e) = self.engine.try_lock() else {
-            // Another thread holds the engine: posted through its queue
-            // (`src/world/posts.rs`) instead of waiting for it, then waited for as a
-            // request, which reports an unacknowledged failure of a wildcard receive
-            // as a blocking receive does.
-            // SAFETY: the request is waited for (consumed, and so cancelled if it
-            // ends early) before `buf`'s borrow ends.
-            let request = unsafe { self.irecv(source, tag, buf) }?;
-            return match request.wait() {
-                Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
-                other => other,
-            };
+            return self.recv_queued(source, tag, buf);
         };
         let plan = self.plan_recv(&e, source, tag)?;
         let spin = Spin::new(&e);
         // Posted in this same hold of the engine (one round trip less).
         self.recv_matched(e, &plan, buf, spin)
+    }
+
+    /// [`recv`](Self::recv) when another thread holds the engine: posted through its
+    /// queue (`src/world/posts.rs`) instead of waiting for it, then waited for as a
+    /// request, which reports an unacknowledged failure of a wildcard receive as a
+    /// blocking receive does.
+    #[cold]
+    #[inline(never)]
+    fn recv_queued(
+        &self,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &mut [u8],
+    ) -> Result<Status, CommError> {
+        // SAFETY: the request is waited for (consumed, and so cancelled if it ends
+        // early) before `buf`'s borrow ends.
+        let request = unsafe { self.irecv(source, tag, buf) }?;
+        match request.wait() {
+            Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
+            other => other,
+        }
     }
 
     /// A blocking receive through the matcher: posted now, waited for; withdrawn if the

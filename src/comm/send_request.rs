@@ -112,6 +112,23 @@ impl SendRequest<'_> {
         self.poll(&mut turn)
     }
 
+    /// Dropping may wait for the engine: the take applies the queued send, so its
+    /// state is known and the drop withdraws or finishes it.
+    #[cold]
+    #[inline(never)]
+    fn adopt_for_drop(&mut self) {
+        let shared = std::sync::Arc::clone(&self.comm().engine);
+        let mut guard: EngineGuard<'_> = shared.lock();
+        while self.queued.is_some() {
+            let _ = self.adopt();
+            if self.queued.is_some() {
+                drop(guard);
+                std::thread::yield_now();
+                guard = shared.lock();
+            }
+        }
+    }
+
     /// Finished, with no answer to wait for.
     fn finished_at_start(&self) -> bool {
         self.sync.is_none() && self.queued.is_none() && matches!(self.state, SendState::Done)
@@ -303,11 +320,19 @@ impl SendRequest<'_> {
     ///
     /// # Errors
     /// As [`Comm::send`].
-    pub fn wait(mut self) -> Result<(), CommError> {
+    #[inline]
+    pub fn wait(self) -> Result<(), CommError> {
         // Finished already (an inline or eager message the ring took): nothing to take.
         if self.finished_at_start() {
             return Ok(());
         }
+        self.wait_unfinished()
+    }
+
+    /// [`wait`](Self::wait)'s loop, out of line (the message rate's inlined wait is
+    /// only the check above).
+    #[inline(never)]
+    fn wait_unfinished(mut self) -> Result<(), CommError> {
         let shared = std::sync::Arc::clone(&self.comm().engine);
         let mut spin = Spin::with_policy(shared.yield_when_idle());
         let mut turn = shared.turn();
@@ -326,18 +351,7 @@ impl SendRequest<'_> {
 impl Drop for SendRequest<'_> {
     fn drop(&mut self) {
         if self.queued.is_some() {
-            // Dropping may wait for the engine: the take applies the queued send, so
-            // its state is known and it is withdrawn or finished below.
-            let shared = std::sync::Arc::clone(&self.comm().engine);
-            let mut guard: EngineGuard<'_> = shared.lock();
-            while self.queued.is_some() {
-                let _ = self.adopt();
-                if self.queued.is_some() {
-                    drop(guard);
-                    std::thread::yield_now();
-                    guard = shared.lock();
-                }
-            }
+            self.adopt_for_drop();
         }
         if let Some(seq) = self.sync.take() {
             self.comm().engine.lock().sync_end(self.world, seq);
@@ -441,40 +455,13 @@ impl Comm {
         Self::check_tag(tag)?;
         let mut guard = match self.engine.try_lock() {
             Some(g) => g,
-            None => {
-                // Queued for the token holder (`src/world/posts.rs`): started before
-                // anything else the engine does next, after this thread's earlier
-                // posts (non-overtaking holds).
-                let cell = SendCell::default();
-                let op = Post::Send {
-                    comm: self.clone(),
-                    dest,
-                    tag,
-                    data: data.as_ptr(),
-                    len: data.len(),
-                    sync,
-                    cell: std::sync::Arc::clone(&cell),
-                };
-                match self.engine.post(op) {
-                    Ok(()) => {
-                        return Ok(SendRequest {
-                            comm: Some(self.clone()),
-                            dest,
-                            world: u32::MAX,
-                            wire_tag: 0,
-                            data: data.as_ptr(),
-                            len: data.len(),
-                            state: SendState::Waiting,
-                            sync: None,
-                            queued: Some(cell),
-                            _data: PhantomData,
-                        })
-                    }
-                    // No room in this thread's lane: wait for the token, which applies
-                    // the queued posts first (the order holds).
-                    Err(_) => self.engine.lock(),
-                }
-            }
+            // SAFETY: the caller's contract, the same.
+            None => match unsafe { self.isend_queued(dest, tag, data, sync) } {
+                Ok(req) => return Ok(req),
+                // No room in this thread's lane: wait for the token, which applies
+                // the queued posts first (the order holds).
+                Err(()) => self.engine.lock(),
+            },
         };
         let e = &mut *guard;
         // SAFETY: the caller's contract: `data` outlives the request built below.
@@ -504,6 +491,47 @@ impl Comm {
         Ok(req)
     }
 
+    /// Queues a send for the token holder (`src/world/posts.rs`): started before
+    /// anything else the engine does next, after this thread's earlier posts
+    /// (non-overtaking holds). `Err(())` when this thread's lane is full (nothing
+    /// queued).
+    ///
+    /// # Safety
+    /// As [`Comm::isend`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn isend_queued<'a>(
+        &self,
+        dest: u32,
+        tag: u32,
+        data: &'a [u8],
+        sync: bool,
+    ) -> Result<SendRequest<'a>, ()> {
+        let cell = SendCell::default();
+        let op = Post::Send {
+            comm: self.clone(),
+            dest,
+            tag,
+            data: data.as_ptr(),
+            len: data.len(),
+            sync,
+            cell: std::sync::Arc::clone(&cell),
+        };
+        self.engine.post(op).map_err(|_| ())?;
+        Ok(SendRequest {
+            comm: Some(self.clone()),
+            dest,
+            world: u32::MAX,
+            wire_tag: 0,
+            data: data.as_ptr(),
+            len: data.len(),
+            state: SendState::Waiting,
+            sync: None,
+            queued: Some(cell),
+            _data: PhantomData,
+        })
+    }
+
     /// Starts a send with the engine held: checks, the synchronous sequence number,
     /// and the first attempt (self, an shm ring that takes it whole, a fabric post);
     /// `SendState::Waiting` for an shm send the ring did not take.
@@ -511,6 +539,7 @@ impl Comm {
     /// # Safety
     /// The engine may keep `data`'s address (a fabric post): the request that owns the
     /// start must borrow `data` until it completes or is dropped.
+    #[inline(always)]
     pub(super) unsafe fn start_send(
         &self,
         e: &mut Engine,
