@@ -346,3 +346,53 @@ fn posts_return_at_once_while_another_thread_holds_the_engine() {
     drop(comm);
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
+
+/// The bound of lock-free posting: a thread's lane holds 64 operations
+/// (`src/world/posts.rs`); the 65th post while the engine is held waits for the holder
+/// instead (`Shared::lock`, which applies the lane first), and all 65 receives are
+/// posted in the thread's order.
+#[test]
+fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
+    const LANE: usize = 64;
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (full_tx, full_rx) = std::sync::mpsc::channel::<()>();
+    let hold_after_full = Duration::from_millis(300);
+    let holder = {
+        let comm = comm.clone();
+        std::thread::spawn(move || {
+            let hold = comm.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let filled = full_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            std::thread::sleep(hold_after_full);
+            drop(hold);
+            filled
+        })
+    };
+    held_rx.recv().unwrap();
+    let mut recvs: Vec<_> = (0..LANE)
+        .map(|_| comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap())
+        .collect();
+    full_tx.send(()).unwrap();
+    let start = Instant::now();
+    recvs.push(comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap());
+    let waited = start.elapsed();
+    assert!(holder.join().unwrap(), "the {LANE} queued posts waited");
+    assert!(
+        waited >= hold_after_full / 2,
+        "the post after a full lane returned in {waited:?}, before the holder let go"
+    );
+    for i in 0..=LANE {
+        comm.send(0, 9, &(i as u64).to_le_bytes()).unwrap();
+    }
+    for (i, r) in recvs.into_iter().enumerate() {
+        let (buf, st) = r.wait();
+        assert_eq!(st.unwrap().len, 8);
+        assert_eq!(u64::from_le_bytes(buf[..8].try_into().unwrap()), i as u64);
+    }
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
