@@ -11,17 +11,19 @@
 //!   claim's destructor frees the lane). Two lanes for one thread could be drained in
 //!   either order, so a later post could be applied first.
 //! - **Queued before direct.** Every token take applies the queued operations first; a
-//!   thread always sees its own queued operations counted
-//!   (`PostQueue::maybe_pending`: same-thread coherence), so its next direct post,
-//!   which takes the token, applies its queued ones before its own. (A thread that
-//!   sees the count at 0 has had every operation it queued popped, by a holder that
-//!   applied it before letting the token go.)
+//!   thread always sees its own queued operations counted (`Shared`'s count, the
+//!   protocol of `PostQueue::maybe_pending`: counted before the push, uncounted after
+//!   being applied; same-thread coherence), so its next direct post, which takes the
+//!   token, applies its queued ones before its own. (A thread that sees the count at
+//!   0 has had every operation it queued applied, by a holder that did so before
+//!   letting the token go.)
 //! - **A full lane or no free lane falls back to waiting for the token**
 //!   (`Shared::lock`), which applies the queued operations first, so the fallback keeps
 //!   the order too. Lock-free posting is bounded by lanes x slots ([`LANES`],
 //!   [`SLOTS`]).
 //!
-//! The uncontended path pays one Relaxed load of the queue's count per token take.
+//! The uncontended path pays one Relaxed load of the count per token take (a field
+//! beside the token in `Shared`).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -80,16 +82,6 @@ impl Posts {
         }
     }
 
-    /// Whether operations may wait (one load: the uncontended path's only cost).
-    #[inline]
-    pub(crate) fn any(&self) -> bool {
-        // A thread always sees its own pushes counted (`PostQueue::maybe_pending`),
-        // which is what keeps its order; another thread's push seen late is applied
-        // at a later take (at the latest by the poster's own test, which takes the
-        // token).
-        self.queue.maybe_pending()
-    }
-
     /// Queues `op` in the calling thread's lane, claiming one if it has none.
     ///
     /// # Errors
@@ -140,23 +132,27 @@ impl Posts {
     }
 
     /// Applies every queued operation (each lane in its posting order), then frees the
-    /// calling thread's lane if it is drained. Called by the token holder only.
+    /// calling thread's lane if it is drained; how many were applied. Called by the
+    /// token holder only.
     #[cold]
     #[inline(never)]
-    pub(crate) fn apply_all(self: &Arc<Self>, e: &mut Engine) {
+    pub(crate) fn apply_all(self: &Arc<Self>, e: &mut Engine) -> usize {
         let Some(mut drainer) = self.queue.drainer() else {
             // Only the token holder drains, so this cannot be taken; nothing is lost
             // if it were: the next take drains.
             log::error!("steadfast: posted operations drained by two threads at once");
-            return;
+            return 0;
         };
         // Each lane in order; the holder keeps the token throughout, so a thread that
         // later takes it and sees nothing pending knows its operations were applied.
+        let mut applied = 0;
         while let Some(op) = drainer.pop() {
             op.apply(e);
+            applied += 1;
         }
         drop(drainer);
         self.release_own_lane();
+        applied
     }
 
     /// Frees the calling thread's lane of this queue if it holds one and it is empty

@@ -34,6 +34,13 @@ pub(crate) struct Shared {
     /// Threads in [`Shared::lock`]'s slow path: a poller that releases the token gives
     /// way to them ([`Shared::make_way`]) instead of taking it back at once.
     waiting: AtomicUsize,
+    /// Operations queued in `posts` and not yet applied: counted before the push,
+    /// uncounted after the take that applied them. The same protocol as
+    /// `PostQueue::maybe_pending` (loom-modelled there: a thread always sees its own
+    /// operations counted, so its next take applies them), kept here beside the token
+    /// so the uncontended take reads it from the line its compare-and-swap just
+    /// brought in, not through the queue's allocation.
+    queued: AtomicUsize,
     /// Operations posted while the token was taken (`posts.rs`): applied by the next
     /// take, before anything else.
     posts: Arc<Posts>,
@@ -96,6 +103,7 @@ impl Shared {
             token: ProgressToken::new(),
             owner: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
             posts: Arc::new(Posts::new()),
             yield_when_idle: engine.yield_when_idle(),
             engine: UnsafeCell::new(engine),
@@ -114,7 +122,15 @@ impl Shared {
     /// caller then waits for the token ([`lock`](Self::lock)), which applies the
     /// queued operations first, so the order holds.
     pub fn post(&self, op: crate::comm::Post) -> Result<(), crate::comm::Post> {
-        self.posts.push(op)
+        // Counted before the push (see `queued`).
+        // ORDERING: Relaxed; the operation itself is published by its lane's
+        // Release/Acquire pair; the count is a hint whose zero a thread may trust for
+        // its own operations by coherence (`queued`).
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.posts.push(op).inspect_err(|_| {
+            // ORDERING: Relaxed; undoes the count above (nothing was pushed).
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        })
     }
 
     /// Takes the engine if nobody holds it, and applies the operations other threads
@@ -135,8 +151,12 @@ impl Shared {
             _local: PhantomData,
         };
         // The uncontended path's one extra cost: a Relaxed load.
-        if self.posts.any() {
-            self.posts.apply_all(&mut guard);
+        // ORDERING: Relaxed; see `queued` and `post`.
+        if self.queued.load(Ordering::Relaxed) != 0 {
+            let applied = self.posts.apply_all(&mut guard);
+            // Uncounted after being applied (under the token, before it is released).
+            // ORDERING: Relaxed; as above.
+            self.queued.fetch_sub(applied, Ordering::Relaxed);
         }
         Some(guard)
     }
