@@ -7,6 +7,7 @@
 //! | [`spawn`] | children that die with their parent ([`DieWithParent`] on [`std::process::Command`]) |
 //! | [`host`] | the boot id (read once) and an identity of this host and pid namespace |
 //! | [`hash`] | FNV-1a, the one hash for ids every process derives alike |
+//! | [`membarrier`] | the global `membarrier(2)`: the heavy side of an asymmetric fence |
 //! | [`shared_bytes`] | copies into and out of memory other threads copy at the same time (relaxed byte atomics: no data race) |
 //! | [`wait`] | [`SpinWait`]: bounded spinning, then yielding the core |
 //!
@@ -27,6 +28,7 @@
 pub mod affinity;
 pub mod hash;
 pub mod host;
+pub mod membarrier;
 pub mod process;
 pub mod shared_bytes;
 pub mod spawn;
