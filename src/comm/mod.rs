@@ -29,6 +29,7 @@ mod restart;
 mod spawn;
 mod wait_any;
 mod window;
+mod words;
 mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
