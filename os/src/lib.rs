@@ -9,6 +9,7 @@
 //! | [`hash`] | FNV-1a, the one hash for ids every process derives alike |
 //! | [`membarrier`] | the global `membarrier(2)`: the heavy side of an asymmetric fence |
 //! | [`shared_bytes`] | copies into and out of memory other threads copy at the same time (relaxed byte atomics: no data race) |
+//! | [`thread_id`] | a number naming the calling thread, one load on x86-64 Linux |
 //! | [`wait`] | [`SpinWait`]: bounded spinning, then yielding the core |
 //!
 //! Nothing here changes process-wide state, starts threads or prints; the only
@@ -32,6 +33,7 @@ pub mod membarrier;
 pub mod process;
 pub mod shared_bytes;
 pub mod spawn;
+pub mod thread_id;
 pub mod wait;
 
 pub use hash::fnv1a64;

@@ -40,32 +40,11 @@ pub(crate) struct Shared {
     engine: UnsafeCell<Engine>,
 }
 
-/// A number unique to the calling thread among the live threads, never 0 (nor 1 or 2,
-/// the bias's states): on x86-64 Linux the thread pointer (`%fs:0`, the address of the
-/// thread's control block, which is what `pthread_self` returns), one load; elsewhere
-/// the address of a thread-local byte. Every take of the engine computes it: in a
-/// shared library (`libsteadfast-mpi`) the thread-local form is a `__tls_get_addr`
-/// call, several nanoseconds at each poll of a receive.
+/// A number unique to the calling thread among the live threads, never 0, 1 or 2 (the
+/// bias's states): one load on x86-64 Linux (`steadfast_os::thread_id`).
 #[inline(always)]
 fn thread_mark() -> usize {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    {
-        let tcb: usize;
-        // SAFETY: on x86-64 Linux (glibc and musl alike) `%fs` points at the thread's
-        // control block, whose first word is its own address (the TLS ABI's `tcbhead`
-        // self pointer); reading it has no side effect.
-        unsafe {
-            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tcb, options(nostack, readonly, preserves_flags, pure));
-        }
-        tcb
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    {
-        thread_local! {
-            static MARK: u8 = const { 0 };
-        }
-        MARK.with(|m| std::ptr::from_ref(m) as usize)
-    }
+    steadfast_os::thread_id::current()
 }
 
 // SAFETY: the engine is only ever reached through `lock`/`try_lock`, which hand out
