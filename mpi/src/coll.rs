@@ -18,10 +18,10 @@
 
 use std::ffi::{c_int, c_void};
 
-use sf::comm::{OwnedRecvRequest, OwnedSendRequest};
+use sf::comm::{OwnedRecvRequest, OwnedSendRequest, SendRequest};
 use sf::{Comm, CommError};
 
-use crate::coll_rounds::{Rounds, Scratch};
+use crate::coll_rounds::{test_once, PendingRecv, Rounds, Scratch};
 use crate::consts::*;
 use crate::datatype::reduce;
 use crate::error::{Fail, R};
@@ -90,63 +90,38 @@ impl Coll {
         None
     }
 
-    /// Sends each `(rank, bytes)` and receives exactly `len` bytes from each
-    /// `(rank, len)`, all at once; the received messages in order.
+    /// Sends each `(rank, bytes)` and receives into each `(rank, buffer)` exactly its
+    /// length, all posted at once straight from and into the given buffers (no copy),
+    /// then waits for them all. A message of another length is `MPI_ERR_TRUNCATE`.
     pub fn exchange(
         &self,
         g: &mut Guard,
-        sends: Vec<(u32, Vec<u8>)>,
-        recvs: &[(u32, usize)],
-    ) -> R<Vec<Vec<u8>>> {
-        let mut rreqs: Vec<Option<OwnedRecvRequest<Vec<u8>>>> = Vec::with_capacity(recvs.len());
-        for &(src, len) in recvs {
-            rreqs.push(Some(self.coll.irecv_owned(
-                Some(src),
-                Some(self.tag),
-                vec![0u8; len],
-            )?));
+        sends: &[(u32, &[u8])],
+        recvs: &mut [(u32, &mut [u8])],
+    ) -> R<()> {
+        let mut rreqs: Vec<Option<PendingRecv<'_>>> = Vec::with_capacity(recvs.len());
+        for (src, buf) in recvs.iter_mut() {
+            let len = buf.len();
+            // SAFETY: the request borrows `buf`; it is completed or dropped (which
+            // cancels it) before this function returns, never leaked.
+            let req = unsafe { self.coll.irecv(Some(*src), Some(self.tag), buf) }?;
+            rreqs.push(Some(PendingRecv {
+                req,
+                src: *src,
+                len,
+            }));
         }
-        let mut sreqs: Vec<Option<OwnedSendRequest<Vec<u8>>>> = Vec::with_capacity(sends.len());
-        for (dest, data) in sends {
-            sreqs.push(Some(self.coll.isend_owned(dest, self.tag, data)?));
+        let mut sreqs: Vec<Option<SendRequest<'_>>> = Vec::with_capacity(sends.len());
+        for &(dest, data) in sends {
+            // SAFETY: as above, for `data`.
+            sreqs.push(Some(unsafe { self.coll.isend(dest, self.tag, data) }?));
         }
-        let mut got = vec![Vec::new(); recvs.len()];
         let mut spin = crate::util::spin_wait();
         let mut polls: u32 = 0;
         loop {
             g.lib()?;
-            let mut pending = false;
-            for s in sreqs.iter_mut() {
-                if let Some(r) = s {
-                    if r.test()? {
-                        *s = None;
-                    } else {
-                        pending = true;
-                    }
-                }
-            }
-            for (i, s) in rreqs.iter_mut().enumerate() {
-                let Some(r) = s else { continue };
-                match r.test()? {
-                    Some(st) => {
-                        let (buf, _) = s.take().expect("some").wait();
-                        if st.len != recvs[i].1 {
-                            return Err(Fail::new(
-                                MPI_ERR_TRUNCATE,
-                                format!(
-                                    "rank {} sent {} bytes where {} were expected: the ranks \
-                                     passed different counts or types",
-                                    recvs[i].0, st.len, recvs[i].1
-                                ),
-                            ));
-                        }
-                        got[i] = buf;
-                    }
-                    None => pending = true,
-                }
-            }
-            if !pending {
-                return Ok(got);
+            if !test_once(&mut sreqs, &mut rreqs)? {
+                return Ok(());
             }
             // Two engine holds and a scan of the group: not at every poll of a wait
             // that usually ends within a few (a failure or revoke is seen a few
@@ -160,6 +135,39 @@ impl Coll {
             g.relax(&mut spin);
         }
     }
+}
+
+/// `buf` cut into `n` consecutive blocks of `len` bytes (`buf` holds at least
+/// `n * len`; `len` may be 0).
+pub(crate) fn blocks_mut(buf: &mut [u8], len: usize, n: usize) -> impl Iterator<Item = &mut [u8]> {
+    (0..n).scan(buf, move |rest, _| {
+        let (block, tail) = std::mem::take(rest).split_at_mut(len);
+        *rest = tail;
+        Some(block)
+    })
+}
+
+/// Block `i` of `len` bytes of `buf`.
+pub(crate) fn block(buf: &[u8], len: usize, i: usize) -> &[u8] {
+    &buf[len * i..len * (i + 1)]
+}
+
+/// Copies the root's own block into its place of the result (`MPI_ERR_TRUNCATE` when
+/// it is longer than a block: the counts or types differ).
+fn own_block(dst: &mut [u8], src: &[u8]) -> R<()> {
+    let block_len = dst.len();
+    let d = dst.get_mut(..src.len()).ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{} bytes sent where blocks of {} are received: the counts or types differ",
+                src.len(),
+                block_len
+            ),
+        )
+    })?;
+    d.copy_from_slice(src);
+    Ok(())
 }
 
 /// A non-blocking dissemination barrier: in round k every rank sends to rank + 2^k
@@ -355,30 +363,33 @@ crate::mpi_fn! {
     }
 }
 
-/// Gathers every rank's `block` at `root` (rank order), `block_len` bytes each.
-fn gather(c: &Coll, g: &mut Guard, block: Vec<u8>, block_len: usize, root: u32) -> R<Vec<Vec<u8>>> {
+/// Gathers every rank's `block` at `root`, in rank order, into the root's `out` (n
+/// blocks of `block_len` bytes), straight into place; the root's own `block` is
+/// copied (`None`: already in place, `MPI_IN_PLACE`).
+fn gather_into(
+    c: &Coll,
+    g: &mut Guard,
+    block: Option<&[u8]>,
+    out: &mut [u8],
+    block_len: usize,
+    root: u32,
+) -> R<()> {
     if c.me != root {
-        c.exchange(g, vec![(root, block)], &[])?;
-        return Ok(Vec::new());
+        return c.exchange(g, &[(root, block.unwrap_or_default())], &mut []);
     }
-    let others: Vec<(u32, usize)> = (0..c.n)
-        .filter(|&r| r != root)
-        .map(|r| (r, block_len))
-        .collect();
-    let mut got = c.exchange(g, vec![], &others)?.into_iter();
-    Ok((0..c.n)
-        .map(|r| {
-            if r == root {
-                block.clone()
-            } else {
-                got.next().expect("one per rank")
-            }
-        })
-        .collect())
+    let mut recvs: Vec<(u32, &mut [u8])> = Vec::with_capacity(c.n as usize);
+    for (r, b) in (0..c.n).zip(blocks_mut(out, block_len, c.n as usize)) {
+        if r != root {
+            recvs.push((r, b));
+        } else if let Some(mine) = block {
+            own_block(b, mine)?;
+        }
+    }
+    c.exchange(g, &[], &mut recvs)
 }
 
 crate::mpi_fn! {
-    /// `MPI_Gather`.
+    /// `MPI_Gather`: every rank's block straight into its place at the root.
     fn MPI_Gather / PMPI_Gather(
         sendbuf: *const c_void,
         sendcount: c_int,
@@ -395,30 +406,27 @@ crate::mpi_fn! {
             let is_root = c.me == root;
             let rlen = if is_root { g.lib()?.byte_len(recvcount, recvtype)?.0 } else { 0 };
             let block = if is_root && sendbuf as usize == IN_PLACE {
-                // SAFETY: MPI's contract: the root's `recvbuf` holds n blocks.
-                unsafe { bytes(recvbuf.cast_const(), rlen * c.n as usize) }?
-                    [rlen * c.me as usize..rlen * (c.me as usize + 1)]
-                    .to_vec()
+                None
             } else {
                 let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
-                unsafe { bytes(sendbuf, slen) }?.to_vec()
+                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items, unchanged
+                // during the call.
+                Some(unsafe { bytes(sendbuf, slen) }?)
             };
-            let blocks = gather(&c, g, block, rlen, root)?;
-            if is_root {
-                // SAFETY: MPI's contract: the root's `recvbuf` holds n blocks.
-                let out = unsafe { bytes_mut(recvbuf, rlen * c.n as usize) }?;
-                for (chunk, b) in out.chunks_exact_mut(rlen.max(1)).zip(&blocks) {
-                    chunk[..b.len()].copy_from_slice(b);
-                }
-            }
-            Ok(())
+            let out = if is_root {
+                // SAFETY: MPI's contract: the root's `recvbuf` holds n blocks, the
+                // program's alone during the call (and not `sendbuf`).
+                unsafe { bytes_mut(recvbuf, rlen * c.n as usize) }?
+            } else {
+                &mut []
+            };
+            gather_into(&c, g, block, out, rlen, root)
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Scatter`.
+    /// `MPI_Scatter`: every block straight from its place at the root.
     fn MPI_Scatter / PMPI_Scatter(
         sendbuf: *const c_void,
         sendcount: c_int,
@@ -435,34 +443,34 @@ crate::mpi_fn! {
             let is_root = c.me == root;
             let in_place = is_root && recvbuf as usize == IN_PLACE;
             let rlen = if in_place { 0 } else { g.lib()?.byte_len(recvcount, recvtype)?.0 };
-            if is_root {
-                let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: the root's `sendbuf` holds n blocks.
-                let all = unsafe { bytes(sendbuf, slen * c.n as usize) }?;
-                let sends: Vec<(u32, Vec<u8>)> = (0..c.n)
-                    .filter(|&r| r != root)
-                    .map(|r| (r, all[slen * r as usize..slen * (r as usize + 1)].to_vec()))
-                    .collect();
-                let mine = all[slen * root as usize..slen * (root as usize + 1)].to_vec();
-                c.exchange(g, sends, &[])?;
-                if !in_place {
-                    // SAFETY: MPI's contract: `recvbuf` holds `recvcount` items.
-                    let out = unsafe { bytes_mut(recvbuf, rlen) }?;
-                    let n = mine.len().min(out.len());
-                    out[..n].copy_from_slice(&mine[..n]);
-                }
-            } else {
-                let got = c.exchange(g, vec![], &[(root, rlen)])?.remove(0);
-                // SAFETY: MPI's contract: `recvbuf` holds `recvcount` items.
-                unsafe { bytes_mut(recvbuf, rlen) }?.copy_from_slice(&got);
+            // SAFETY: MPI's contract: `recvbuf` holds `recvcount` items, the program's
+            // alone during the call (and not the root's `sendbuf`).
+            let out = unsafe { bytes_mut(recvbuf, rlen) }?;
+            if !is_root {
+                return c.exchange(g, &[], &mut [(root, out)]);
             }
-            Ok(())
+            let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
+            let n = c.n as usize;
+            // SAFETY: MPI's contract: the root's `sendbuf` holds n blocks, unchanged
+            // during the call.
+            let all = unsafe { bytes(sendbuf, slen * n) }?;
+            let sends: Vec<(u32, &[u8])> = (0..c.n)
+                .filter(|&r| r != root)
+                .map(|r| (r, block(all, slen, r as usize)))
+                .collect();
+            if !in_place {
+                let mine = block(all, slen, root as usize);
+                let k = mine.len().min(out.len());
+                out[..k].copy_from_slice(&mine[..k]);
+            }
+            c.exchange(g, &sends, &mut [])
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Allgather`: a gather at rank 0, then a broadcast.
+    /// `MPI_Allgather`: a gather at rank 0 straight into its `recvbuf`, then a
+    /// broadcast of that buffer.
     fn MPI_Allgather / PMPI_Allgather(
         sendbuf: *const c_void,
         sendcount: c_int,
@@ -476,30 +484,42 @@ crate::mpi_fn! {
             let mut c = Coll::start_phases(g, comm, 2)?;
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
             let total = rlen * c.n as usize;
-            let block = if sendbuf as usize == IN_PLACE {
-                // SAFETY: MPI's contract: `recvbuf` holds n blocks.
-                unsafe { bytes(recvbuf.cast_const(), total) }?
-                    [rlen * c.me as usize..rlen * (c.me as usize + 1)]
-                    .to_vec()
+            let in_place = sendbuf as usize == IN_PLACE;
+            if c.me == 0 {
+                let block = if in_place {
+                    None
+                } else {
+                    let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
+                    // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
+                    Some(unsafe { bytes(sendbuf, slen) }?)
+                };
+                // SAFETY: MPI's contract: `recvbuf` holds n blocks, the program's alone
+                // (and not `sendbuf`).
+                let out = unsafe { bytes_mut(recvbuf, total) }?;
+                gather_into(&c, g, block, out, rlen, 0)?;
             } else {
-                let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
-                unsafe { bytes(sendbuf, slen) }?.to_vec()
-            };
-            let blocks = gather(&c, g, block, rlen, 0)?;
-            let mut all = blocks.concat();
-            all.resize(total, 0);
+                let block = if in_place {
+                    // SAFETY: MPI's contract: `recvbuf` holds n blocks; only read here,
+                    // before the broadcast below writes it.
+                    block(unsafe { bytes(recvbuf.cast_const(), total) }?, rlen, c.me as usize)
+                } else {
+                    let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
+                    // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
+                    unsafe { bytes(sendbuf, slen) }?
+                };
+                gather_into(&c, g, Some(block), &mut [], rlen, 0)?;
+            }
             c.next_phase();
-            Rounds::of(&c, comm).bcast(g, &mut all, 0)?;
             // SAFETY: MPI's contract: `recvbuf` holds n blocks, the program's alone.
-            unsafe { bytes_mut(recvbuf, total) }?.copy_from_slice(&all);
-            Ok(())
+            let all = unsafe { bytes_mut(recvbuf, total) }?;
+            Rounds::of(&c, comm).bcast(g, all, 0)
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Alltoall`: every pair at once.
+    /// `MPI_Alltoall`: every pair at once, straight from `sendbuf` into `recvbuf`
+    /// (`MPI_IN_PLACE`: from a copy of `recvbuf`).
     fn MPI_Alltoall / PMPI_Alltoall(
         sendbuf: *const c_void,
         sendcount: c_int,
@@ -513,34 +533,33 @@ crate::mpi_fn! {
             let c = Coll::start(g, comm)?;
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
             let n = c.n as usize;
-            let all: Vec<u8> = if sendbuf as usize == IN_PLACE {
+            let me = c.me as usize;
+            let copy: Vec<u8>;
+            let (all, slen) = if sendbuf as usize == IN_PLACE {
                 // SAFETY: MPI's contract: `recvbuf` holds n blocks.
-                unsafe { bytes(recvbuf.cast_const(), rlen * n) }?.to_vec()
+                copy = unsafe { bytes(recvbuf.cast_const(), rlen * n) }?.to_vec();
+                (&copy[..], rlen)
             } else {
                 let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: `sendbuf` holds n blocks of `sendcount` items.
-                unsafe { bytes(sendbuf, slen * n) }?.to_vec()
+                // SAFETY: MPI's contract: `sendbuf` holds n blocks of `sendcount` items,
+                // unchanged during the call (and not `recvbuf`).
+                (unsafe { bytes(sendbuf, slen * n) }?, slen)
             };
-            let slen = all.len() / n.max(1);
-            let me = c.me as usize;
-            let sends: Vec<(u32, Vec<u8>)> = (0..n)
-                .filter(|&r| r != me)
-                .map(|r| (r as u32, all[slen * r..slen * (r + 1)].to_vec()))
-                .collect();
-            let recvs: Vec<(u32, usize)> = (0..n).filter(|&r| r != me).map(|r| (r as u32, rlen)).collect();
-            let mut got = c.exchange(g, sends, &recvs)?.into_iter();
             // SAFETY: MPI's contract: `recvbuf` holds n blocks, the program's alone.
             let out = unsafe { bytes_mut(recvbuf, rlen * n) }?;
-            for r in 0..n {
-                let block = if r == me {
-                    all[slen * me..slen * (me + 1)].to_vec()
+            let sends: Vec<(u32, &[u8])> = (0..n)
+                .filter(|&r| r != me)
+                .map(|r| (r as u32, block(all, slen, r)))
+                .collect();
+            let mut recvs: Vec<(u32, &mut [u8])> = Vec::with_capacity(n);
+            for (r, b) in blocks_mut(out, rlen, n).enumerate() {
+                if r != me {
+                    recvs.push((r as u32, b));
                 } else {
-                    got.next().expect("one per peer")
-                };
-                let k = block.len().min(rlen);
-                out[rlen * r..rlen * r + k].copy_from_slice(&block[..k]);
+                    own_block(b, block(all, slen, me))?;
+                }
             }
-            Ok(())
+            c.exchange(g, &sends, &mut recvs)
         })
     }
 }

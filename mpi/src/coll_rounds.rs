@@ -129,16 +129,16 @@ impl Rounds {
             ));
         }
         let (_, coll) = g.lib()?.comm(self.comm)?.intra()?;
-        let mut rreq: Option<(RecvRequest<'_>, u32, usize)> = match recv {
+        let mut rreqs: [Option<PendingRecv<'_>>; 1] = [match recv {
             Some((src, buf)) => {
                 let len = buf.len();
                 // SAFETY: the request borrows `buf`; it is completed or dropped (which
                 // cancels it) before this function returns, never leaked.
-                let r = unsafe { coll.irecv(Some(src), Some(self.tag), buf) }?;
-                Some((r, src, len))
+                let req = unsafe { coll.irecv(Some(src), Some(self.tag), buf) }?;
+                Some(PendingRecv { req, src, len })
             }
             None => None,
-        };
+        }];
         let mut sreqs: [Option<SendRequest<'_>>; S] = std::array::from_fn(|_| None);
         for (slot, &(dest, data)) in sreqs.iter_mut().zip(sends) {
             // SAFETY: as above, for `data`.
@@ -148,32 +148,7 @@ impl Rounds {
         let mut polls: u32 = 0;
         loop {
             g.lib()?;
-            let mut pending = false;
-            for s in sreqs.iter_mut() {
-                if let Some(r) = s {
-                    if r.test()? {
-                        *s = None;
-                    } else {
-                        pending = true;
-                    }
-                }
-            }
-            if let Some((r, src, len)) = &mut rreq {
-                match r.test()? {
-                    Some(st) if st.len != *len => {
-                        return Err(Fail::new(
-                            MPI_ERR_TRUNCATE,
-                            format!(
-                                "rank {src} sent {} bytes where {len} were expected: the \
-                                 ranks passed different counts or types",
-                                st.len
-                            ),
-                        ))
-                    }
-                    Some(_) => rreq = None,
-                    None => pending = true,
-                }
-            }
+            let pending = test_once(&mut sreqs, &mut rreqs)?;
             if !pending {
                 return Ok(());
             }
@@ -333,4 +308,49 @@ fn combine(acc: &mut [u8], lower: &mut [u8], op: Handle, elem: Elem) -> R<()> {
     reduce(op, elem, lower, acc)?;
     acc.copy_from_slice(lower);
     Ok(())
+}
+
+/// A receive of a collective in flight: its request, source and expected length.
+pub(crate) struct PendingRecv<'a> {
+    pub req: RecvRequest<'a>,
+    pub src: u32,
+    pub len: usize,
+}
+
+/// Tests each pending send and receive once (a finished one becomes `None`); whether
+/// any is still pending. A message of another length than expected is
+/// `MPI_ERR_TRUNCATE` (the ranks passed different counts or types). Shared by the
+/// rounds here and `Coll::exchange`.
+pub(crate) fn test_once(
+    sends: &mut [Option<SendRequest<'_>>],
+    recvs: &mut [Option<PendingRecv<'_>>],
+) -> R<bool> {
+    let mut pending = false;
+    for s in sends.iter_mut() {
+        if let Some(r) = s {
+            if r.test()? {
+                *s = None;
+            } else {
+                pending = true;
+            }
+        }
+    }
+    for slot in recvs.iter_mut() {
+        let Some(p) = slot else { continue };
+        match p.req.test()? {
+            Some(st) if st.len != p.len => {
+                return Err(Fail::new(
+                    MPI_ERR_TRUNCATE,
+                    format!(
+                        "rank {} sent {} bytes where {} were expected: the ranks passed \
+                         different counts or types",
+                        p.src, st.len, p.len
+                    ),
+                ))
+            }
+            Some(_) => *slot = None,
+            None => pending = true,
+        }
+    }
+    Ok(pending)
 }

@@ -63,8 +63,47 @@ unsafe fn blocks_of(
     layout(c, d, size)
 }
 
+/// `buf` cut into the receive blocks `blocks` (byte start and length per rank), each
+/// with its rank, ordered by start. MPI forbids a receive layout that writes a byte
+/// twice: overlapping blocks are `MPI_ERR_ARG` (empty blocks may sit anywhere).
+fn disjoint_blocks<'a>(
+    buf: &'a mut [u8],
+    blocks: &[(usize, usize)],
+) -> R<Vec<(u32, &'a mut [u8])>> {
+    let mut order: Vec<u32> = (0..blocks.len() as u32).collect();
+    order.sort_unstable_by_key(|&r| blocks[r as usize].0);
+    let mut out = Vec::with_capacity(blocks.len());
+    let mut rest = buf;
+    let mut offset = 0usize;
+    for r in order {
+        let (start, len) = blocks[r as usize];
+        if len == 0 {
+            out.push((r, <&mut [u8]>::default()));
+            continue;
+        }
+        let skip = start.checked_sub(offset).ok_or_else(|| {
+            Fail::new(
+                MPI_ERR_ARG,
+                format!("receive block of rank {r} overlaps another (MPI writes a byte once)"),
+            )
+        })?;
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip);
+        let (block, tail) = tail.split_at_mut(len);
+        out.push((r, block));
+        rest = tail;
+        offset = start + len;
+    }
+    Ok(out)
+}
+
+/// The root's or a rank's own block copied into its place (at most its length).
+fn copy_own(dst: &mut [u8], src: &[u8]) {
+    let k = src.len().min(dst.len());
+    dst[..k].copy_from_slice(&src[..k]);
+}
+
 crate::mpi_fn! {
-    /// `MPI_Gatherv`.
+    /// `MPI_Gatherv`: every block straight into its place at the root.
     fn MPI_Gatherv / PMPI_Gatherv(
         sendbuf: *const c_void,
         sendcount: c_int,
@@ -79,43 +118,37 @@ crate::mpi_fn! {
         call(comm, |g| {
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
-            if c.me != root {
+            let in_place = c.me == root && sendbuf as usize == IN_PLACE;
+            let mine = if in_place {
+                &[][..]
+            } else {
                 let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
-                let data = unsafe { bytes(sendbuf, slen) }?.to_vec();
-                c.exchange(g, vec![(root, data)], &[])?;
-                return Ok(());
+                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items, unchanged
+                // during the call.
+                unsafe { bytes(sendbuf, slen) }?
+            };
+            if c.me != root {
+                return c.exchange(g, &[(root, mine)], &mut []);
             }
             // SAFETY: MPI's contract: at the root, `n` counts and displacements.
             let (blocks, span) = unsafe { blocks_of(g, recvcounts, displs, c.n, recvtype) }?;
-            let mine = if sendbuf as usize == IN_PLACE {
-                None
-            } else {
-                let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
-                Some(unsafe { bytes(sendbuf, slen) }?.to_vec())
-            };
-            let recvs: Vec<(u32, usize)> =
-                (0..c.n).filter(|&r| r != root).map(|r| (r, blocks[r as usize].1)).collect();
-            let got = c.exchange(g, vec![], &recvs)?;
-            // SAFETY: MPI's contract: `recvbuf` spans every block, the program's alone.
+            // SAFETY: MPI's contract: `recvbuf` spans every block, the program's alone
+            // (and not `sendbuf`).
             let out = unsafe { bytes_mut(recvbuf, span) }?;
-            for ((r, _), data) in recvs.iter().zip(&got) {
-                let (start, len) = blocks[*r as usize];
-                out[start..start + len].copy_from_slice(data);
+            let mut recvs = disjoint_blocks(out, &blocks)?;
+            if let Some(i) = recvs.iter().position(|(r, _)| *r == root) {
+                let (_, own) = recvs.swap_remove(i);
+                if !in_place {
+                    copy_own(own, mine);
+                }
             }
-            if let Some(m) = mine {
-                let (start, len) = blocks[root as usize];
-                let k = m.len().min(len);
-                out[start..start + k].copy_from_slice(&m[..k]);
-            }
-            Ok(())
+            c.exchange(g, &[], &mut recvs)
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Scatterv`.
+    /// `MPI_Scatterv`: every block straight from its place at the root.
     fn MPI_Scatterv / PMPI_Scatterv(
         sendbuf: *const c_void,
         sendcounts: *const c_int,
@@ -132,39 +165,34 @@ crate::mpi_fn! {
             let root = root_arg(root, c.n)?;
             let in_place = c.me == root && recvbuf as usize == IN_PLACE;
             let rlen = if in_place { 0 } else { g.lib()?.byte_len(recvcount, recvtype)?.0 };
+            // SAFETY: MPI's contract: `recvbuf` holds `recvcount` items, the program's
+            // alone (and not the root's `sendbuf`).
+            let out = unsafe { bytes_mut(recvbuf, rlen) }?;
             if c.me != root {
-                let got = c.exchange(g, vec![], &[(root, rlen)])?.remove(0);
-                // SAFETY: MPI's contract: `recvbuf` holds `recvcount` items.
-                unsafe { bytes_mut(recvbuf, rlen) }?.copy_from_slice(&got);
-                return Ok(());
+                return c.exchange(g, &[], &mut [(root, out)]);
             }
             // SAFETY: MPI's contract: at the root, `n` counts and displacements.
             let (blocks, span) = unsafe { blocks_of(g, sendcounts, displs, c.n, sendtype) }?;
-            // SAFETY: MPI's contract: the root's `sendbuf` spans every block.
+            // SAFETY: MPI's contract: the root's `sendbuf` spans every block, unchanged
+            // during the call.
             let all = unsafe { bytes(sendbuf, span) }?;
-            let sends: Vec<(u32, Vec<u8>)> = (0..c.n)
-                .filter(|&r| r != root)
-                .map(|r| {
-                    let (start, len) = blocks[r as usize];
-                    (r, all[start..start + len].to_vec())
-                })
-                .collect();
-            let (start, len) = blocks[root as usize];
-            let mine = all[start..start + len].to_vec();
-            c.exchange(g, sends, &[])?;
+            let part = |r: u32| {
+                let (start, len) = blocks[r as usize];
+                &all[start..start + len]
+            };
+            let sends: Vec<(u32, &[u8])> =
+                (0..c.n).filter(|&r| r != root).map(|r| (r, part(r))).collect();
             if !in_place {
-                // SAFETY: MPI's contract: `recvbuf` holds `recvcount` items.
-                let out = unsafe { bytes_mut(recvbuf, rlen) }?;
-                let k = mine.len().min(out.len());
-                out[..k].copy_from_slice(&mine[..k]);
+                copy_own(out, part(root));
             }
-            Ok(())
+            c.exchange(g, &sends, &mut [])
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Allgatherv`: every rank sends its block to every other at once.
+    /// `MPI_Allgatherv`: every rank sends its block to every other at once, each
+    /// received straight into its place.
     fn MPI_Allgatherv / PMPI_Allgatherv(
         sendbuf: *const c_void,
         sendcount: c_int,
@@ -179,36 +207,41 @@ crate::mpi_fn! {
             let c = Coll::start(g, comm)?;
             // SAFETY: MPI's contract: `n` counts and displacements.
             let (blocks, span) = unsafe { blocks_of(g, recvcounts, displs, c.n, recvtype) }?;
-            let me = c.me as usize;
-            let mine = if sendbuf as usize == IN_PLACE {
-                let (start, len) = blocks[me];
-                // SAFETY: MPI's contract: `recvbuf` spans every block.
-                unsafe { bytes(recvbuf.cast_const(), span) }?[start..start + len].to_vec()
+            let in_place = sendbuf as usize == IN_PLACE;
+            let sent = if in_place {
+                &[][..]
             } else {
                 let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
-                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items.
-                unsafe { bytes(sendbuf, slen) }?.to_vec()
+                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items, unchanged
+                // during the call.
+                unsafe { bytes(sendbuf, slen) }?
             };
-            let others: Vec<u32> = (0..c.n).filter(|&r| r != c.me).collect();
-            let sends = others.iter().map(|&r| (r, mine.clone())).collect();
-            let recvs: Vec<(u32, usize)> = others.iter().map(|&r| (r, blocks[r as usize].1)).collect();
-            let got = c.exchange(g, sends, &recvs)?;
-            // SAFETY: MPI's contract: `recvbuf` spans every block, the program's alone.
+            // SAFETY: MPI's contract: `recvbuf` spans every block, the program's alone
+            // (and not `sendbuf`).
             let out = unsafe { bytes_mut(recvbuf, span) }?;
-            for ((r, _), data) in recvs.iter().zip(&got) {
-                let (start, len) = blocks[*r as usize];
-                out[start..start + len].copy_from_slice(data);
-            }
-            let (start, len) = blocks[me];
-            let k = mine.len().min(len);
-            out[start..start + k].copy_from_slice(&mine[..k]);
-            Ok(())
+            let mut recvs = disjoint_blocks(out, &blocks)?;
+            let i = recvs
+                .iter()
+                .position(|(r, _)| *r == c.me)
+                .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "no block of this rank"))?;
+            let (_, own) = recvs.swap_remove(i);
+            // In place, this rank's block is already in `recvbuf`: sent from there.
+            let mine: &[u8] = if in_place {
+                own
+            } else {
+                copy_own(own, sent);
+                sent
+            };
+            let sends: Vec<(u32, &[u8])> =
+                (0..c.n).filter(|&r| r != c.me).map(|r| (r, mine)).collect();
+            c.exchange(g, &sends, &mut recvs)
         })
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Alltoallv`: every pair at once.
+    /// `MPI_Alltoallv`: every pair at once, straight from `sendbuf` into `recvbuf`
+    /// (`MPI_IN_PLACE`: from a copy of `recvbuf`).
     fn MPI_Alltoallv / PMPI_Alltoallv(
         sendbuf: *const c_void,
         sendcounts: *const c_int,
@@ -224,37 +257,33 @@ crate::mpi_fn! {
             let c = Coll::start(g, comm)?;
             // SAFETY: MPI's contract: `n` counts and displacements on each side.
             let (rblocks, rspan) = unsafe { blocks_of(g, recvcounts, rdispls, c.n, recvtype) }?;
+            let copy: Vec<u8>;
             let (sblocks, all) = if sendbuf as usize == IN_PLACE {
                 // SAFETY: MPI's contract: `recvbuf` spans every receive block.
-                (rblocks.clone(), unsafe { bytes(recvbuf.cast_const(), rspan) }?.to_vec())
+                copy = unsafe { bytes(recvbuf.cast_const(), rspan) }?.to_vec();
+                (rblocks.clone(), &copy[..])
             } else {
                 // SAFETY: as above, for the send side.
                 let (b, span) = unsafe { blocks_of(g, sendcounts, sdispls, c.n, sendtype) }?;
-                // SAFETY: MPI's contract: `sendbuf` spans every send block.
-                (b, unsafe { bytes(sendbuf, span) }?.to_vec())
+                // SAFETY: MPI's contract: `sendbuf` spans every send block, unchanged
+                // during the call (and not `recvbuf`).
+                (b, unsafe { bytes(sendbuf, span) }?)
             };
-            let me = c.me as usize;
-            let others: Vec<u32> = (0..c.n).filter(|&r| r != c.me).collect();
-            let sends = others
-                .iter()
-                .map(|&r| {
-                    let (start, len) = sblocks[r as usize];
-                    (r, all[start..start + len].to_vec())
-                })
-                .collect();
-            let recvs: Vec<(u32, usize)> = others.iter().map(|&r| (r, rblocks[r as usize].1)).collect();
-            let got = c.exchange(g, sends, &recvs)?;
-            // SAFETY: MPI's contract: `recvbuf` spans every receive block.
+            let part = |r: u32| {
+                let (start, len) = sblocks[r as usize];
+                &all[start..start + len]
+            };
+            // SAFETY: MPI's contract: `recvbuf` spans every receive block, the
+            // program's alone.
             let out = unsafe { bytes_mut(recvbuf, rspan) }?;
-            for ((r, _), data) in recvs.iter().zip(&got) {
-                let (start, len) = rblocks[*r as usize];
-                out[start..start + len].copy_from_slice(data);
+            let mut recvs = disjoint_blocks(out, &rblocks)?;
+            if let Some(i) = recvs.iter().position(|(r, _)| *r == c.me) {
+                let (_, own) = recvs.swap_remove(i);
+                copy_own(own, part(c.me));
             }
-            let (ss, sl) = sblocks[me];
-            let (rs, rl) = rblocks[me];
-            let k = sl.min(rl);
-            out[rs..rs + k].copy_from_slice(&all[ss..ss + k]);
-            Ok(())
+            let sends: Vec<(u32, &[u8])> =
+                (0..c.n).filter(|&r| r != c.me).map(|r| (r, part(r))).collect();
+            c.exchange(g, &sends, &mut recvs)
         })
     }
 }
@@ -270,5 +299,21 @@ mod tests {
         assert_eq!(span, 20);
         assert_eq!(layout(&[-1], &[0], 4).unwrap_err().class, MPI_ERR_COUNT);
         assert_eq!(layout(&[1], &[-2], 4).unwrap_err().class, MPI_ERR_ARG);
+    }
+
+    #[test]
+    fn receive_blocks_are_cut_in_any_order_and_overlaps_refused() {
+        let mut buf = [0u8; 10];
+        // Rank 0 at 6..10, rank 1 empty at 0, rank 2 at 0..4.
+        let parts = disjoint_blocks(&mut buf, &[(6, 4), (0, 0), (0, 4)]).unwrap();
+        let got: Vec<(u32, usize)> = parts.iter().map(|(r, b)| (*r, b.len())).collect();
+        assert_eq!(got, vec![(1, 0), (2, 4), (0, 4)]);
+        for (r, b) in parts {
+            b.fill(r as u8 + 1);
+        }
+        assert_eq!(buf, [3, 3, 3, 3, 0, 0, 1, 1, 1, 1]);
+        let mut buf = [0u8; 8];
+        let err = disjoint_blocks(&mut buf, &[(0, 4), (3, 2)]).unwrap_err();
+        assert_eq!(err.class, MPI_ERR_ARG);
     }
 }

@@ -44,6 +44,7 @@ mod coll;
 mod coll_rounds;
 mod collv;
 mod comm;
+mod comm_table;
 mod consts;
 mod datatype;
 mod error;

@@ -9,7 +9,7 @@ use sf::Comm;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
-use crate::request::{wait_local, write_status, MPI_Status, Op, Outcome, Req};
+use crate::request::{wait_local, write_status, write_status_ok, MPI_Status, Op, Outcome, Req};
 use crate::state::{call, CommKind, Guard};
 use crate::util::{bytes, bytes_mut, new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
 
@@ -321,8 +321,16 @@ fn recv(
     // program during the call.
     let data = unsafe { bytes_mut(buf, len) }?;
     let outcome = match (&e.kind, lib.multiple()) {
-        // The latency path, as in `send`.
-        (CommKind::Intra { p2p, .. }, false) => recv_on(p2p, source, tag, data),
+        // The latency path, as in `send`; a success writes the status from the
+        // runtime's fields one by one (see `write_status_ok`).
+        (CommKind::Intra { p2p, .. }, false) => match p2p.recv(source, tag, data) {
+            Ok(st) => {
+                // SAFETY: MPI's contract: `status` is null or valid for a write.
+                unsafe { write_status_ok(status, st.source, st.tag, st.len) };
+                return Ok(());
+            }
+            Err(err) => recv_failed(err, len),
+        },
         // Without the lock while it waits, as in `send`.
         (CommKind::Intra { p2p, .. }, true) => {
             let c = p2p.clone();
@@ -346,14 +354,21 @@ fn recv_on(c: &Comm, source: Option<u32>, tag: Option<u32>, data: &mut [u8]) -> 
     let len = data.len();
     match c.recv(source, tag, data) {
         Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-        Err(e) => Outcome {
-            bytes: if matches!(e, sf::CommError::Truncated { .. }) {
-                len
-            } else {
-                0
-            },
-            ..Outcome::failed(crate::error::class_of(&e))
+        Err(e) => recv_failed(e, len),
+    }
+}
+
+/// The outcome of a failed receive into a buffer of `len` bytes.
+#[cold]
+#[inline(never)]
+fn recv_failed(e: sf::CommError, len: usize) -> Outcome {
+    Outcome {
+        bytes: if matches!(e, sf::CommError::Truncated { .. }) {
+            len
+        } else {
+            0
         },
+        ..Outcome::failed(crate::error::class_of(&e))
     }
 }
 

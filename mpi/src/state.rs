@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
+use crate::comm_table::CommTable;
 use sf::comm::InterComm;
 use sf::{Comm, World};
 use steadfast_os::SpinWait;
@@ -79,12 +80,12 @@ static LIB: Lock = Lock {
 /// the mutex.
 static OWNER: AtomicUsize = AtomicUsize::new(0);
 
-/// This thread's identity as `OWNER` keeps it (never 0: glibc's `pthread_t` is the
-/// address of the thread's descriptor; two live threads never share one).
-#[inline]
+/// This thread's identity as `OWNER` keeps it (never 0; two live threads never share
+/// one): `steadfast_os::thread_id`, one load on x86-64 Linux where `pthread_self` is a
+/// call through the PLT at every MPI call.
+#[inline(always)]
 fn this_thread() -> usize {
-    // SAFETY: pthread_self has no preconditions and cannot fail.
-    unsafe { libc::pthread_self() as usize }
+    steadfast_os::thread_id::current()
 }
 
 /// A communicator's runtime side: an intra-communicator is two runtime communicators
@@ -185,7 +186,7 @@ pub(crate) struct Lib {
     pub main_thread: ThreadId,
     pub ft: FtMode,
     next_handle: Handle,
-    pub comms: Map<CommEntry>,
+    pub comms: CommTable<CommEntry>,
     pub requests: Requests,
     /// Messages taken by `MPI_Mprobe`/`Improbe`, with their communicator's handle.
     pub messages: Map<(Handle, sf::comm::Message)>,
@@ -203,6 +204,10 @@ pub(crate) struct Lib {
     pub saved: Vec<(String, Handle)>,
     /// `MPI_Comm_get_parent`'s inter-communicator (`MPI_COMM_NULL`: not spawned).
     pub parent: Handle,
+    /// The outcomes table of the `*all` / `*some` calls, kept between calls so that
+    /// they allocate only when a call names more requests than any before
+    /// (`request::Scratch`).
+    pub scratch: Vec<Option<(crate::request::Outcome, Handle)>>,
 }
 
 impl Lib {
@@ -213,7 +218,7 @@ impl Lib {
             main_thread: std::thread::current().id(),
             ft,
             next_handle: FIRST_HANDLE,
-            comms: Map::default(),
+            comms: CommTable::default(),
             requests: Requests::default(),
             messages: Map::default(),
             detached: Vec::new(),
@@ -224,6 +229,7 @@ impl Lib {
             env_info: Vec::new(),
             parent: MPI_COMM_NULL,
             saved: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -271,6 +277,7 @@ impl Lib {
     }
 }
 
+#[cold]
 fn bad_comm(h: Handle) -> Fail {
     if h == MPI_COMM_NULL {
         Fail::new(MPI_ERR_COMM, "MPI_COMM_NULL")

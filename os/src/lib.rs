@@ -7,7 +7,9 @@
 //! | [`spawn`] | children that die with their parent ([`DieWithParent`] on [`std::process::Command`]) |
 //! | [`host`] | the boot id (read once) and an identity of this host and pid namespace |
 //! | [`hash`] | FNV-1a, the one hash for ids every process derives alike |
+//! | [`membarrier`] | the global `membarrier(2)`: the heavy side of an asymmetric fence |
 //! | [`shared_bytes`] | copies into and out of memory other threads copy at the same time (relaxed byte atomics: no data race) |
+//! | [`thread_id`] | a number naming the calling thread, one load on x86-64 Linux |
 //! | [`wait`] | [`SpinWait`]: bounded spinning, then yielding the core |
 //!
 //! Nothing here changes process-wide state, starts threads or prints; the only
@@ -27,9 +29,11 @@
 pub mod affinity;
 pub mod hash;
 pub mod host;
+pub mod membarrier;
 pub mod process;
 pub mod shared_bytes;
 pub mod spawn;
+pub mod thread_id;
 pub mod wait;
 
 pub use hash::fnv1a64;

@@ -67,7 +67,7 @@ impl Comm {
             let g = members.iter().map(|&r| c.group()[r as usize]).collect();
             (c.key(), c.context(), g)
         });
-        let mut words: Vec<u8> = members.iter().flat_map(|r| r.to_le_bytes()).collect();
+        let mut words = super::words::to_bytes(members);
         words.extend_from_slice(&tag.to_le_bytes());
         let salt = steadfast_os::fnv1a64(&words);
         let id_of = |attempt: u64| derive(parent_key, KIND, salt.wrapping_add(attempt));

@@ -43,18 +43,12 @@ pub struct InterComm {
 }
 
 fn encode_group(g: &[u32]) -> Vec<u8> {
-    g.iter().flat_map(|r| r.to_le_bytes()).collect()
+    super::words::to_bytes(g)
 }
 
 fn decode_group(b: &[u8], world_size: u32) -> Option<Vec<u32>> {
-    if b.is_empty() || b.len() % 4 != 0 {
-        return None;
-    }
-    let g: Vec<u32> = b
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect();
-    g.iter().all(|&r| r < world_size).then_some(g)
+    let g = super::words::from_bytes(b)?;
+    (!g.is_empty() && g.iter().all(|&r| r < world_size)).then_some(g)
 }
 
 /// The state machine asked for nothing this driver can give (a broken invariant of

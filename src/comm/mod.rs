@@ -31,6 +31,7 @@ mod send_request;
 mod spawn;
 mod wait_any;
 mod window;
+mod words;
 mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};

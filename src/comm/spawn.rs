@@ -68,17 +68,13 @@ fn key_group(child: u32) -> String {
 
 fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
     out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-    out.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+    out.extend_from_slice(&super::words::to_bytes(v));
 }
 
 /// Reads `n` words after a count from `b`; the rest.
 fn take_u32s(b: &[u8]) -> Option<(Vec<u32>, &[u8])> {
     let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
-    let body = b.get(4..4 + 4 * n)?;
-    let v = body
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect();
+    let v = super::words::from_bytes(b.get(4..4 + 4 * n)?)?;
     Some((v, &b[4 + 4 * n..]))
 }
 

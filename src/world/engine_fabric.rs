@@ -150,11 +150,14 @@ impl Engine {
         // to end (`cancel_pull`).
         match unsafe { fab.pull(message, ptr, cap) } {
             Ok(req) => self.matching.start_pull(key, req, got),
-            Err(e) => {
-                let failure = self.fabric_failure(e, got.source, cap);
-                self.matching.finish(key, Err(failure));
-            }
+            Err(e) => self.finish_pull_failed(key, e, got.source, cap),
         }
+    }
+
+    /// Ends the receive `key` whose read from `source` failed with `e`.
+    fn finish_pull_failed(&mut self, key: RecvKey, e: FabricError, source: u32, cap: usize) {
+        let failure = self.fabric_failure(e, source, cap);
+        self.matching.finish(key, Err(failure));
     }
 
     /// Tests the read of a receive matched with a rendezvous message, if it has one:
@@ -170,10 +173,7 @@ impl Engine {
         match fab.test(req) {
             Ok(None) => {}
             Ok(Some(_)) => self.matching.finish(key, Ok(got)),
-            Err(e) => {
-                let failure = self.fabric_failure(e, got.source, cap);
-                self.matching.finish(key, Err(failure));
-            }
+            Err(e) => self.finish_pull_failed(key, e, got.source, cap),
         }
     }
 

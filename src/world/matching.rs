@@ -494,16 +494,22 @@ impl Matching {
             return Delivery::Dropped(payload);
         }
         if !self.held.is_empty() && self.held.iter().any(|h| h.ctx == ctx) {
-            self.held.push_back(Held {
-                ctx,
-                world_source: w,
-                tag,
-                len,
-                payload,
-            });
-            return Delivery::Kept;
+            return self.hold(ctx, w, tag, len, payload);
         }
         self.deliver_now(ctx, w, tag, len, payload)
+    }
+
+    /// Keeps a message behind the ones held for its context (or for a context not open
+    /// yet), in arrival order.
+    fn hold(&mut self, ctx: u32, w: u32, tag: u32, len: usize, payload: Payload) -> Delivery {
+        self.held.push_back(Held {
+            ctx,
+            world_source: w,
+            tag,
+            len,
+            payload,
+        });
+        Delivery::Kept
     }
 
     fn deliver_now(
@@ -520,14 +526,7 @@ impl Matching {
                 log::warn!("matching: message on context {ctx} from non-member world rank {w}");
                 return Delivery::Dropped(payload);
             }
-            self.held.push_back(Held {
-                ctx,
-                world_source: w,
-                tag,
-                len,
-                payload,
-            });
-            return Delivery::Kept;
+            return self.hold(ctx, w, tag, len, payload);
         };
         let env = Envelope {
             context: ContextId(ctx),

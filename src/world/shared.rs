@@ -8,7 +8,9 @@
 //! no thread ever holds it across a wait and a thread that finds it taken waits at most
 //! for one round of another (`docs/threads.md`). The progress thread only ever *tries*,
 //! every half heartbeat period. With one application thread and no progress thread
-//! nobody else ever takes the token: an uncontended compare-and-swap per round.
+//! nobody else ever takes the token, and its bias towards that thread
+//! (`steadfast_agreement::shared::biased`) makes a round's take and release plain
+//! loads and stores; a second thread revokes the bias once (a global membarrier).
 //!
 //! [`ProgressThread`] is that thread; stopping it wakes it from its sleep.
 
@@ -19,14 +21,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use steadfast_agreement::shared::token::{ProgressGuard, ProgressToken};
+use steadfast_agreement::shared::biased::{Attempt, BiasedGuard, BiasedToken};
 
 use super::engine::Engine;
 use super::posts::Posts;
 
 /// The engine and the token that guards it.
 pub(crate) struct Shared {
-    token: ProgressToken,
+    /// Biased towards the first thread that takes it (`docs/threads.md`): a process
+    /// whose one thread calls the library takes it without a compare-and-swap.
+    token: BiasedToken,
     /// The holder's [`thread_mark`] while the token is held, 0 otherwise: only read by
     /// a thread that finds the token taken, to tell a re-entrant call (a bug of this
     /// crate: it would wait for itself forever) from another thread's round.
@@ -49,13 +53,11 @@ pub(crate) struct Shared {
     engine: UnsafeCell<Engine>,
 }
 
-/// A number unique to the calling thread among the live threads, never 0: the address
-/// of a thread-local byte.
+/// A number unique to the calling thread among the live threads, never 0, 1 or 2 (the
+/// bias's states): one load on x86-64 Linux (`steadfast_os::thread_id`).
+#[inline(always)]
 fn thread_mark() -> usize {
-    thread_local! {
-        static MARK: u8 = const { 0 };
-    }
-    MARK.with(|m| std::ptr::from_ref(m) as usize)
+    steadfast_os::thread_id::current()
 }
 
 // SAFETY: the engine is only ever reached through `lock`/`try_lock`, which hand out
@@ -68,7 +70,7 @@ unsafe impl Sync for Shared {}
 
 /// Exclusive access to the engine while held.
 pub(crate) struct EngineGuard<'a> {
-    _token: ProgressGuard<'a>,
+    token: BiasedGuard<'a>,
     owner: &'a AtomicUsize,
     engine: &'a mut Engine,
     /// Not Send: released by the thread that took it.
@@ -77,10 +79,13 @@ pub(crate) struct EngineGuard<'a> {
 
 impl Drop for EngineGuard<'_> {
     fn drop(&mut self) {
-        // ORDERING: Relaxed; cleared before the token's Release (the field drops after
-        // this), so a thread never reads its own mark after it released the token
-        // (per-location coherence: its later reads see this store or a newer one).
-        self.owner.store(0, Ordering::Relaxed);
+        if let BiasedGuard::Plain(_) = self.token {
+            // ORDERING: Relaxed; cleared before the token's Release (the field drops
+            // after this), so a thread never reads its own mark after it released the
+            // token (per-location coherence: its later reads see this store or a newer
+            // one). A biased round never set it: the bias tells re-entry itself.
+            self.owner.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -100,7 +105,7 @@ impl DerefMut for EngineGuard<'_> {
 impl Shared {
     pub fn new(engine: Engine) -> Self {
         Shared {
-            token: ProgressToken::new(),
+            token: BiasedToken::new(steadfast_os::membarrier::global_available()),
             owner: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
@@ -135,17 +140,28 @@ impl Shared {
 
     /// Takes the engine if nobody holds it, and applies the operations other threads
     /// queued meanwhile (`posts.rs`) before handing it out.
+    ///
+    /// # Panics
+    /// When the calling thread holds the engine through the bias already (a
+    /// re-entrant call inside this crate, as in [`lock`](Self::lock)).
     #[inline]
     pub fn try_lock(&self) -> Option<EngineGuard<'_>> {
-        let token = self.token.try_acquire()?;
-        // ORDERING: Relaxed; read only by this thread (see `lock_contended`) and
-        // cleared by the guard's drop before the token is released.
-        self.owner.store(thread_mark(), Ordering::Relaxed);
+        let mark = thread_mark();
+        let token = match self.token.try_acquire(mark, revoke_fence) {
+            Attempt::Held(g) => g,
+            Attempt::Busy => return None,
+            Attempt::Reentrant => reentrant(),
+        };
+        if let BiasedGuard::Plain(_) = token {
+            // ORDERING: Relaxed; read only by this thread (see `lock_contended`) and
+            // cleared by the guard's drop before the token is released.
+            self.owner.store(mark, Ordering::Relaxed);
+        }
         // SAFETY: holding the token grants exclusive access (see the Send/Sync note);
         // the reference lives no longer than the guard, which releases the token.
         let engine = unsafe { &mut *self.engine.get() };
         let mut guard = EngineGuard {
-            _token: token,
+            token,
             owner: &self.owner,
             engine,
             _local: PhantomData,
@@ -194,11 +210,9 @@ impl Shared {
         // ORDERING: Relaxed; this thread's own mark is only ever seen here if this
         // thread stored it and has not cleared it (coherence), i.e. if it holds the
         // token: no other value matters.
-        assert_ne!(
-            self.owner.load(Ordering::Relaxed),
-            thread_mark(),
-            "steadfast engine taken twice by one thread (a re-entrant call)"
-        );
+        if self.owner.load(Ordering::Relaxed) == thread_mark() {
+            reentrant();
+        }
         // ORDERING: Relaxed; a hint for `make_way`, which never reads data through it.
         self.waiting.fetch_add(1, Ordering::Relaxed);
         let mut spins: u32 = 0;
@@ -243,6 +257,28 @@ impl Shared {
             std::hint::spin_loop();
         }
         std::thread::yield_now();
+    }
+}
+
+/// A re-entrant take of the engine: a bug of this crate, which would otherwise wait
+/// for itself forever.
+#[cold]
+#[inline(never)]
+fn reentrant() -> ! {
+    panic!("steadfast engine taken twice by one thread (a re-entrant call)")
+}
+
+/// The heavy fence that ends the token's bias when a second thread first asks for the
+/// engine: the global `membarrier`, once in the process's life (about 12 ms here).
+#[cold]
+fn revoke_fence() -> bool {
+    log::debug!("a second thread uses the engine: its bias towards the first one ends");
+    match steadfast_os::membarrier::global() {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!("membarrier(MEMBARRIER_CMD_GLOBAL) failed ({e}); retrying");
+            false
+        }
     }
 }
 

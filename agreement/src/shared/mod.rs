@@ -8,7 +8,9 @@
 //! Atomics come from `sync`, which is `loom`'s under `--cfg loom`: the token is
 //! model-checked there (`scripts/test.sh` runs `--lib shared::` under loom).
 
+pub mod biased;
 pub(crate) mod sync;
 pub mod token;
 
+pub use biased::{Attempt, BiasedGuard, BiasedToken};
 pub use token::{ProgressGuard, ProgressToken};

@@ -2,7 +2,7 @@
 //! model-checked versions under `--cfg loom`.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

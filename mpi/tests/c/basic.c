@@ -565,6 +565,78 @@ static void collectives(int rank, int size) {
                      MPI_COMM_WORLD));
     for (int r = 0; r < size; r++)
         for (int k = 0; k <= r; k++) CHECK(rbuf[rdispls[r] + k] == r * 1000 + rank * 10 + k);
+    /* MPI_IN_PLACE: at the root (gather, scatter, gatherv) and everywhere (allgather,
+     * alltoall, allgatherv, alltoallv); blocks of 80 KB take the single-copy path
+     * straight into the receive buffers. */
+    {
+        const int big = 20000;
+        const int root = size - 1;
+        int *all = malloc(sizeof(int) * big * size), *blk = malloc(sizeof(int) * big);
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < big; k++) all[r * big + k] = r == rank ? rank * 7 + k : -1;
+        OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, big, MPI_INT, MPI_COMM_WORLD));
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < big; k++) CHECK(all[r * big + k] == r * 7 + k);
+        for (int k = 0; k < big; k++) blk[k] = rank * 3 + k;
+        if (rank == root) {
+            for (int r = 0; r < size; r++)
+                for (int k = 0; k < big; k++) all[r * big + k] = r == root ? root * 3 + k : -1;
+            OK(MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, big, MPI_INT, root,
+                          MPI_COMM_WORLD));
+            for (int r = 0; r < size; r++)
+                for (int k = 0; k < big; k++) CHECK(all[r * big + k] == r * 3 + k);
+        } else {
+            OK(MPI_Gather(blk, big, MPI_INT, NULL, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD));
+        }
+        if (rank == 0) {
+            for (int r = 0; r < size; r++)
+                for (int k = 0; k < big; k++) all[r * big + k] = r * 5 + k;
+            OK(MPI_Scatter(all, big, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, 0,
+                           MPI_COMM_WORLD));
+            for (int k = 0; k < big; k++) CHECK(all[k] == k);
+        } else {
+            OK(MPI_Scatter(NULL, 0, MPI_DATATYPE_NULL, blk, big, MPI_INT, 0, MPI_COMM_WORLD));
+            for (int k = 0; k < big; k++) CHECK(blk[k] == rank * 5 + k);
+        }
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < big; k++) all[r * big + k] = rank * 100000 + r * 10 + k % 10;
+        OK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, big, MPI_INT, MPI_COMM_WORLD));
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < big; k++) CHECK(all[r * big + k] == r * 100000 + rank * 10 + k % 10);
+        /* The v forms in place, with the reversed displacements above. */
+        for (int i = 0; i < total; i++) everything[i] = -1;
+        for (int k = 0; k <= rank; k++) everything[displs[rank] + k] = rank * 10 + k;
+        OK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, everything, counts, displs,
+                          MPI_INT, MPI_COMM_WORLD));
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k <= r; k++) CHECK(everything[displs[r] + k] == r * 10 + k);
+        if (rank == 0) {
+            for (int i = 0; i < total; i++) atroot[i] = -1;
+            atroot[displs[0]] = 0;
+            OK(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, atroot, counts, displs, MPI_INT,
+                           0, MPI_COMM_WORLD));
+            for (int r = 0; r < size; r++)
+                for (int k = 0; k <= r; k++) CHECK(atroot[displs[r] + k] == r * 10 + k);
+        } else {
+            OK(MPI_Gatherv(mine, rank + 1, MPI_INT, NULL, NULL, NULL, MPI_INT, 0, MPI_COMM_WORLD));
+        }
+        /* Alltoallv in place: ranks a and b exchange a + b + 1 ints (the counts must be
+         * symmetric, since one layout serves both directions). */
+        int *c2 = malloc(sizeof(int) * size), *d2 = malloc(sizeof(int) * size), span = 0;
+        for (int r = 0; r < size; r++) {
+            c2[r] = rank + r + 1;
+            d2[r] = span;
+            span += c2[r];
+        }
+        int *x = malloc(sizeof(int) * span);
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < c2[r]; k++) x[d2[r] + k] = rank * 1000 + r * 10 + k;
+        OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, x, c2, d2, MPI_INT,
+                         MPI_COMM_WORLD));
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < c2[r]; k++) CHECK(x[d2[r] + k] == r * 1000 + rank * 10 + k);
+        free(c2); free(d2); free(x); free(all); free(blk);
+    }
     free(counts); free(displs); free(mine); free(everything); free(atroot);
     free(scounts); free(sdispls); free(rcounts); free(rdispls); free(sbuf); free(rbuf);
 
