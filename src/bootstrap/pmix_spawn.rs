@@ -223,7 +223,7 @@ impl Pmix {
             if let Err(why) = self.publish(&token, "0", true) {
                 log::debug!("PMIx: no restarts: {why}");
                 self.spawner.unavailable = Some(format!(
-                    "this PMIx server has no data service for the restart tokens ({why})"
+                    "restarting under PMIx needs the server's data service (PMIx_Publish and PMIx_Lookup), which this one refuses ({why})"
                 ));
             }
             return Ok(());
@@ -489,7 +489,7 @@ impl Pmix {
             return Err(BootstrapError::NoSpawner {
                 rank,
                 why: format!(
-                    "{why}; to restart ranks, run the job under Open MPI's mpirun with --enable-recovery (or mpiexec --with-ft ulfm), or under steadfast-run"
+                    "{why}; to restart ranks, run the job under Open MPI's mpirun --enable-recovery (Open MPI 5: mpiexec --with-ft ulfm), or run the job under steadfast-run (on one node; under Slurm, inside the allocation)"
                 ),
             });
         }

@@ -1,0 +1,163 @@
+//! Restart in place under PMIx: Open MPI 4.1's `mpirun.openmpi --enable-recovery`
+//! (ORTE's PMIx server keeps the job when a rank dies, spawns into it and serves the
+//! data service the spawner uses: `src/bootstrap/pmix_spawn.rs`). Checked with
+//! `restart-test-rank`: a rank SIGKILLed twice, restarted by two survivors at once,
+//! answers each time and each restart starts one process; rank 0 likewise; a group
+//! saved, its member restarted and rejoined; two ranks killed and restarted at once;
+//! a restart whose new process exits before it joins fails naming why. After each
+//! run: mpirun's status 0, no process of the run (mpirun's included) and no
+//! `/dev/shm` segment left.
+//!
+//! Without `mpirun.openmpi` (apt-get install openmpi-bin) every test prints why it is
+//! skipped and passes.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn installed(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs `restart-test-rank ARGS MARK` under `mpirun.openmpi --enable-recovery` with
+/// `ranks` ranks; its stdout, after checking the exit status and that nothing is left.
+/// `None`: mpirun is not installed (the test is skipped).
+fn mpirun(test: &str, ranks: u32, args: &[&str]) -> Option<String> {
+    if !installed("mpirun.openmpi") {
+        println!("{test}: SKIPPED: mpirun.openmpi not installed (apt-get install openmpi-bin)");
+        return None;
+    }
+    let mark = format!("pmix-{test}-{}", std::process::id());
+    let mut cmd = Command::new("mpirun.openmpi");
+    // The rank program prints its segments' names from the job id, which rank 0
+    // adopts from here (mpirun passes it on with -x; a restarted process gets it from
+    // its restarter's environment).
+    cmd.env(
+        "STEADFAST_JOB_ID",
+        format!(
+            "{:016x}",
+            0x5eed_0000_0000_0000 | u64::from(std::process::id())
+        ),
+    )
+    .args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--enable-recovery",
+        "-x",
+        "STEADFAST_JOB_ID",
+        "-n",
+        &ranks.to_string(),
+        env!("CARGO_BIN_EXE_restart-test-rank"),
+    ])
+    .args(args)
+    .arg(&mark);
+    let (rc, stdout, stderr) = steadfast_testsupport::run_limited(cmd, LIMIT);
+    let left = steadfast_testsupport::processes_with(&[&mark]);
+    for p in &left {
+        if let Some(pid) = p.split_whitespace().next().and_then(|p| p.parse().ok()) {
+            // SAFETY: killing a process of this test's run that outlived it.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    let ctx = format!("{test}: status {rc}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(rc, 0, "{ctx}");
+    assert!(left.is_empty(), "processes left: {left:?}\n{ctx}");
+    // Modes that print their segments' prefix (all but `pair`).
+    if stdout.contains("SEGMENTS ") {
+        let segments = steadfast_testsupport::segments_left(&stdout, "SEGMENTS ");
+        assert!(segments.is_empty(), "segments left: {segments:?}\n{ctx}");
+    }
+    Some(stdout)
+}
+
+/// How many processes of the run initialised (each incarnation prints a `LIBFABRIC`
+/// line after `World::init`).
+fn incarnations(stdout: &str) -> usize {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("LIBFABRIC"))
+        .count()
+}
+
+fn answers(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("ANSWERED"))
+        .collect()
+}
+
+#[test]
+fn a_rank_killed_twice_is_restarted_once_each_time_and_answers() {
+    for victim in ["2", "0"] {
+        let test = format!("twice-{victim}");
+        // 3 ranks; the victim killed twice; both survivors ask each time.
+        let Some(out) = mpirun(&test, 3, &["restart", victim, "2", "2"]) else {
+            return;
+        };
+        let got = answers(&out);
+        println!("{test}: {got:?}");
+        assert_eq!(got.len(), 2, "{out}");
+        assert!(got[0].starts_with("ANSWERED generation 1 "), "{out}");
+        assert!(got[1].starts_with("ANSWERED generation 2 "), "{out}");
+        assert!(
+            out.contains(&format!("RESTORED rank {victim} generation 2 done")),
+            "{out}"
+        );
+        // One process per restart, although two survivors asked for each.
+        assert_eq!(incarnations(&out), 5, "{out}");
+    }
+}
+
+#[test]
+fn a_saved_group_gets_its_restarted_member_back() {
+    // 4 ranks: world ranks 1-3 form a group, rank 3 killed twice and rejoined.
+    let Some(out) = mpirun("group", 4, &["group", "2"]) else {
+        return;
+    };
+    for g in 1..=2 {
+        assert!(
+            out.contains(&format!("REJOINED generation {g} ")),
+            "generation {g}: {out}"
+        );
+        assert_eq!(
+            out.matches(&format!("AGREED generation {g} ")).count(),
+            3,
+            "{out}"
+        );
+    }
+    assert_eq!(out.matches("SHRUNK size 3").count(), 3, "{out}");
+    assert_eq!(incarnations(&out), 6, "{out}");
+}
+
+#[test]
+fn two_ranks_killed_at_once_are_restarted_and_reach_each_other() {
+    let Some(out) = mpirun("pair", 4, &["pair"]) else {
+        return;
+    };
+    for r in [2, 3] {
+        assert!(out.contains(&format!("PAIR ANSWERED rank {r}")), "{out}");
+        assert!(out.contains(&format!("PAIR RESTORED rank {r}")), "{out}");
+    }
+    assert_eq!(incarnations(&out), 6, "{out}");
+}
+
+#[test]
+fn a_restart_whose_process_exits_before_it_joins_fails_naming_why() {
+    let Some(out) = mpirun("exits", 3, &["exits", "2"]) else {
+        return;
+    };
+    let error = out
+        .lines()
+        .find(|l| l.starts_with("RESTART ERROR:"))
+        .unwrap_or_else(|| panic!("{out}"));
+    println!("exits: {error}");
+    assert!(
+        error.contains("incarnation 1 of rank 2 ended before it joined"),
+        "{error}"
+    );
+}
