@@ -168,6 +168,29 @@ fn state_name(state: u8) -> &'static str {
     }
 }
 
+/// A process as its job's process table shows it.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    state: u8,
+    pid: libc::pid_t,
+}
+
+/// How the process `seen` ended, if it has (`None`: gone from its job's process table,
+/// which is an end too). ORTE shows a process that ended normally (it finalized) as
+/// `PMIX_PROC_STATE_UNDEF` with its pid, where one not started yet has pid 0.
+fn ending(seen: Option<Seen>) -> Option<String> {
+    match seen {
+        None => Some("gone from the PMIx server's process table".into()),
+        Some(Seen { state: 0, pid }) if pid > 0 => Some(format!(
+            "PMIx process state 0 with pid {pid}: ended normally"
+        )),
+        Some(Seen { state, .. }) if state >= PMIX_PROC_STATE_TERMINATED => {
+            Some(format!("PMIx process state {state}: {}", state_name(state)))
+        }
+        Some(_) => None,
+    }
+}
+
 /// The PMIx_Spawn_nb callback: records the outcome.
 ///
 /// # Safety
@@ -316,8 +339,9 @@ impl Pmix {
     }
 
     /// The state of each process of namespace `nspace` (rank, `pmix_proc_state_t`),
-    /// from a query of its process table.
-    fn proc_states(&self, nspace: &str) -> Result<Vec<(u32, u8)>, String> {
+    /// from a query of its process table; a process missing from it has ended (ORTE
+    /// forgets a spawned job once its process has exited).
+    fn proc_states(&self, nspace: &str) -> Result<Vec<(u32, Seen)>, String> {
         let ns = CString::new(nspace).map_err(|_| "a namespace holds a NUL".to_string())?;
         let table = c"pmix.qry.ptable";
         let mut keys = [table.as_ptr() as *mut c_char, std::ptr::null_mut()];
@@ -331,6 +355,10 @@ impl Pmix {
         let mut n = 0usize;
         // SAFETY: one query whose arrays outlive the call; PMIx allocates the results.
         let rc = unsafe { (self.api.query)(&mut query, 1, &mut results, &mut n) };
+        if rc == PMIX_ERR_NOT_FOUND {
+            // A job whose processes all ended may be forgotten by the server.
+            return Ok(Vec::new());
+        }
         if rc != PMIX_SUCCESS {
             return Err(format!(
                 "PMIx_Query_info(process table of {nspace}) failed with status {rc}"
@@ -358,7 +386,13 @@ impl Pmix {
                             _ => break,
                         };
                         if !p.is_null() {
-                            states.push(((*p).proc_.rank, (*p).state));
+                            states.push((
+                                (*p).proc_.rank,
+                                Seen {
+                                    state: (*p).state,
+                                    pid: (*p).pid,
+                                },
+                            ));
                         }
                     }
                 }
@@ -372,8 +406,9 @@ impl Pmix {
         Ok(states)
     }
 
-    /// The state of `rank`'s incarnation `generation` (the current one known here).
-    fn state_of(&self, rank: u32) -> Result<Option<u8>, String> {
+    /// The state of `rank`'s current incarnation as known here (`None`: gone from its
+    /// job's process table).
+    fn state_of(&self, rank: u32) -> Result<Option<Seen>, String> {
         let p = self.spawner.current_proc(&self.job, rank);
         let states = self.proc_states(&p.nspace())?;
         Ok(states.iter().find(|s| s.0 == p.rank).map(|s| s.1))
@@ -407,7 +442,7 @@ impl Pmix {
     fn scan_failures(&mut self) -> Vec<FailureEvent> {
         let me = self.world_rank();
         let size = self.size_of_job();
-        let mut tables: Vec<(String, Vec<(u32, u8)>)> = Vec::new();
+        let mut tables: Vec<(String, Vec<(u32, Seen)>)> = Vec::new();
         let mut events = Vec::new();
         for r in (0..size).filter(|&r| r != me) {
             let g = self.spawner.generation_of(r);
@@ -426,15 +461,14 @@ impl Pmix {
                 }
             }
             let table = &tables.iter().find(|t| t.0 == ns).expect("queried above").1;
-            if let Some(&(_, state)) = table.iter().find(|s| s.0 == p.rank) {
-                if state >= PMIX_PROC_STATE_TERMINATED {
-                    self.spawner.reported[r as usize] = g + 1;
-                    events.push(FailureEvent {
-                        rank: r,
-                        generation: g,
-                        how: format!("PMIx process state {state} ({})", state_name(state)),
-                    });
-                }
+            let state = table.iter().find(|s| s.0 == p.rank).map(|s| s.1);
+            if let Some(how) = ending(state) {
+                self.spawner.reported[r as usize] = g + 1;
+                events.push(FailureEvent {
+                    rank: r,
+                    generation: g,
+                    how,
+                });
             }
         }
         events
@@ -584,7 +618,7 @@ impl Pmix {
         match &mut r.phase {
             Phase::Death => match self.state_of(rank) {
                 Err(why) => failed(why),
-                Ok(Some(s)) if s >= PMIX_PROC_STATE_TERMINATED => {
+                Ok(s) if ending(s).is_some() => {
                     match self.lookup_many(&[self.key("token", rank, g)]) {
                         Err(why) => failed(why),
                         Ok(mut t) => match t.pop().flatten() {
@@ -649,17 +683,13 @@ impl Pmix {
                 *next_state = Instant::now() + STATE_PERIOD;
                 let (attempt, nspace) = (*attempt, nspace.clone());
                 match self.proc_states(&nspace) {
-                    Ok(s) => match s.iter().find(|s| s.0 == 0) {
-                        Some(&(_, state)) if state >= PMIX_PROC_STATE_TERMINATED => {
-                            let why = format!(
-                                "incarnation {} of rank {rank} ended before it joined (PMIx process state {state}: {})",
-                                g + 1,
-                                state_name(state)
-                            );
-                            Some(Err(self.give_up(rank, g, attempt, why)))
-                        }
-                        _ => None,
-                    },
+                    Ok(s) => ending(s.iter().find(|s| s.0 == 0).map(|s| s.1)).map(|how| {
+                        let why = format!(
+                            "incarnation {} of rank {rank} ended before it joined ({how})",
+                            g + 1
+                        );
+                        Err(self.give_up(rank, g, attempt, why))
+                    }),
                     Err(why) => {
                         log::debug!("PMIx: {why}");
                         None
