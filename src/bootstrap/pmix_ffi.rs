@@ -11,6 +11,8 @@ pub(super) const NSPACE_LEN: usize = 256;
 pub(super) const KEY_LEN: usize = 512;
 pub(super) const PMIX_SUCCESS: i32 = 0;
 pub(super) const PMIX_ERR_NOT_FOUND: i32 = -46;
+/// Some of the keys asked for were found (PRRTE's answer to a lookup of several).
+pub(super) const PMIX_ERR_PARTIAL_SUCCESS: i32 = -52;
 pub(super) const PMIX_BOOL: u16 = 1;
 pub(super) const PMIX_STRING: u16 = 3;
 pub(super) const PMIX_UINT32: u16 = 14;
@@ -24,6 +26,9 @@ pub(super) const PMIX_RANK_WILDCARD: u32 = u32::MAX - 1;
 /// `PMIX_PERSIST_FIRST_READ`: the data server deletes a published value when it is
 /// first looked up, so exactly one of several lookups gets it.
 pub(super) const PMIX_PERSIST_FIRST_READ: u8 = 1;
+/// `PMIX_PERSIST_SESSION`: kept until the session ends (PRRTE drops a value published
+/// with the default persistence when its publisher's job ends).
+pub(super) const PMIX_PERSIST_SESSION: u8 = 4;
 /// `PMIX_PROC_STATE_TERMINATED`: process states from this one up are ended ones.
 pub(super) const PMIX_PROC_STATE_TERMINATED: u8 = 20;
 

@@ -27,7 +27,8 @@
 use super::pmix::{refused, Pmix};
 use super::pmix_ffi::{
     key_array, App, Info, PData, Proc, ProcInfo, Query, Value, PMIX_DATA_ARRAY, PMIX_ERR_NOT_FOUND,
-    PMIX_INFO, PMIX_PERSIST_FIRST_READ, PMIX_PROC_INFO, PMIX_PROC_STATE_TERMINATED, PMIX_SUCCESS,
+    PMIX_ERR_PARTIAL_SUCCESS, PMIX_INFO, PMIX_PERSIST_FIRST_READ, PMIX_PERSIST_SESSION,
+    PMIX_PROC_INFO, PMIX_PROC_STATE_TERMINATED, PMIX_SUCCESS,
 };
 use super::{BootstrapError, FailureEvent, Rejoin};
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -293,14 +294,20 @@ impl Pmix {
             .map_err(|why| refused(format!("cannot tell the job this process joined: {why}")))
     }
 
-    /// PMIx_Publish of one string; `first_read`: deleted by the first lookup.
+    /// PMIx_Publish of one string, kept for the session; `first_read`: deleted by the
+    /// first lookup.
     fn publish(&self, key: &str, value: &str, first_read: bool) -> Result<(), String> {
         let k = CString::new(key).map_err(|_| format!("key {key:?} holds a NUL"))?;
         let v = CString::new(value).map_err(|_| format!("value {value:?} holds a NUL"))?;
-        let mut infos = vec![Info::string(&k, &v)];
-        if first_read {
-            infos.push(Info::persistence(c"pmix.persist", PMIX_PERSIST_FIRST_READ));
-        }
+        let persistence = if first_read {
+            PMIX_PERSIST_FIRST_READ
+        } else {
+            PMIX_PERSIST_SESSION
+        };
+        let infos = [
+            Info::string(&k, &v),
+            Info::persistence(c"pmix.persist", persistence),
+        ];
         // SAFETY: an array of `len` infos whose strings outlive the call.
         let rc = unsafe { (self.api.publish)(infos.as_ptr(), infos.len()) };
         if rc != PMIX_SUCCESS {
@@ -323,6 +330,14 @@ impl Pmix {
         let rc = unsafe { (self.api.lookup)(data.as_mut_ptr(), data.len(), std::ptr::null(), 0) };
         if rc == PMIX_ERR_NOT_FOUND {
             return Ok(vec![None; keys.len()]);
+        }
+        if rc == PMIX_ERR_PARTIAL_SUCCESS && keys.len() > 1 {
+            // PRRTE fills none of them then: one lookup per key.
+            let mut out = Vec::with_capacity(keys.len());
+            for k in keys {
+                out.extend(self.lookup_many(std::slice::from_ref(k))?);
+            }
+            return Ok(out);
         }
         if rc != PMIX_SUCCESS {
             return Err(format!("PMIx_Lookup failed with status {rc}"));
