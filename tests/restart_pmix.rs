@@ -12,6 +12,7 @@
 //! skipped and passes.
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -42,11 +43,15 @@ fn mpirun_with(test: &str, ranks: u32, vars: &[(&str, &str)], args: &[&str]) -> 
     // The rank program prints its segments' names from the job id, which rank 0
     // adopts from here (mpirun passes it on with -x; a restarted process gets it from
     // its restarter's environment).
+    // One job id per run: runs of this binary go on at once.
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    // ORDERING: Relaxed; only the value's uniqueness matters.
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
     cmd.env(
         "STEADFAST_JOB_ID",
         format!(
             "{:016x}",
-            0x5eed_0000_0000_0000 | u64::from(std::process::id())
+            0x5eed_0000_0000_0000 | (run << 32) | u64::from(std::process::id())
         ),
     )
     .envs(vars.iter().copied())
@@ -72,8 +77,12 @@ fn mpirun_with(test: &str, ranks: u32, vars: &[(&str, &str)], args: &[&str]) -> 
         }
     }
     let ctx = format!("{test}: status {rc}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    // With --enable-recovery, mpirun ends 0 even when a rank failed: the output
+    // checks below and in each test are what tell.
     assert_eq!(rc, 0, "{ctx}");
+    assert!(!stderr.contains("panicked"), "{ctx}");
     assert!(left.is_empty(), "processes left: {left:?}\n{ctx}");
+    assert!(stdout.contains("LIBFABRIC"), "no rank started\n{ctx}");
     // Modes that print their segments' prefix (all but `pair`).
     if stdout.contains("SEGMENTS ") {
         let segments = steadfast_testsupport::segments_left(&stdout, "SEGMENTS ");
