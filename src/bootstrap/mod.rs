@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod pmi1;
 pub mod pmix;
 mod pmix_ffi;
+mod pmix_service;
 mod pmix_spawn;
 pub mod wire;
 
