@@ -47,7 +47,18 @@ fn state_name(state: u8) -> &'static str {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Seen {
     state: u8,
-    pid: libc::pid_t,
+    pub pid: libc::pid_t,
+    /// It runs on this host (its table entry names this host).
+    pub local: bool,
+}
+
+/// This host's name.
+fn this_host() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0)?;
+    (rc == 0).then(|| String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
 /// How the process `seen` ended, if it has (`None`: gone from its job's process table,
@@ -56,7 +67,7 @@ pub(super) struct Seen {
 pub(super) fn ending(seen: Option<Seen>) -> Option<String> {
     match seen {
         None => Some("gone from the PMIx server's process table".into()),
-        Some(Seen { state: 0, pid }) if pid > 0 => Some(format!(
+        Some(Seen { state: 0, pid, .. }) if pid > 0 => Some(format!(
             "PMIx process state 0 with pid {pid}: ended normally"
         )),
         Some(Seen { state, .. }) if state >= PMIX_PROC_STATE_TERMINATED => {
@@ -190,6 +201,7 @@ impl Pmix {
             ));
         }
         let mut states = Vec::new();
+        let host = this_host();
         for i in 0..n {
             // SAFETY: `results` holds `n` infos from the server; each data array holds
             // `size` elements of its type (process infos, or infos holding pointers to
@@ -211,11 +223,17 @@ impl Pmix {
                             _ => break,
                         };
                         if !p.is_null() {
+                            let name = (*p).hostname;
+                            let local = !name.is_null()
+                                && host.as_deref().is_some_and(|h| {
+                                    CStr::from_ptr(name).to_bytes() == h.as_bytes()
+                                });
                             states.push((
                                 (*p).proc_.rank,
                                 Seen {
                                     state: (*p).state,
                                     pid: (*p).pid,
+                                    local,
                                 },
                             ));
                         }

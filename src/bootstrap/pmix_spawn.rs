@@ -402,11 +402,19 @@ impl Pmix {
             Err(why) => return failed(why),
         }
         if r.started.elapsed() > JOIN_TIMEOUT {
-            let why = format!("incarnation {} did not join within {JOIN_TIMEOUT:?}", g + 1);
-            return match r.phase {
-                Phase::Spawning { attempt, .. } | Phase::Joining { attempt, .. } => {
-                    Some(Err(self.give_up(rank, g, attempt, why)))
+            let mut why = format!("incarnation {} did not join within {JOIN_TIMEOUT:?}", g + 1);
+            return match &r.phase {
+                Phase::Joining {
+                    attempt, nspace, ..
+                } => {
+                    // A process that never joins must not hold the job (once seen
+                    // hanging in PMIx_Init): it is killed if it runs here.
+                    if let Some(pid) = self.kill_unjoined(nspace) {
+                        why.push_str(&format!(" (killed: pid {pid})"));
+                    }
+                    Some(Err(self.give_up(rank, g, *attempt, why)))
                 }
+                Phase::Spawning { attempt, .. } => Some(Err(self.give_up(rank, g, *attempt, why))),
                 _ => failed(why),
             };
         }
@@ -509,6 +517,23 @@ impl Pmix {
                 }
             }
         }
+    }
+
+    /// SIGKILLs the process of namespace `nspace` (a new incarnation that did not join
+    /// in time) if it runs on this host and has not ended; its pid.
+    fn kill_unjoined(&self, nspace: &str) -> Option<libc::pid_t> {
+        let states = self.proc_states(nspace).ok()?;
+        let seen = states.iter().find(|s| s.0 == 0)?.1;
+        if !seen.local || seen.pid <= 0 || ending(Some(seen)).is_some() {
+            return None;
+        }
+        log::warn!(
+            "PMIx: killing pid {} of {nspace}: it did not join",
+            seen.pid
+        );
+        // SAFETY: a signal to the process the server names as this new incarnation.
+        unsafe { libc::kill(seen.pid, libc::SIGKILL) };
+        Some(seen.pid)
     }
 
     /// Ends attempt `attempt` of the restart of (`rank`, `g`) as failed: tells the
