@@ -4,7 +4,9 @@
 //! `restart-test-rank`: a rank SIGKILLed twice, restarted by two survivors at once,
 //! answers each time and each restart starts one process; rank 0 likewise; a group
 //! saved, its member restarted and rejoined; two ranks killed and restarted at once;
-//! a restart whose new process exits before it joins fails naming why. After each
+//! a restart whose new process exits before it joins fails naming why; the
+//! Master-Leader-Workers example survives a worker, a leader and the master killed,
+//! every answer correct. After each
 //! run: mpirun's status 0, no process of the run (mpirun's included) and no
 //! `/dev/shm` segment left.
 //!
@@ -208,4 +210,128 @@ fn a_restart_whose_process_exits_before_it_joins_fails_naming_why() {
         error.contains("incarnation 1 of rank 2 ended before it joined"),
         "{error}"
     );
+}
+
+/// The Master-Leader-Workers example (7 ranks, 400 queries) under mpirun, with world
+/// rank `victim` SIGKILLed once it is serving: every answer correct (`MLW OK`), the
+/// victim restarted once, nothing left.
+fn mlw_survives(victim: u32) -> Option<()> {
+    use std::io::{BufRead, BufReader};
+    use std::sync::{Arc, Mutex};
+    if !installed("mpirun.openmpi") {
+        println!("mlw: SKIPPED: mpirun.openmpi not installed (apt-get install openmpi-bin)");
+        return None;
+    }
+    steadfast_testsupport::cargo_build(
+        env!("CARGO_MANIFEST_DIR"),
+        &["--example", "master_leader_workers"],
+    );
+    // Under a name of this run's own, to find its processes (and only them) after.
+    let mark = format!("mlw-pmix-{}-{victim}", std::process::id());
+    let example = std::env::temp_dir().join(&mark);
+    let _ = std::fs::remove_file(&example);
+    std::os::unix::fs::symlink(
+        steadfast_testsupport::profile_dir().join("examples/master_leader_workers"),
+        &example,
+    )
+    .expect("link the example");
+    let mut cmd = Command::new("mpirun.openmpi");
+    cmd.env(
+        "STEADFAST_JOB_ID",
+        format!(
+            "{:016x}",
+            0x5eee_0000_0000_0000 | u64::from(std::process::id()) << 8 | u64::from(victim)
+        ),
+    )
+    .args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--enable-recovery",
+        "-x",
+        "STEADFAST_JOB_ID",
+        "-n",
+        "7",
+    ])
+    .arg(&example)
+    .args(["--queries", "400", "--pace-ms", "10"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    steadfast_os::DieWithParent::die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().expect("start mpirun");
+    let out = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let out = out.clone();
+        let stdout = child.stdout.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let mut o = out.lock().unwrap();
+                o.push_str(&line);
+                o.push('\n');
+            }
+        })
+    };
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let start = std::time::Instant::now();
+    let pid_line = format!("MLW PID rank {victim} generation 0 pid ");
+    let mut killed = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code().unwrap_or(-1);
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break -2;
+        }
+        if !killed {
+            let pid = out.lock().unwrap().lines().find_map(|l| {
+                l.strip_prefix(&pid_line)
+                    .and_then(|p| p.trim().parse::<i32>().ok())
+            });
+            if let Some(pid) = pid {
+                // Serving for a while first (the queries are paced).
+                std::thread::sleep(Duration::from_millis(300));
+                // SAFETY: a signal to the rank process this run started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                killed = true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _ = reader.join();
+    let stderr = err_reader.join().unwrap_or_default();
+    let _ = std::fs::remove_file(&example);
+    let out = out.lock().unwrap().clone();
+    let left = steadfast_testsupport::processes_with(&[&mark]);
+    let ctx = format!("mlw kill {victim}: status {status}\nstdout:\n{out}\nstderr:\n{stderr}");
+    assert!(killed, "{ctx}");
+    assert_eq!(status, 0, "{ctx}");
+    assert!(left.is_empty(), "processes left: {left:?}\n{ctx}");
+    assert!(out.contains("MLW OK answers=400"), "{ctx}");
+    assert!(
+        out.contains(&format!("MLW PID rank {victim} generation 1 ")),
+        "{ctx}"
+    );
+    assert!(
+        !out.contains(&format!("rank {victim} generation 2 ")),
+        "{ctx}"
+    );
+    let segments = steadfast_testsupport::segments_left(&out, "MLW SEGMENTS ");
+    assert!(segments.is_empty(), "segments left: {segments:?}\n{ctx}");
+    Some(())
+}
+
+#[test]
+fn the_master_leader_workers_scenario_survives_a_worker_a_leader_and_the_master_killed() {
+    // A worker of group 0 (world ranks 1-3: leader 1), a leader, the master.
+    for victim in [3, 4, 0] {
+        if mlw_survives(victim).is_none() {
+            return;
+        }
+    }
 }
