@@ -4,11 +4,10 @@
 //! `restart-test-rank`: a rank SIGKILLed twice, restarted by two survivors at once,
 //! answers each time and each restart starts one process; rank 0 likewise; a group
 //! saved, its member restarted and rejoined; two ranks killed and restarted at once;
-//! a restart whose new process exits before it joins fails naming why; the
+//! a restart whose new process exits before it joins fails naming why; and the
 //! Master-Leader-Workers example survives a worker, a leader and the master killed,
-//! every answer correct. After each
-//! run: mpirun's status 0, no process of the run (mpirun's included) and no
-//! `/dev/shm` segment left.
+//! every answer correct. After each run: mpirun's status 0, no rank panicked, no
+//! process of the run (mpirun's included) and no `/dev/shm` segment left.
 //!
 //! Without `mpirun.openmpi` (apt-get install openmpi-bin) every test prints why it is
 //! skipped and passes.
