@@ -50,8 +50,9 @@ impl std::fmt::Debug for Pmix {
     }
 }
 
-// SAFETY: the PMIx client library is thread-safe; the handle holds only the process's
-// own identity, function pointers and owned bookkeeping.
+// SAFETY: the PMIx client library is thread-safe; the handle holds the process's own
+// identity, function pointers and owned bookkeeping, whose raw pointers (a spawn's
+// arguments, kept until its callback ran) point into heap data it owns.
 unsafe impl Send for Pmix {}
 
 pub(super) fn refused(what: impl Into<String>) -> BootstrapError {
