@@ -7,6 +7,9 @@
 pub mod builtin;
 pub mod pmi1;
 pub mod pmix;
+mod pmix_ffi;
+mod pmix_service;
+mod pmix_spawn;
 pub mod wire;
 
 use std::time::Duration;

@@ -41,6 +41,14 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "steadfast-run -> restarted rank: its incarnation (0 or unset on first start)",
     ),
     (
+        "STEADFAST_PMIX_JOB",
+        "PMIx restarter -> restarted rank: the namespace of the job it rejoins",
+    ),
+    (
+        "STEADFAST_PMIX_RANK",
+        "PMIx restarter -> restarted rank: its rank in that job",
+    ),
+    (
         "STEADFAST_INITIAL_ERRHANDLER",
         "steadfast-run -> rank: the error handler the job starts with",
     ),

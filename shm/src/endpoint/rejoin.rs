@@ -96,8 +96,13 @@ impl Endpoint {
             tx,
             path: CopyPath::SingleCopy,
             apid,
-            // Its segment is newer than this process: nothing to wait for.
-            awaiting_admission: false,
+            // A first incarnation pushes at once: the new segment's rings take any
+            // current producer. A restarted one (this process) waits until the peer
+            // admitted it: the peer may have started before this process joined,
+            // counted it dead and will drop, at its own admission of this process,
+            // whatever is in the ring then (two ranks restarted at once; found under the
+            // PMIx spawner, whose rejoin news is slower: `tests/restart_pmix.rs`).
+            awaiting_admission: self.config.generation > 0,
         });
         self.dead[r] = false;
         log::debug!(
