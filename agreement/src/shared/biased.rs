@@ -97,6 +97,12 @@ impl BiasedToken {
     /// threads, above 2). A thread other than the owner revokes the bias first, running
     /// `heavy_fence` once (see the module docs); `heavy_fence` returns false when it
     /// could not run, and then the bias stays (the caller gets `Busy`).
+    ///
+    /// The exclusion holds only if no two live threads pass the same `me` (the
+    /// runtime passes `steadfast_os::thread_id::current()`). A leaked guard
+    /// (`mem::forget`) keeps the token held for good, as a leaked [`ProgressGuard`]
+    /// does: the owner's later takes report `Reentrant`, and another thread's first
+    /// take waits for that round forever (no memory is touched either way).
     #[inline]
     pub fn try_acquire(&self, me: usize, heavy_fence: impl FnOnce() -> bool) -> Attempt<'_> {
         debug_assert!(me > REVOKING, "thread mark {me} collides with a state");
