@@ -226,8 +226,13 @@ impl BiasedToken {
 /// the processor. Under loom, which has no membarrier, a SeqCst fence stands for it.
 #[inline(always)]
 fn light_fence() {
+    // ORDERING: SeqCst under loom: with the revoker's SeqCst fence it is the
+    // store-load barrier pair that the membarrier provides for real.
     #[cfg(loom)]
     fence(Ordering::SeqCst);
+    // ORDERING: a compiler fence only: it keeps the compiler from moving the read of
+    // `owner` above the store of `active`; the processor's reordering of the two is
+    // undone by the revoker's membarrier (module docs).
     #[cfg(not(loom))]
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
 }
@@ -235,6 +240,7 @@ fn light_fence() {
 /// A heavy fence for loom models: a SeqCst fence on the revoker's side.
 #[cfg(loom)]
 pub fn loom_heavy_fence() -> bool {
+    // ORDERING: SeqCst, paired with `light_fence`'s under loom (see there).
     fence(Ordering::SeqCst);
     true
 }
