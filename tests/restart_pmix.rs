@@ -18,6 +18,16 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
+/// `mpirun.openmpi`'s options for a job that outlives a rank's death, with the job id
+/// every rank (and every restarted incarnation) must share.
+const MPIRUN_FT: [&str; 5] = [
+    "--allow-run-as-root",
+    "--oversubscribe",
+    "--enable-recovery",
+    "-x",
+    "STEADFAST_JOB_ID",
+];
+
 fn installed(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
@@ -57,12 +67,8 @@ fn mpirun_with(test: &str, ranks: u32, vars: &[(&str, &str)], args: &[&str]) -> 
     )
     .envs(vars.iter().copied())
     .args(vars.iter().flat_map(|(k, _)| ["-x", k]))
+    .args(MPIRUN_FT)
     .args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--enable-recovery",
-        "-x",
-        "STEADFAST_JOB_ID",
         "-n",
         &ranks.to_string(),
         env!("CARGO_BIN_EXE_restart-test-rank"),
@@ -242,15 +248,8 @@ fn mlw_survives(victim: u32) -> Option<()> {
             0x5eee_0000_0000_0000 | u64::from(std::process::id()) << 8 | u64::from(victim)
         ),
     )
-    .args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--enable-recovery",
-        "-x",
-        "STEADFAST_JOB_ID",
-        "-n",
-        "7",
-    ])
+    .args(MPIRUN_FT)
+    .args(["-n", "7"])
     .arg(&example)
     .args(["--queries", "400", "--pace-ms", "10"])
     .stdout(Stdio::piped())

@@ -37,6 +37,7 @@ pub mod cma;
 mod endpoint;
 mod error;
 pub mod message;
+mod prefetch;
 pub mod ring;
 pub mod segment;
 pub mod split;

@@ -414,7 +414,7 @@ impl<'a> Consumer<'a> {
         if !self.ready()? {
             return Ok(None);
         }
-        prefetch_cell(&self.cells[(self.tail.wrapping_add(1) & self.mask) as usize]);
+        crate::prefetch::cell(&self.cells[(self.tail.wrapping_add(1) & self.mask) as usize]);
         let r = read(&self.cells[(self.tail & self.mask) as usize]);
         self.tail = self.tail.wrapping_add(1);
         // ORDERING: Release; pairs with the Acquire load of `tail` in `try_push`: the
@@ -782,22 +782,5 @@ mod loom_tests {
                 },
             );
         });
-    }
-}
-
-/// Asks the processor to start bringing the first two cache lines of `cell` (its stamp,
-/// header and first 104 bytes) while the current cell is read.
-#[inline(always)]
-fn prefetch_cell(cell: &Cell) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let p = cell.words.as_ptr().cast::<i8>();
-        // SAFETY: a prefetch is a hint that never faults; both addresses are inside `cell`.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch(p, core::arch::x86_64::_MM_HINT_T0);
-            core::arch::x86_64::_mm_prefetch(p.add(64), core::arch::x86_64::_MM_HINT_T0);
-            core::arch::x86_64::_mm_prefetch(p.add(128), core::arch::x86_64::_MM_HINT_T0);
-            core::arch::x86_64::_mm_prefetch(p.add(192), core::arch::x86_64::_MM_HINT_T0);
-        }
     }
 }

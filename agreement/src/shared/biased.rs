@@ -97,6 +97,12 @@ impl BiasedToken {
     /// threads, above 2). A thread other than the owner revokes the bias first, running
     /// `heavy_fence` once (see the module docs); `heavy_fence` returns false when it
     /// could not run, and then the bias stays (the caller gets `Busy`).
+    ///
+    /// The exclusion holds only if no two live threads pass the same `me` (the
+    /// runtime passes `steadfast_os::thread_id::current()`). A leaked guard
+    /// (`mem::forget`) keeps the token held for good, as a leaked [`ProgressGuard`]
+    /// does: the owner's later takes report `Reentrant`, and another thread's first
+    /// take waits for that round forever (no memory is touched either way).
     #[inline]
     pub fn try_acquire(&self, me: usize, heavy_fence: impl FnOnce() -> bool) -> Attempt<'_> {
         debug_assert!(me > REVOKING, "thread mark {me} collides with a state");
@@ -220,8 +226,13 @@ impl BiasedToken {
 /// the processor. Under loom, which has no membarrier, a SeqCst fence stands for it.
 #[inline(always)]
 fn light_fence() {
+    // ORDERING: SeqCst under loom: with the revoker's SeqCst fence it is the
+    // store-load barrier pair that the membarrier provides for real.
     #[cfg(loom)]
     fence(Ordering::SeqCst);
+    // ORDERING: a compiler fence only: it keeps the compiler from moving the read of
+    // `owner` above the store of `active`; the processor's reordering of the two is
+    // undone by the revoker's membarrier (module docs).
     #[cfg(not(loom))]
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
 }
@@ -229,6 +240,7 @@ fn light_fence() {
 /// A heavy fence for loom models: a SeqCst fence on the revoker's side.
 #[cfg(loom)]
 pub fn loom_heavy_fence() -> bool {
+    // ORDERING: SeqCst, paired with `light_fence`'s under loom (see there).
     fence(Ordering::SeqCst);
     true
 }
