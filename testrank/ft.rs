@@ -24,7 +24,7 @@
 //!   context agreed among the live ranks only), exchange on the new communicator, free
 //!   it; print `SPLIT OK <size>`.
 //! - `order`, `deadsource`, `revokepending`, `overtake`: MPI matching order and its ULFM rules
-//!   (`matching.rs`).
+//!   (`matching.rs`); `direct`: blocking receives that wait unposted (`direct.rs`).
 //! - `ssend`, `ssend-fail`, `mprobe`: synchronous sends and matched
 //!   probes (`ssend.rs`).
 //! - `threads T ROUNDS VICTIM`: T threads per rank on shared and private communicators,
@@ -38,6 +38,7 @@
 //! `split-after-failure`, `exhaust`); `matching.rs`, `ssend.rs`, `threads.rs` as above.
 
 mod comms;
+mod direct;
 mod failures;
 mod matching;
 mod p2p;
@@ -101,6 +102,7 @@ fn main() {
         Some("split-after-failure") => comms::split_after_failure(&world, &comm, arg(2) as u32),
         Some("order") => matching::order(&world, &comm, &args[2]),
         Some("deadsource") => matching::deadsource(&world, &comm),
+        Some("direct") => direct::direct(&world, &comm),
         Some("revokepending") => matching::revoke_pending(&world, &comm),
         Some("overtake") => matching::overtake(&comm, &args[2]),
         Some("ssend") => ssend::ssend(&world, &comm),

@@ -111,3 +111,13 @@ fn an_isend_tested_first_does_not_overtake_an_isend_waiting_for_room_over_shm() 
 fn a_send_dropped_while_waiting_for_room_is_withdrawn_over_shm() {
     overtake("drop");
 }
+
+/// Blocking receives that wait unposted (`src/comm/recv_direct.rs`) keep the matching
+/// order, synchronous sends, truncation and every size, and report a dead source.
+#[test]
+fn unposted_blocking_receives_keep_the_order_and_report_failures_over_shm() {
+    let job = run(2, SHM, &["direct"], LIMIT);
+    // Rank 1 dies on purpose at the end: the launcher reports a failed rank.
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    assert_eq!(job.lines("DIRECT OK").len(), 1, "{}", job.context());
+}

@@ -450,6 +450,16 @@ impl<R, P> Engine<R, P> {
         Ok(self.ctx(context)?.unexpected_len())
     }
 
+    /// Whether `context` is open with no receive posted and no message waiting: the
+    /// next message that arrives for it is then the earliest any receive posted now
+    /// could match (a blocking receive may take it without being posted). `false` for
+    /// an unknown context.
+    #[inline]
+    pub fn is_quiet(&self, context: ContextId) -> bool {
+        self.ctx(context)
+            .is_ok_and(|c| c.posted_len() == 0 && c.unexpected_len() == 0)
+    }
+
     /// Messages held for contexts not open yet.
     pub fn early_len(&self) -> usize {
         self.early.len()

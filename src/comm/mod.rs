@@ -24,6 +24,7 @@ mod nonblocking;
 mod owned;
 mod p2p;
 mod post;
+mod recv_direct;
 mod refound;
 mod rejoin;
 mod restart;

@@ -14,7 +14,7 @@ use crate::world::tags::{user_match, MAX_TAG};
 /// Attempts at a receive between two rounds of the engine (control messages, failure
 /// reports): the round costs more than an attempt and may queue (copy) the very
 /// message the receive waits for.
-const RECV_POLLS_PER_PROGRESS: u32 = 16;
+pub(super) const RECV_POLLS_PER_PROGRESS: u32 = 16;
 
 /// A receive's matching context and pattern (checked once per receive).
 #[derive(Debug, Clone, Copy)]
@@ -164,6 +164,10 @@ impl Comm {
         };
         let plan = self.plan_recv(&e, source, tag)?;
         let spin = Spin::new(&e);
+        // From one shm peer on a quiet context: waits unposted (`recv_direct.rs`).
+        if let Some(d) = self.direct_recv(&e, &plan, buf) {
+            return self.recv_direct(e, &plan, &d, buf, spin);
+        }
         // Posted in this same hold of the engine (one round trip less).
         self.recv_matched(e, &plan, buf, spin)
     }
@@ -193,7 +197,7 @@ impl Comm {
     /// wait ends otherwise (also on unwinding), so the matcher never keeps `buf`. The
     /// engine is held for one poll at a time: another thread's round may complete the
     /// receive meanwhile (writing `buf`, which this call borrows until it returns).
-    fn recv_matched(
+    pub(super) fn recv_matched(
         &self,
         mut held: EngineGuard<'_>,
         plan: &RecvPlan,

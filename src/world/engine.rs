@@ -84,6 +84,7 @@ const DRAIN_MAX: usize = 256;
 /// Point-to-point through the matcher: posting, completing, the shm arrivals.
 #[path = "engine_p2p.rs"]
 mod p2p;
+pub(crate) use p2p::DirectRecv;
 
 /// Fabric messages through the matcher: the pool's arrivals, rendezvous reads.
 #[path = "engine_fabric.rs"]

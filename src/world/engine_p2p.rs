@@ -13,6 +13,40 @@ use crate::world::matching::{
 };
 use crate::world::tags::{sync_seq, user_tag, CONTEXT_MASK, CONTROL, USER_TAG_BITS};
 
+/// A blocking receive from one shared-memory peer that waits without being posted in
+/// the matcher (`Comm::recv`'s direct path): while its context is quiet
+/// (`Matching::is_quiet`: no receive posted, no message waiting or held), the first
+/// message from `local` on `ctx` that fits `tag` is the one a posted receive would get,
+/// so the drain copies it straight into `buf` ([`Engine::drain_direct`]). That skips
+/// the matcher's bookkeeping (post, placement, withdrawal, outcome slot) on the
+/// latency path. The caller checks the context is still quiet at every hold of the
+/// engine, and posts the receive otherwise.
+pub(crate) struct DirectRecv {
+    /// The matching context.
+    pub ctx: u32,
+    /// The source's index on this node (its ring).
+    pub local: u32,
+    /// The source's world rank.
+    pub world: u32,
+    /// The source's rank in the communicator (the status).
+    pub rank: u32,
+    /// The tag asked for (`None`: any).
+    pub tag: Option<u32>,
+    /// The receive buffer, valid for writes of `cap` bytes while the receive waits.
+    pub buf: *mut u8,
+    /// Its capacity.
+    pub cap: usize,
+}
+
+impl DirectRecv {
+    /// Whether a user message from ring `src` on context `ctx` with wire tag `tag` is
+    /// this receive's.
+    #[inline]
+    fn fits(&self, src: u32, ctx: u32, tag: u64) -> bool {
+        src == self.local && ctx == self.ctx && self.tag.is_none_or(|t| t == user_tag(tag))
+    }
+}
+
 impl Engine {
     /// Posts a receive on context `ctx` (see `Matching::post`); a waiting message that
     /// fits is moved into `buf` now.
@@ -33,6 +67,12 @@ impl Engine {
                 key
             }
         }
+    }
+
+    /// Whether a receive on context `ctx` may wait unposted ([`DirectRecv`]).
+    #[inline]
+    pub fn recv_quiet(&self, ctx: u64) -> bool {
+        self.matching.is_quiet(ctx)
     }
 
     /// The outcome of a posted receive once complete (its slot is freed then).
@@ -278,7 +318,7 @@ impl Engine {
             return 0;
         }
         self.draining = true;
-        let (mut taken, control) = self.drain_shm(stop_at_placed);
+        let (mut taken, control, _) = self.drain_shm(stop_at_placed, None);
         if self.fab.is_some() {
             taken += self.drain_fabric(stop_at_placed);
         }
@@ -289,11 +329,37 @@ impl Engine {
         taken
     }
 
-    /// The shm half of [`Engine::drain_arrivals`] (`draining` is set): how many, and
-    /// whether control messages came; `stop_at_placed` as in `drain_for_receive`.
-    fn drain_shm(&mut self, stop_at_placed: bool) -> (usize, bool) {
+    /// A drain for the unposted receive `d` ([`DirectRecv`]): its outcome once its
+    /// message came (copied into its buffer). Everything else that arrives is handled
+    /// as [`drain_for_receive`](Self::drain_for_receive) does.
+    pub(crate) fn drain_direct(&mut self, d: &DirectRecv) -> Option<Outcome> {
+        if self.draining {
+            return None;
+        }
+        // Counted as a receive's drain: `tick` then leaves the rings to it.
+        self.receive_drains = self.receive_drains.wrapping_add(1);
+        self.draining = true;
+        let (_, control, got) = self.drain_shm(true, Some(d));
+        if got.is_none() && self.fab.is_some() {
+            self.drain_fabric(true);
+        }
+        self.draining = false;
+        if control {
+            self.drive();
+        }
+        got
+    }
+
+    /// The shm half of [`Engine::drain_arrivals`] (`draining` is set): how many,
+    /// whether control messages came, and the outcome of `direct` if its message came
+    /// (the drain stops there); `stop_at_placed` as in `drain_for_receive`.
+    fn drain_shm(
+        &mut self,
+        stop_at_placed: bool,
+        direct: Option<&DirectRecv>,
+    ) -> (usize, bool, Option<Outcome>) {
         if self.shm.is_none() {
-            return (0, false);
+            return (0, false, None);
         }
         let mut taken = 0;
         let mut control = false;
@@ -305,16 +371,25 @@ impl Engine {
             // The receive the last user message offered was placed into, if any (the
             // arrival returned is that message's when it comes back `Placed`).
             let mut placed: Option<Placement> = None;
+            // Whether the last user message offered went to `direct`'s buffer.
+            let mut to_direct = false;
             let mut choose = |src: u32, tag: u64, _len: usize| {
                 placed = None;
+                to_direct = false;
                 if tag & CONTROL != 0 {
                     return Some(ctrl);
                 }
                 if Engine::is_sync_answer(tag) {
                     return None;
                 }
-                let w = *local_world.get(src as usize)?;
                 let ctx = ((tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+                if let Some(d) = direct {
+                    if d.fits(src, ctx, tag) {
+                        to_direct = true;
+                        return Some((d.buf, d.cap));
+                    }
+                }
+                let w = *local_world.get(src as usize)?;
                 let (ptr, cap, p) = matching.placement(ctx, w, user_tag(tag))?;
                 placed = Some(p);
                 Some((ptr, cap))
@@ -332,6 +407,15 @@ impl Engine {
                 }
             };
             taken += 1;
+            if let (true, ArrivalData::Placed { truncated }, Some(d)) =
+                (to_direct, &arrival.data, direct)
+            {
+                return (
+                    taken,
+                    control,
+                    Some(self.complete_direct(d, &arrival, *truncated)),
+                );
+            }
             if Engine::is_sync_answer(arrival.tag) {
                 let w = self.local_world[arrival.source as usize];
                 self.sync_answer_arrived(w, sync_seq(arrival.tag));
@@ -347,7 +431,27 @@ impl Engine {
                 self.on_user_arrival(arrival);
             }
         }
-        (taken, control)
+        (taken, control, None)
+    }
+
+    /// The outcome of `d`, whose message `a` was just copied into its buffer.
+    fn complete_direct(&mut self, d: &DirectRecv, a: &Arrival, truncated: bool) -> Outcome {
+        // The receive has started: a synchronous sender may complete.
+        if let Some(t) = Engine::sync_token(d.world, a.tag) {
+            self.sync_matched(t);
+        }
+        if truncated {
+            Err(RecvFailure::Truncated {
+                len: a.len,
+                capacity: d.cap,
+            })
+        } else {
+            Ok(Got {
+                source: d.rank,
+                tag: user_tag(a.tag),
+                len: a.len,
+            })
+        }
     }
 
     pub(super) fn on_control_arrival(&mut self, a: Arrival) {

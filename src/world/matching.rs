@@ -559,6 +559,13 @@ impl Matching {
         }
     }
 
+    /// Whether a receive on `ctx` may wait without being posted (`Engine::drain_direct`):
+    /// nothing posted or waiting on it, and no message held (held messages go first).
+    #[inline]
+    pub(crate) fn is_quiet(&self, ctx: u64) -> bool {
+        self.held.is_empty() && self.matcher.is_quiet(ContextId(ctx as u32))
+    }
+
     /// Whether the held queue is full (the transports stop draining).
     pub(crate) fn held_full(&self) -> bool {
         self.held.len() >= HELD_MAX
