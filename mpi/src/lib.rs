@@ -53,6 +53,7 @@ mod info;
 mod init;
 mod mprobe;
 mod p2p;
+mod p2p_fast;
 mod reqtable;
 mod request;
 mod restart;

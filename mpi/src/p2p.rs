@@ -29,14 +29,14 @@ fn target(g: &mut Guard, comm: Handle) -> R<(Target, u32)> {
 
 /// Standard or (`Mode::Sync`) synchronous send.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     Standard,
     Sync,
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn send(
+pub(crate) fn send(
     g: &mut Guard,
     buf: *const c_void,
     count: c_int,
@@ -137,7 +137,8 @@ crate::mpi_fn! {
         tag: c_int,
         comm: Handle
     ) {
-        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Standard))
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::send(buf, count, datatype, dest, tag, comm) }
     }
 }
 
@@ -297,7 +298,7 @@ pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn recv(
+pub(crate) fn recv(
     g: &mut Guard,
     buf: *mut c_void,
     count: c_int,
@@ -329,7 +330,8 @@ fn recv(
                 unsafe { write_status_ok(status, st.source, st.tag, st.len) };
                 return Ok(());
             }
-            Err(err) => recv_failed(err, len),
+            // SAFETY: as above.
+            Err(err) => return Err(unsafe { recv_error(err, len, status) }),
         },
         // Without the lock while it waits, as in `send`.
         (CommKind::Intra { p2p, .. }, true) => {
@@ -356,6 +358,19 @@ fn recv_on(c: &Comm, source: Option<u32>, tag: Option<u32>, data: &mut [u8]) -> 
         Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
         Err(e) => recv_failed(e, len),
     }
+}
+
+/// The failure of a blocking receive into a buffer of `len` bytes, its status written.
+///
+/// # Safety
+/// `status` is null or valid for a write.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn recv_error(e: sf::CommError, len: usize, status: *mut MPI_Status) -> Fail {
+    let outcome = blocking(recv_failed(e, len));
+    // SAFETY: the caller's contract.
+    unsafe { write_status(status, &outcome, false) };
+    Fail::new(outcome.error, "receive failed")
 }
 
 /// The outcome of a failed receive into a buffer of `len` bytes.
@@ -459,7 +474,8 @@ crate::mpi_fn! {
         comm: Handle,
         status: *mut MPI_Status
     ) {
-        call(comm, |g| recv(g, buf, count, datatype, source, tag, comm, status))
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::recv(buf, count, datatype, source, tag, comm, status) }
     }
 }
 

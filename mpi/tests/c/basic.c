@@ -106,6 +106,22 @@ static void errors(void) {
     CHECK(handler_calls == 5);
     OK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER));
     CHECK(handler_calls == 6 && handler_code == MPI_ERR_OTHER);
+    /* Runtime errors of MPI_Send / MPI_Recv on MPI_COMM_WORLD (their fast path below
+       MPI_THREAD_SERIALIZED) reach the handler as well: a truncated receive, whose
+       status says what arrived and which takes the message, and null buffers. */
+    int me, two[2] = {1, 2}, one = 0, n = -1, flag = 1;
+    MPI_Status tst;
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    OK(MPI_Send(two, 2, MPI_INT, me, 7, MPI_COMM_WORLD));
+    CHECK(MPI_Recv(&one, 1, MPI_INT, me, 7, MPI_COMM_WORLD, &tst) == MPI_ERR_TRUNCATE);
+    CHECK(handler_calls == 7 && handler_code == MPI_ERR_TRUNCATE);
+    OK(MPI_Get_count(&tst, MPI_INT, &n));
+    CHECK(n == 1);
+    OK(MPI_Iprobe(me, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+    CHECK(flag == 0);
+    CHECK(MPI_Send(NULL, 1, MPI_INT, me, 7, MPI_COMM_WORLD) == MPI_ERR_BUFFER);
+    CHECK(MPI_Recv(NULL, 1, MPI_INT, me, 7, MPI_COMM_WORLD, &tst) == MPI_ERR_BUFFER);
+    CHECK(handler_calls == 9 && handler_code == MPI_ERR_BUFFER);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     OK(MPI_Errhandler_free(&eh));
     CHECK(eh == MPI_ERRHANDLER_NULL);
