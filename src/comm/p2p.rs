@@ -330,6 +330,7 @@ impl Comm {
     }
 
     /// Where a receive may find its message.
+    #[inline]
     pub(crate) fn plan_recv(
         &self,
         e: &Engine,
