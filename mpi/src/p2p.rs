@@ -429,7 +429,7 @@ fn recv_slow(
 }
 
 /// A receive request into the program's `buf` of `len` bytes.
-fn irecv_req(
+pub(crate) fn irecv_req(
     c: &Comm,
     comm: Handle,
     source: Option<u32>,
@@ -480,7 +480,7 @@ crate::mpi_fn! {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn isend(
+pub(crate) fn isend(
     g: &mut Guard,
     buf: *const c_void,
     count: c_int,
@@ -537,7 +537,8 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Standard))
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::isend(buf, count, datatype, dest, tag, comm, request) }
     }
 }
 
@@ -568,28 +569,42 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| {
-            // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { new_request_out(request) }?;
-            let lib = g.lib()?;
-            let len = lib.byte_count(count, datatype)?;
-            let e = lib.comm(comm)?;
-            let tag = recv_tag_arg(tag)?;
-            let req = if source == MPI_PROC_NULL {
-                Req::finished(comm, Outcome::empty())
-            } else {
-                let source = recv_source(source, e.size)?;
-                let c = intra_p2p(&e.kind)?;
-                if len > 0 && buf.is_null() {
-                    return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
-                }
-                irecv_req(c, comm, source, tag, buf.cast(), len)?
-            };
-            let h = lib.add_request(req)?;
-            *slot = h;
-            Ok(())
-        })
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::irecv(buf, count, datatype, source, tag, comm, request) }
     }
+}
+
+/// `MPI_Irecv`'s general path: every check, every case.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn irecv(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> R<()> {
+    // SAFETY: MPI's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let lib = g.lib()?;
+    let len = lib.byte_count(count, datatype)?;
+    let e = lib.comm(comm)?;
+    let tag = recv_tag_arg(tag)?;
+    let req = if source == MPI_PROC_NULL {
+        Req::finished(comm, Outcome::empty())
+    } else {
+        let source = recv_source(source, e.size)?;
+        let c = intra_p2p(&e.kind)?;
+        if len > 0 && buf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+        }
+        irecv_req(c, comm, source, tag, buf.cast(), len)?
+    };
+    let h = lib.add_request(req)?;
+    *slot = h;
+    Ok(())
 }
 
 crate::mpi_fn! {

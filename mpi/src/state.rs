@@ -244,9 +244,7 @@ impl Lib {
     /// Keeps a new request; its handle.
     #[inline]
     pub fn add_request(&mut self, r: Req) -> R<Handle> {
-        self.requests
-            .insert(r)
-            .ok_or_else(|| Fail::new(MPI_ERR_NO_MEM, "too many live requests"))
+        self.requests.insert(r).ok_or_else(too_many_requests)
     }
 
     #[inline]
@@ -276,6 +274,12 @@ impl Lib {
     pub fn multiple(&self) -> bool {
         self.level == MPI_THREAD_MULTIPLE
     }
+}
+
+/// The failure of a request table with no free slot.
+#[cold]
+pub(crate) fn too_many_requests() -> Fail {
+    Fail::new(MPI_ERR_NO_MEM, "too many live requests")
 }
 
 #[cold]
@@ -342,21 +346,21 @@ impl Guard {
         })
     }
 
-    /// The live state, read-only, for the owner's fast entries (`p2p_fast`), without
-    /// a [`Guard`]: `None` on any thread but the owner's, or when the state is not live.
+    /// The live state for the owner's fast entries (`p2p_fast`), without a [`Guard`]:
+    /// `None` on any thread but the owner's, or when the state is not live.
     ///
     /// # Safety
     /// The borrow ends before the calling entry point returns, and no [`Guard`] of this
-    /// thread is used while it lives (so nothing changes the state under it).
+    /// thread, nor another borrow from this function, is used while it lives.
     #[inline(always)]
-    pub unsafe fn owned_lib<'a>() -> Option<&'a Lib> {
+    pub unsafe fn owned_lib<'a>() -> Option<&'a mut Lib> {
         // ORDERING: Relaxed, as in `owned`.
         if OWNER.load(Ordering::Relaxed) != this_thread() {
             return None;
         }
         // SAFETY: this thread owns the state, so no other thread reaches it (`Lock`'s
         // SAFETY), and the caller makes no other access while the borrow lives.
-        match unsafe { &*LIB.phase.get() } {
+        match unsafe { &mut *LIB.phase.get() } {
             Phase::Live(l) => Some(l),
             _ => None,
         }
@@ -471,7 +475,7 @@ fn run(mut guard: Guard, comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c
 /// A failure boxed, off the success path.
 #[cold]
 #[inline(never)]
-fn boxed(fail: Fail) -> Box<Fail> {
+pub(crate) fn boxed(fail: Fail) -> Box<Fail> {
     Box::new(fail)
 }
 

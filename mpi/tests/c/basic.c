@@ -122,6 +122,24 @@ static void errors(void) {
     CHECK(MPI_Send(NULL, 1, MPI_INT, me, 7, MPI_COMM_WORLD) == MPI_ERR_BUFFER);
     CHECK(MPI_Recv(NULL, 1, MPI_INT, me, 7, MPI_COMM_WORLD, &tst) == MPI_ERR_BUFFER);
     CHECK(handler_calls == 9 && handler_code == MPI_ERR_BUFFER);
+    /* MPI_Isend / MPI_Irecv on MPI_COMM_WORLD likewise: a request on success; on an
+       error the handler, and MPI_REQUEST_NULL in place of what the handle held. */
+    MPI_Request rr = MPI_REQUEST_NULL, sr = MPI_REQUEST_NULL, kept;
+    int five = 5;
+    one = 0;
+    OK(MPI_Irecv(&one, 1, MPI_INT, me, 9001, MPI_COMM_WORLD, &rr));
+    OK(MPI_Isend(&five, 1, MPI_INT, me, 9001, MPI_COMM_WORLD, &sr));
+    CHECK(rr != MPI_REQUEST_NULL && sr != MPI_REQUEST_NULL);
+    kept = sr;
+    OK(MPI_Wait(&sr, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&rr, &tst));
+    CHECK(one == 5 && tst.MPI_SOURCE == me && tst.MPI_TAG == 9001 && rr == MPI_REQUEST_NULL);
+    sr = kept;
+    rr = kept;
+    CHECK(MPI_Isend(&five, 1, MPI_INT, size, 9001, MPI_COMM_WORLD, &sr) == MPI_ERR_RANK);
+    CHECK(MPI_Irecv(&one, 1, MPI_INT, me, -3, MPI_COMM_WORLD, &rr) == MPI_ERR_TAG);
+    CHECK(sr == MPI_REQUEST_NULL && rr == MPI_REQUEST_NULL);
+    CHECK(handler_calls == 11 && handler_code == MPI_ERR_TAG);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     OK(MPI_Errhandler_free(&eh));
     CHECK(eh == MPI_ERRHANDLER_NULL);
