@@ -62,3 +62,4 @@ mod spawn;
 mod state;
 mod ulfm;
 mod util;
+mod wait;
