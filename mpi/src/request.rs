@@ -1,6 +1,6 @@
-//! Requests and their completion: `MPI_Wait*` (`MPI_Wait` itself, with its fast entry,
-//! in `wait.rs`), `MPI_Test*`, `MPI_Cancel`, `MPI_Request_free`, statuses
-//! (`MPI_STATUS_IGNORE`, `MPI_ERR_IN_STATUS` per request).
+//! Requests and their completion: `MPI_Wait*`, `MPI_Test*` (`MPI_Wait` and `MPI_Test`
+//! themselves, with their fast entries, in `wait.rs`), `MPI_Cancel`,
+//! `MPI_Request_free`, statuses (`MPI_STATUS_IGNORE`, `MPI_ERR_IN_STATUS` per request).
 
 use std::ffi::c_int;
 
@@ -314,30 +314,6 @@ pub(crate) fn outcome_result(o: &Outcome, comm: Handle) -> R<()> {
         Ok(())
     } else {
         Err(Fail::new(o.error, "the request failed").on(comm))
-    }
-}
-
-crate::mpi_fn! {
-    /// `MPI_Test`.
-    fn MPI_Test / PMPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MPI_Status) {
-        call(MPI_COMM_WORLD, |g| {
-            // SAFETY: MPI's contract: `request` and `flag` are valid for writes.
-            let (slot, flag) = unsafe { (out(request)?, out(flag)?) };
-            let lib = g.lib()?;
-            progress_detached(lib);
-            match attempt(lib, slot)? {
-                Some((o, comm)) => {
-                    *flag = 1;
-                    // SAFETY: MPI's contract: `status` is null or valid for a write.
-                    unsafe { write_status(status, &o, false) };
-                    outcome_result(&o, comm)
-                }
-                None => {
-                    *flag = 0;
-                    Ok(())
-                }
-            }
-        })
     }
 }
 
