@@ -103,18 +103,24 @@ const BASIC_SIZES: [u8; BASIC_SPAN] = {
     sizes
 };
 
+/// The bytes of `count` items of basic type `dt`: `None` when `dt` is not a basic type
+/// or `count` is negative (the callers' general path then decides, and reports).
+#[inline(always)]
+pub(crate) fn basic_bytes(count: c_int, dt: Handle) -> Option<usize> {
+    let size = *BASIC_SIZES.get(dt.wrapping_sub(BASIC_FIRST))?;
+    let n = usize::try_from(count).ok()?;
+    // Never overflows on 64 bits (a `c_int` times at most 255), so free there.
+    let len = n.checked_mul(usize::from(size))?;
+    (size != 0).then_some(len)
+}
+
 impl Lib {
     /// The bytes of `count` items of `dt` (as [`Lib::byte_len`], the point-to-point
     /// calls' form: a basic type costs one table read).
     #[inline]
     pub fn byte_count(&self, count: c_int, dt: Handle) -> R<usize> {
-        if let (Some(&size), Ok(n)) = (
-            BASIC_SIZES.get(dt.wrapping_sub(BASIC_FIRST)),
-            usize::try_from(count),
-        ) {
-            if let (true, Some(len)) = (size != 0, n.checked_mul(usize::from(size))) {
-                return Ok(len);
-            }
+        if let Some(len) = basic_bytes(count, dt) {
+            return Ok(len);
         }
         self.byte_len(count, dt).map(|(len, _)| len)
     }

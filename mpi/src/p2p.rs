@@ -29,14 +29,14 @@ fn target(g: &mut Guard, comm: Handle) -> R<(Target, u32)> {
 
 /// Standard or (`Mode::Sync`) synchronous send.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     Standard,
     Sync,
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn send(
+pub(crate) fn send(
     g: &mut Guard,
     buf: *const c_void,
     count: c_int,
@@ -137,7 +137,8 @@ crate::mpi_fn! {
         tag: c_int,
         comm: Handle
     ) {
-        call(comm, |g| send(g, buf, count, datatype, dest, tag, comm, Mode::Standard))
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::send(buf, count, datatype, dest, tag, comm) }
     }
 }
 
@@ -297,7 +298,7 @@ pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn recv(
+pub(crate) fn recv(
     g: &mut Guard,
     buf: *mut c_void,
     count: c_int,
@@ -329,7 +330,8 @@ fn recv(
                 unsafe { write_status_ok(status, st.source, st.tag, st.len) };
                 return Ok(());
             }
-            Err(err) => recv_failed(err, len),
+            // SAFETY: as above.
+            Err(err) => return Err(unsafe { recv_error(err, len, status) }),
         },
         // Without the lock while it waits, as in `send`.
         (CommKind::Intra { p2p, .. }, true) => {
@@ -356,6 +358,19 @@ fn recv_on(c: &Comm, source: Option<u32>, tag: Option<u32>, data: &mut [u8]) -> 
         Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
         Err(e) => recv_failed(e, len),
     }
+}
+
+/// The failure of a blocking receive into a buffer of `len` bytes, its status written.
+///
+/// # Safety
+/// `status` is null or valid for a write.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn recv_error(e: sf::CommError, len: usize, status: *mut MPI_Status) -> Fail {
+    let outcome = blocking(recv_failed(e, len));
+    // SAFETY: the caller's contract.
+    unsafe { write_status(status, &outcome, false) };
+    Fail::new(outcome.error, "receive failed")
 }
 
 /// The outcome of a failed receive into a buffer of `len` bytes.
@@ -414,7 +429,7 @@ fn recv_slow(
 }
 
 /// A receive request into the program's `buf` of `len` bytes.
-fn irecv_req(
+pub(crate) fn irecv_req(
     c: &Comm,
     comm: Handle,
     source: Option<u32>,
@@ -459,12 +474,13 @@ crate::mpi_fn! {
         comm: Handle,
         status: *mut MPI_Status
     ) {
-        call(comm, |g| recv(g, buf, count, datatype, source, tag, comm, status))
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::recv(buf, count, datatype, source, tag, comm, status) }
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn isend(
+pub(crate) fn isend(
     g: &mut Guard,
     buf: *const c_void,
     count: c_int,
@@ -521,7 +537,8 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| isend(g, buf, count, datatype, dest, tag, comm, request, Mode::Standard))
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::isend(buf, count, datatype, dest, tag, comm, request) }
     }
 }
 
@@ -552,28 +569,42 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| {
-            // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { new_request_out(request) }?;
-            let lib = g.lib()?;
-            let len = lib.byte_count(count, datatype)?;
-            let e = lib.comm(comm)?;
-            let tag = recv_tag_arg(tag)?;
-            let req = if source == MPI_PROC_NULL {
-                Req::finished(comm, Outcome::empty())
-            } else {
-                let source = recv_source(source, e.size)?;
-                let c = intra_p2p(&e.kind)?;
-                if len > 0 && buf.is_null() {
-                    return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
-                }
-                irecv_req(c, comm, source, tag, buf.cast(), len)?
-            };
-            let h = lib.add_request(req)?;
-            *slot = h;
-            Ok(())
-        })
+        // SAFETY: this function's contract, the same.
+        unsafe { crate::p2p_fast::irecv(buf, count, datatype, source, tag, comm, request) }
     }
+}
+
+/// `MPI_Irecv`'s general path: every check, every case.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn irecv(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> R<()> {
+    // SAFETY: MPI's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let lib = g.lib()?;
+    let len = lib.byte_count(count, datatype)?;
+    let e = lib.comm(comm)?;
+    let tag = recv_tag_arg(tag)?;
+    let req = if source == MPI_PROC_NULL {
+        Req::finished(comm, Outcome::empty())
+    } else {
+        let source = recv_source(source, e.size)?;
+        let c = intra_p2p(&e.kind)?;
+        if len > 0 && buf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+        }
+        irecv_req(c, comm, source, tag, buf.cast(), len)?
+    };
+    let h = lib.add_request(req)?;
+    *slot = h;
+    Ok(())
 }
 
 crate::mpi_fn! {

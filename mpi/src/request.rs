@@ -1,4 +1,5 @@
-//! Requests and their completion: `MPI_Wait*`, `MPI_Test*`, `MPI_Cancel`,
+//! Requests and their completion: `MPI_Wait*`, `MPI_Test*` (`MPI_Wait` and `MPI_Test`
+//! themselves, with their fast entries, in `wait.rs`), `MPI_Cancel`,
 //! `MPI_Request_free`, statuses (`MPI_STATUS_IGNORE`, `MPI_ERR_IN_STATUS` per request).
 
 use std::ffi::c_int;
@@ -286,7 +287,7 @@ pub(crate) fn progress_detached(lib: &mut Lib) {
 
 /// One attempt at request `*slot`: `None` while pending; else its outcome, and the
 /// request is freed (`*slot` becomes `MPI_REQUEST_NULL`) unless it stays active.
-fn attempt(lib: &mut Lib, slot: &mut Handle) -> R<Option<(Outcome, Handle)>> {
+pub(crate) fn attempt(lib: &mut Lib, slot: &mut Handle) -> R<Option<(Outcome, Handle)>> {
     if *slot == MPI_REQUEST_NULL {
         return Ok(Some((Outcome::empty(), MPI_COMM_WORLD)));
     }
@@ -308,56 +309,11 @@ fn attempt(lib: &mut Lib, slot: &mut Handle) -> R<Option<(Outcome, Handle)>> {
     Ok(Some((o, comm)))
 }
 
-fn outcome_result(o: &Outcome, comm: Handle) -> R<()> {
+pub(crate) fn outcome_result(o: &Outcome, comm: Handle) -> R<()> {
     if o.error == MPI_SUCCESS {
         Ok(())
     } else {
         Err(Fail::new(o.error, "the request failed").on(comm))
-    }
-}
-
-crate::mpi_fn! {
-    /// `MPI_Wait`.
-    fn MPI_Wait / PMPI_Wait(request: *mut Handle, status: *mut MPI_Status) {
-        call(MPI_COMM_WORLD, |g| {
-            // SAFETY: MPI's contract: `request` is valid for reads and writes.
-            let slot = unsafe { out(request) }?;
-            let mut spin = crate::util::spin_wait();
-            loop {
-                let lib = g.lib()?;
-                progress_detached(lib);
-                if let Some((o, comm)) = attempt(lib, slot)? {
-                    // SAFETY: MPI's contract: `status` is null or valid for a write.
-                    unsafe { write_status(status, &o, false) };
-                    return outcome_result(&o, comm);
-                }
-                g.relax(&mut spin);
-            }
-        })
-    }
-}
-
-crate::mpi_fn! {
-    /// `MPI_Test`.
-    fn MPI_Test / PMPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut MPI_Status) {
-        call(MPI_COMM_WORLD, |g| {
-            // SAFETY: MPI's contract: `request` and `flag` are valid for writes.
-            let (slot, flag) = unsafe { (out(request)?, out(flag)?) };
-            let lib = g.lib()?;
-            progress_detached(lib);
-            match attempt(lib, slot)? {
-                Some((o, comm)) => {
-                    *flag = 1;
-                    // SAFETY: MPI's contract: `status` is null or valid for a write.
-                    unsafe { write_status(status, &o, false) };
-                    outcome_result(&o, comm)
-                }
-                None => {
-                    *flag = 0;
-                    Ok(())
-                }
-            }
-        })
     }
 }
 

@@ -6,10 +6,11 @@
 //! `MPI_THREAD_FUNNELED` only the thread that initialised MPI (the main thread) may call
 //! MPI: it is the state's owner and reaches the state without the mutex (the cost of a
 //! call is then its checks and the runtime's work; a lock and an unlock were about half
-//! of a small message's cost in this library). Another thread's call there is refused
-//! with `MPI_ERR_OTHER` before it touches anything (see [`Guard::lock`]). Under
-//! `MPI_THREAD_SERIALIZED` and `MPI_THREAD_MULTIPLE` (and before `MPI_Init`, after
-//! `MPI_Finalize`) every call holds the mutex for its whole duration, with two
+//! of a small message's cost in this library; its `MPI_Send` and `MPI_Recv` on the world
+//! read the state through [`Guard::owned_lib`], without a guard, `p2p_fast`). Another
+//! thread's call there is refused with `MPI_ERR_OTHER` before it touches anything (see
+//! [`Guard::lock`]). Under `MPI_THREAD_SERIALIZED` and `MPI_THREAD_MULTIPLE` (and before
+//! `MPI_Init`, after `MPI_Finalize`) every call holds the mutex for its whole duration, with two
 //! exceptions under `MPI_THREAD_MULTIPLE`: `MPI_Send`, `MPI_Ssend` and `MPI_Recv` on an
 //! intra-communicator look up their runtime communicator under the mutex, then run the
 //! runtime's blocking operation without it ([`Guard::unlocked`]; the runtime is
@@ -243,9 +244,7 @@ impl Lib {
     /// Keeps a new request; its handle.
     #[inline]
     pub fn add_request(&mut self, r: Req) -> R<Handle> {
-        self.requests
-            .insert(r)
-            .ok_or_else(|| Fail::new(MPI_ERR_NO_MEM, "too many live requests"))
+        self.requests.insert(r).ok_or_else(too_many_requests)
     }
 
     #[inline]
@@ -275,6 +274,12 @@ impl Lib {
     pub fn multiple(&self) -> bool {
         self.level == MPI_THREAD_MULTIPLE
     }
+}
+
+/// The failure of a request table with no free slot.
+#[cold]
+pub(crate) fn too_many_requests() -> Fail {
+    Fail::new(MPI_ERR_NO_MEM, "too many live requests")
 }
 
 #[cold]
@@ -325,6 +330,43 @@ impl Guard {
         }
     }
 
+    /// The owner's access, without the mutex: `Some` only on the thread that owns the
+    /// state (below `MPI_THREAD_SERIALIZED`, between `MPI_Init` and `MPI_Finalize`).
+    /// The fast entries' check (one load and a compare): any other thread, and every
+    /// call at the higher thread levels, takes [`Guard::lock`].
+    #[inline(always)]
+    pub fn owned() -> Option<Guard> {
+        // ORDERING: Relaxed, as in `lock`: the owner reads its own write; any other
+        // thread reads a value that is not its own identity (never 0 for a live
+        // thread) and goes to `lock`.
+        let owner = OWNER.load(Ordering::Relaxed);
+        (owner == this_thread()).then_some(Guard {
+            g: None,
+            owner: true,
+        })
+    }
+
+    /// The live state for the owner's fast entries (`p2p_fast`), without a [`Guard`]:
+    /// `None` on any thread but the owner's, or when the state is not live.
+    ///
+    /// # Safety
+    /// The borrow ends before the calling entry point returns, and no [`Guard`] of this
+    /// thread, nor another borrow from this function, is used while it lives.
+    #[inline(always)]
+    pub unsafe fn owned_lib<'a>() -> Option<&'a mut Lib> {
+        // ORDERING: Relaxed, as in `owned`.
+        if OWNER.load(Ordering::Relaxed) != this_thread() {
+            return None;
+        }
+        // SAFETY: this thread owns the state, so no other thread reaches it (`Lock`'s
+        // SAFETY), and the caller makes no other access while the borrow lives.
+        match unsafe { &mut *LIB.phase.get() } {
+            Phase::Live(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    #[inline]
     pub fn phase(&mut self) -> &mut Phase {
         assert!(self.owner || self.g.is_some(), "held between calls");
         // SAFETY: this guard holds the mutex or is the owner's (checked just above), so
@@ -404,36 +446,61 @@ impl Guard {
 /// A thread that may not call MPI gets `MPI_ERR_OTHER`, without a handler (which
 /// lives in the state it may not touch).
 pub(crate) fn call(comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
-    let Some(mut guard) = Guard::lock() else {
+    let Some(guard) = Guard::lock() else {
         return wrong_thread();
     };
-    let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut guard))) {
-        Ok(r) => r,
-        Err(_) => Err(Fail::new(
-            MPI_ERR_INTERN,
-            "a bug in libsteadfast-mpi (a panic, caught)",
-        )),
-    };
-    match outcome {
-        Ok(()) => MPI_SUCCESS,
-        Err(fail) => {
-            let comm = fail.comm.unwrap_or(comm);
-            let (handler, ft) = match guard.lib() {
-                Ok(lib) => {
-                    let h = lib
-                        .comms
-                        .get(&comm)
-                        .or_else(|| lib.comms.get(&MPI_COMM_WORLD))
-                        .map_or(MPI_ERRORS_RETURN, |e| e.errhandler);
-                    let f = lib.errhandlers.get(&h).copied();
-                    (Handler::of(h, f), lib.ft)
-                }
-                Err(_) => (Handler::Return, FtMode::Ulfm),
-            };
-            guard.release();
-            error::raise(comm, fail, handler, ft)
-        }
+    run(guard, comm, f)
+}
+
+/// [`call`]'s body once `guard` is held: `f` with panics caught, a failure handed to
+/// [`failed`] (out of line, so that an entry point's own code is only its success path).
+/// The guarded closure returns a boxed failure (16 bytes with the panic case, in
+/// registers) rather than the 48-byte `R<()>`, which went through memory at every call.
+#[inline(always)]
+fn run(mut guard: Guard, comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(|| f(&mut guard).err().map(boxed))) {
+        Ok(None) => MPI_SUCCESS,
+        Ok(Some(fail)) => failed(guard, comm, *fail),
+        Err(_) => failed(
+            guard,
+            comm,
+            Fail::new(
+                MPI_ERR_INTERN,
+                "a bug in libsteadfast-mpi (a panic, caught)",
+            ),
+        ),
     }
+}
+
+/// A failure boxed, off the success path.
+#[cold]
+#[inline(never)]
+pub(crate) fn boxed(fail: Fail) -> Box<Fail> {
+    Box::new(fail)
+}
+
+/// A call's failure: handed to the error handler of the communicator it is raised on
+/// (`comm`, the call's, unless `fail` names one; the world's when that is not a live
+/// communicator), after `guard` is released, since a handler may call MPI; the code the
+/// call returns.
+#[cold]
+#[inline(never)]
+pub(crate) fn failed(mut guard: Guard, comm: Handle, fail: Fail) -> c_int {
+    let comm = fail.comm.unwrap_or(comm);
+    let (handler, ft) = match guard.lib() {
+        Ok(lib) => {
+            let h = lib
+                .comms
+                .get(&comm)
+                .or_else(|| lib.comms.get(&MPI_COMM_WORLD))
+                .map_or(MPI_ERRORS_RETURN, |e| e.errhandler);
+            let f = lib.errhandlers.get(&h).copied();
+            (Handler::of(h, f), lib.ft)
+        }
+        Err(_) => (Handler::Return, FtMode::Ulfm),
+    };
+    guard.release();
+    error::raise(comm, fail, handler, ft)
 }
 
 /// The refusal of a call from a thread other than the main one under

@@ -106,6 +106,40 @@ static void errors(void) {
     CHECK(handler_calls == 5);
     OK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER));
     CHECK(handler_calls == 6 && handler_code == MPI_ERR_OTHER);
+    /* Runtime errors of MPI_Send / MPI_Recv on MPI_COMM_WORLD (their fast path below
+       MPI_THREAD_SERIALIZED) reach the handler as well: a truncated receive, whose
+       status says what arrived and which takes the message, and null buffers. */
+    int me, two[2] = {1, 2}, one = 0, n = -1, flag = 1;
+    MPI_Status tst;
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    OK(MPI_Send(two, 2, MPI_INT, me, 7, MPI_COMM_WORLD));
+    CHECK(MPI_Recv(&one, 1, MPI_INT, me, 7, MPI_COMM_WORLD, &tst) == MPI_ERR_TRUNCATE);
+    CHECK(handler_calls == 7 && handler_code == MPI_ERR_TRUNCATE);
+    OK(MPI_Get_count(&tst, MPI_INT, &n));
+    CHECK(n == 1);
+    OK(MPI_Iprobe(me, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+    CHECK(flag == 0);
+    CHECK(MPI_Send(NULL, 1, MPI_INT, me, 7, MPI_COMM_WORLD) == MPI_ERR_BUFFER);
+    CHECK(MPI_Recv(NULL, 1, MPI_INT, me, 7, MPI_COMM_WORLD, &tst) == MPI_ERR_BUFFER);
+    CHECK(handler_calls == 9 && handler_code == MPI_ERR_BUFFER);
+    /* MPI_Isend / MPI_Irecv on MPI_COMM_WORLD likewise: a request on success; on an
+       error the handler, and MPI_REQUEST_NULL in place of what the handle held. */
+    MPI_Request rr = MPI_REQUEST_NULL, sr = MPI_REQUEST_NULL, kept;
+    int five = 5;
+    one = 0;
+    OK(MPI_Irecv(&one, 1, MPI_INT, me, 9001, MPI_COMM_WORLD, &rr));
+    OK(MPI_Isend(&five, 1, MPI_INT, me, 9001, MPI_COMM_WORLD, &sr));
+    CHECK(rr != MPI_REQUEST_NULL && sr != MPI_REQUEST_NULL);
+    kept = sr;
+    OK(MPI_Wait(&sr, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&rr, &tst));
+    CHECK(one == 5 && tst.MPI_SOURCE == me && tst.MPI_TAG == 9001 && rr == MPI_REQUEST_NULL);
+    sr = kept;
+    rr = kept;
+    CHECK(MPI_Isend(&five, 1, MPI_INT, size, 9001, MPI_COMM_WORLD, &sr) == MPI_ERR_RANK);
+    CHECK(MPI_Irecv(&one, 1, MPI_INT, me, -3, MPI_COMM_WORLD, &rr) == MPI_ERR_TAG);
+    CHECK(sr == MPI_REQUEST_NULL && rr == MPI_REQUEST_NULL);
+    CHECK(handler_calls == 11 && handler_code == MPI_ERR_TAG);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     OK(MPI_Errhandler_free(&eh));
     CHECK(eh == MPI_ERRHANDLER_NULL);
