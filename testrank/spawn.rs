@@ -7,10 +7,18 @@
 //! and an allreduce. `spawn-test-rank pairs`: two pairs of ranks spawn one child each
 //! at the same time (one slot each). `spawn-test-rank dies`: the child exits before it
 //! joins; the spawn is `CommError::Spawn` naming why. `spawn-test-rank none`: a spawn in a job without
-//! spare slots is `CommError::Spawn` at every parent, at once.
+//! spare slots is `CommError::Spawn` at every parent, at once. `spawn-test-rank command
+//! MARKER`: the parents spawn one child running this program with its own `argv[0]` and
+//! arguments (`Comm::spawn_command`: `cmd-worker cmdchild MARKER k=v`); the child checks
+//! them, tells its root and SIGKILLs itself; the root restarts it in place, and the new
+//! incarnation runs the same command again.
 
+use steadfast::bootstrap::SpawnCommand;
 use steadfast::comm::{InterComm, ReduceOp};
 use steadfast::{Comm, CommError, World};
+
+/// The `argv[0]` the `command` mode's child gets.
+const CMD_ARGV0: &str = "cmd-worker";
 
 fn fail(what: &str, e: CommError) -> ! {
     eprintln!("{what}: {e}");
@@ -52,6 +60,10 @@ fn parent(world: &World, mode: &str) {
             }
             other => panic!("rank {me}: a spawn without spare slots gave {other:?}"),
         }
+        return;
+    }
+    if mode == "command" {
+        command_parent(world, &parents);
         return;
     }
     if mode == "pairs" {
@@ -98,7 +110,65 @@ fn parent(world: &World, mode: &str) {
     println!("rank {me}: RUST SPAWN PARENT OK");
 }
 
+/// The `command` mode's parents: spawn the command, then (root) restart the child in
+/// place once it killed itself.
+fn command_parent(world: &World, parents: &Comm) {
+    let me = parents.rank();
+    let marker = std::env::args().nth(2).unwrap_or_default();
+    let exe = std::env::current_exe().expect("this program's path");
+    let cmd = SpawnCommand::new(exe)
+        .arg0(CMD_ARGV0)
+        .args(["cmdchild", &marker, "k=v"]);
+    let s = parents
+        .spawn_command(0, 1, &cmd)
+        .unwrap_or_else(|e| fail("spawn_command", e));
+    let child = *s.children[0].as_ref().expect("started");
+    if me == 0 {
+        let mut b = [0u8; 2];
+        s.inter
+            .recv(Some(0), Some(7), &mut b)
+            .unwrap_or_else(|e| fail("recv", e));
+        assert_eq!(&b, b"ok");
+        // The child kills itself: the next receive fails, then it is restarted.
+        let dead = s.inter.recv(Some(0), Some(8), &mut b);
+        assert!(
+            matches!(dead, Err(CommError::ProcFailed { .. })),
+            "{dead:?}"
+        );
+        let g = world
+            .comm()
+            .restart_rank(child)
+            .unwrap_or_else(|e| fail("restart_rank", e));
+        println!("rank 0: restarted world rank {child} as incarnation {g}");
+    }
+    println!("rank {me}: RUST CMD PARENT OK");
+}
+
+/// This process's arguments are those of the `command` mode's spawn.
+fn check_command_args() {
+    let args: Vec<String> = std::env::args().collect();
+    let marker = args.get(2).cloned().unwrap_or_default();
+    assert_eq!(args, [CMD_ARGV0, "cmdchild", &marker, "k=v"]);
+}
+
+fn command_child(p: &steadfast::comm::Parent) {
+    check_command_args();
+    p.inter
+        .send(0, 7, b"ok")
+        .unwrap_or_else(|e| fail("send", e));
+    println!("command child: CMD CHILD OK generation 1");
+    // Flushed: the process dies without running destructors.
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // SAFETY: raise has no memory-safety preconditions; the process ends here.
+    unsafe { libc::raise(libc::SIGKILL) };
+}
+
 fn child(p: steadfast::comm::Parent, mode: &str) {
+    if mode == "cmdchild" {
+        command_child(&p);
+        return;
+    }
     let me = p.world.rank();
     if mode == "pairs" {
         assert_eq!((p.world.size(), p.inter.remote_size()), (1, 2));
@@ -139,6 +209,12 @@ fn main() {
     });
     match world.parent() {
         Ok(Some(p)) => child(p, &mode),
+        // A spawned child restarted in place: an ordinary restored process.
+        Ok(None) if mode == "cmdchild" => {
+            check_command_args();
+            let g = std::env::var("STEADFAST_GENERATION").unwrap_or_default();
+            println!("command child: CMD CHILD OK generation {g}");
+        }
         Ok(None) => parent(&world, &mode),
         Err(e) => fail("parent", e),
     }

@@ -9,8 +9,20 @@ use std::time::Duration;
 /// Runs `steadfast-run -n N --universe U spawn-test-rank MODE MARKER`, killed past
 /// 120 s: (status, stdout, stderr).
 fn run(n: u32, universe: u32, mode: &str, marker: &str) -> (i32, String, String) {
+    run_with(n, universe, &[], mode, marker)
+}
+
+/// As [`run`], with launcher options `opts`.
+fn run_with(
+    n: u32,
+    universe: u32,
+    opts: &[&str],
+    mode: &str,
+    marker: &str,
+) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &n.to_string(), "--universe", &universe.to_string()])
+        .args(opts)
         .arg(env!("CARGO_BIN_EXE_spawn-test-rank"))
         .args([mode, marker]);
     steadfast_testsupport::run_limited(cmd, Duration::from_secs(120))
@@ -80,6 +92,36 @@ fn a_child_that_ends_before_joining_is_a_spawn_error_at_every_parent() {
         stdout.matches("DIED BEFORE JOINING OK").count(),
         2,
         "{stdout}\n{stderr}"
+    );
+    assert_no_orphans(&marker);
+}
+
+#[test]
+fn a_spawned_command_gets_its_own_arguments_and_runs_again_when_restarted() {
+    let marker = format!("command-{}", std::process::id());
+    let opts = ["--exit-status", "survivors"];
+    let (status, stdout, stderr) = run_with(2, 3, &opts, "command", &marker);
+    assert_eq!(status, 0, "stdout {stdout}\nstderr {stderr}");
+    assert_eq!(
+        stdout.matches("RUST CMD PARENT OK").count(),
+        2,
+        "{stdout}\n{stderr}"
+    );
+    for g in [1, 2] {
+        assert!(
+            stdout.contains(&format!("command child: CMD CHILD OK generation {g}\n")),
+            "{stdout}\n{stderr}"
+        );
+    }
+    assert!(
+        stdout.contains("rank 0: restarted world rank 2 as incarnation 2"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "rank 2 incarnation 1 killed by signal 9 (SIGKILL); restarted as incarnation 2"
+        ),
+        "{stderr}"
     );
     assert_no_orphans(&marker);
 }

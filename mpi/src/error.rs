@@ -152,7 +152,11 @@ pub(crate) fn class_string(class: c_int) -> Option<&'static str> {
         MPI_ERR_KEYVAL => "MPI_ERR_KEYVAL: invalid attribute key",
         MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM: out of memory",
         MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED: a process aborted",
-        MPI_ERR_SPAWN => "MPI_ERR_SPAWN: could not spawn processes",
+        MPI_ERR_SPAWN => {
+            "MPI_ERR_SPAWN: could not spawn processes (the command was not found, the \
+             universe has no free slot, the launcher cannot start processes, or the \
+             process ended before it joined; the root's log says which)"
+        }
         MPI_ERR_UNSUPPORTED_OPERATION => {
             "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported by libsteadfast-mpi"
         }

@@ -1,55 +1,121 @@
 //! Dynamic processes: `MPI_Comm_spawn` and `MPI_Comm_get_parent` over
-//! `Comm::spawn` / `World::parent` (`docs/spawn.md`). Under `steadfast-run --universe U
-//! -n N` a spawn starts spare slots of the job's universe; the children run the job's
-//! own program (the command must name it) with the job's arguments. `MPI_INIT` of a
-//! child creates its `MPI_COMM_WORLD` (the children spawned together) and the parent
+//! `Comm::spawn_or_refuse` / `World::parent` (`docs/spawn.md`). Under `steadfast-run
+//! --universe U -n N` a spawn starts spare slots of the job's universe; the children run
+//! `command` (resolved at the root as `execvp` would) with exactly `argv`. `MPI_INIT` of
+//! a child creates its `MPI_COMM_WORLD` (the children spawned together) and the parent
 //! inter-communicator (`init.rs`); `MPI_Comm_disconnect` is `MPI_Comm_free`.
 
-use std::ffi::{c_char, c_int};
-use std::path::PathBuf;
+use std::ffi::{c_char, c_int, CStr, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use sf::bootstrap::SpawnCommand;
 
 use crate::consts::*;
 use crate::error::{class_of, Fail};
 use crate::state::{call, CommEntry, CommKind};
-use crate::util::{out, rank_arg, read_cstr};
+use crate::util::{out, rank_arg};
 
-/// Where `command` leads: a path with a slash as given (relative to the working
-/// directory), else the first match in `PATH`.
-fn resolve(command: &str) -> Option<PathBuf> {
-    if command.contains('/') {
-        return std::fs::canonicalize(command).ok();
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(command))
-        .find(|p| p.is_file())
-        .and_then(|p| std::fs::canonicalize(p).ok())
+/// Most arguments `argv` may hold (it must end with a null pointer).
+const MAX_ARGS: usize = 4096;
+/// `execvp`'s search path when `PATH` is unset.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// An executable regular file.
+fn executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Refuses a command that is not this process's own program: the launcher starts the
-/// job's program in a spare slot.
-fn check_command(command: &str) -> Result<(), String> {
-    let own = std::fs::canonicalize("/proc/self/exe")
-        .map_err(|e| format!("cannot read this program's path: {e}"))?;
-    match resolve(command) {
-        Some(p) if p == own => Ok(()),
-        Some(p) => Err(format!(
-            "steadfast-run starts spawned processes with the job's own program ({}), not {}",
-            own.display(),
-            p.display()
-        )),
-        None => Err(format!("command {command:?} not found")),
+/// Where `command` leads, as `execvp` finds it: a path with a slash as given, relative
+/// to the working directory (made absolute: the launcher's may differ), else the first
+/// executable match in `PATH`.
+fn resolve(command: &OsStr) -> Result<PathBuf, String> {
+    if command.is_empty() {
+        return Err("an empty command".into());
     }
+    if command.as_bytes().contains(&b'/') {
+        let p = std::env::current_dir()
+            .map_err(|e| format!("cannot read the working directory: {e}"))?
+            .join(command);
+        return if executable(&p) {
+            Ok(p)
+        } else {
+            Err(format!(
+                "command {:?} not found: {} is not an executable file",
+                command.to_string_lossy(),
+                p.display()
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+    std::env::split_paths(&path)
+        .map(|d| {
+            let d = if d.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                d
+            };
+            d.join(command)
+        })
+        .find(|p| executable(p))
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+        .ok_or_else(|| {
+            format!(
+                "command {:?} not found in PATH ({})",
+                command.to_string_lossy(),
+                path.to_string_lossy()
+            )
+        })
 }
 
-/// What the root asks for: the count, or why it refuses.
-fn ask(command: *const c_char, maxprocs: c_int) -> Result<u32, String> {
-    // SAFETY: MPI's contract: at the root, `command` is a C string.
-    let command = unsafe { read_cstr(command) }.map_err(|f| f.message)?;
+/// The arguments of a null-terminated `argv` (`MPI_ARGV_NULL`: none).
+///
+/// # Safety
+/// `argv` is null or an array of C strings ended by a null pointer.
+unsafe fn read_argv(argv: *const *const c_char) -> Result<Vec<OsString>, String> {
+    let mut args = Vec::new();
+    if argv.is_null() {
+        return Ok(args);
+    }
+    for i in 0..=MAX_ARGS {
+        // SAFETY: the caller's contract: every entry up to the null one is readable.
+        let p = unsafe { *argv.add(i) };
+        if p.is_null() {
+            return Ok(args);
+        }
+        // SAFETY: the caller's contract: a non-null entry is a C string.
+        let arg = unsafe { CStr::from_ptr(p) };
+        args.push(OsStr::from_bytes(arg.to_bytes()).to_os_string());
+    }
+    Err(format!(
+        "argv has more than {MAX_ARGS} arguments (or no null end)"
+    ))
+}
+
+/// What the root asks for: the count and the command (`argv[0]` of the children is
+/// `command` as given), or why it refuses.
+///
+/// # Safety
+/// `command` is a C string; `argv` as [`read_argv`].
+unsafe fn ask(
+    command: *const c_char,
+    argv: *const *const c_char,
+    maxprocs: c_int,
+) -> Result<(u32, Option<SpawnCommand>), String> {
     let count = u32::try_from(maxprocs).map_err(|_| format!("maxprocs {maxprocs}"))?;
-    check_command(&command)?;
-    Ok(count)
+    if command.is_null() {
+        return Err("a null command".into());
+    }
+    // SAFETY: the caller's contract.
+    let given = OsStr::from_bytes(unsafe { CStr::from_ptr(command) }.to_bytes());
+    let program = resolve(given)?;
+    // SAFETY: the caller's contract.
+    let args = unsafe { read_argv(argv) }?;
+    Ok((
+        count,
+        Some(SpawnCommand::new(program).arg0(given).args(args)),
+    ))
 }
 
 /// Writes `codes` to the caller's array of `room` codes (none when it is null).
@@ -68,14 +134,17 @@ crate::mpi_fn! {
     /// `MPI_Comm_spawn`: starts `maxprocs` processes (significant at `root`) in free
     /// spare slots of the job's universe (`steadfast-run --universe`), collectively
     /// over `comm`; `*intercomm` joins `comm`'s group with the children that started.
-    /// `command` must be the job's own program (the children get the job's arguments,
-    /// not `argv`); `info` is ignored. `array_of_errcodes` (unless
+    /// The children run `command` (resolved at the root as `execvp` does: with a slash,
+    /// relative to the working directory, else through `PATH`) with `argv[0]` =
+    /// `command` and then exactly `argv` (null-terminated; `MPI_ARGV_NULL`: none), and
+    /// the job's environment; `info` is ignored. `array_of_errcodes` (unless
     /// `MPI_ERRCODES_IGNORE`): `MPI_SUCCESS` or `MPI_ERR_SPAWN` per child. Returns
-    /// `MPI_ERR_SPAWN` when no child started (no free slot, no spawner, a command that
-    /// is not the job's program), never waiting for a child that cannot come.
+    /// `MPI_ERR_SPAWN` when no child started (a command not found, no free slot, no
+    /// spawner, children that ended before they joined), never waiting for a child
+    /// that cannot come.
     fn MPI_Comm_spawn / PMPI_Comm_spawn(
         command: *const c_char,
-        _argv: *mut *mut c_char,
+        argv: *mut *mut c_char,
         maxprocs: c_int,
         _info: Handle,
         root: c_int,
@@ -92,7 +161,17 @@ crate::mpi_fn! {
             let coll = coll.clone();
             let errh = lib.comm(comm)?.errhandler;
             let root = rank_arg(root, coll.size())?;
-            let asked = if coll.rank() == root { ask(command, maxprocs) } else { Ok(0) };
+            let asked = if coll.rank() == root {
+                // SAFETY: MPI's contract: at the root, `command` is a C string and
+                // `argv` null or a null-terminated array of C strings.
+                let asked = unsafe { ask(command, argv.cast_const().cast(), maxprocs) };
+                if let Err(why) = &asked {
+                    log::warn!("MPI_Comm_spawn: {why}");
+                }
+                asked
+            } else {
+                Ok((0, None))
+            };
             match coll.spawn_or_refuse(root, asked) {
                 Ok(s) => {
                     let codes: Vec<c_int> = s
@@ -141,11 +220,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_own_program_is_spawned() {
+    fn commands_resolve_as_execvp_finds_them() {
         let own = std::fs::canonicalize("/proc/self/exe").expect("own path");
-        assert_eq!(check_command(own.to_str().expect("utf-8")), Ok(()));
-        assert!(check_command("/bin/sh").is_err_and(|w| w.contains("job's own program")));
-        assert!(check_command("no-such-program-here").is_err_and(|w| w.contains("not found")));
+        assert_eq!(resolve(own.as_os_str()), Ok(own.clone()));
+        let sh = resolve(OsStr::new("sh")).expect("sh is in PATH");
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        let missing = resolve(OsStr::new("no-such-program-here"));
+        assert!(missing.is_err_and(|w| w.contains("not found in PATH")));
+        assert!(resolve(OsStr::new("./no-such-program")).is_err_and(|w| w.contains("not found")));
+        // A directory is no program.
+        assert!(resolve(OsStr::new("/tmp/")).is_err());
+        assert!(resolve(OsStr::new("")).is_err());
+        let rel = own.strip_prefix("/").expect("absolute");
+        let cwd = std::env::current_dir().expect("cwd");
+        let up = cwd.components().skip(1).map(|_| "..").collect::<PathBuf>();
+        assert_eq!(
+            resolve(up.join(rel).as_os_str()).map(|p| std::fs::canonicalize(p).ok()),
+            Ok(Some(own))
+        );
+    }
+
+    #[test]
+    fn argv_ends_at_its_null_and_argv_null_is_none() {
+        // SAFETY: null is MPI_ARGV_NULL.
+        assert_eq!(unsafe { read_argv(std::ptr::null()) }, Ok(vec![]));
+        let (a, b) = (c"one", c"two words");
+        let argv = [a.as_ptr(), b.as_ptr(), std::ptr::null()];
+        // SAFETY: two C strings and the null end.
+        let got = unsafe { read_argv(argv.as_ptr()) };
+        assert_eq!(got, Ok(vec!["one".into(), "two words".into()]));
+        let given = c"sh";
+        // SAFETY: a C string and the null-terminated argv.
+        let (n, c) = unsafe { ask(given.as_ptr(), argv.as_ptr(), 3) }.expect("sh found");
+        let c = c.expect("a command");
+        assert_eq!((n, c.argv0(), c.get_args().len()), (3, OsStr::new("sh"), 2));
+        // SAFETY: as above.
+        assert!(unsafe { ask(given.as_ptr(), argv.as_ptr(), -1) }.is_err());
     }
 
     #[test]

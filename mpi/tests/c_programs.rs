@@ -629,6 +629,16 @@ fn the_mpix_ft_attribute_follows_with_ft() {
 
 /// `spawn.c` under `steadfast-run --universe U -n N`: (status, stdout, stderr).
 fn run_spawn(n: &str, universe: &str, mode: &str) -> (i32, String, String) {
+    run_spawn_with(n, universe, &[mode], &[])
+}
+
+/// `spawn.c ARGS` under `steadfast-run --universe U -n N` with `env`.
+fn run_spawn_with(
+    n: &str,
+    universe: &str,
+    prog_args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let args = [
         "-np",
         n,
@@ -639,7 +649,7 @@ fn run_spawn(n: &str, universe: &str, mode: &str) -> (i32, String, String) {
         "--exit-status",
         "survivors",
     ];
-    run(&args, program("spawn"), &[mode], &[])
+    run(&args, program("spawn"), prog_args, env)
 }
 
 #[test]
@@ -670,4 +680,44 @@ fn ulfm_replacement_by_spawn_restores_the_rank_order() {
         );
     }
     assert!(err.contains("rank 2: killed by signal 9"), "{err}");
+}
+
+#[test]
+fn parents_spawn_another_program_with_its_arguments_after_commands_not_found() {
+    let worker = program("spawn_worker").to_str().expect("utf-8 path");
+    let (status, out, err) = run_spawn_with("2", "4", &["worker", worker], &[]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for r in 0..2 {
+        assert!(
+            out.contains(&format!("rank {r}: WORKER PARENT OK")),
+            "{out}\n{err}"
+        );
+        // argv[0] is the command as the parent gave it.
+        assert!(
+            out.contains(&format!("worker {r}: WORKER CHILD OK argv0={worker}\n")),
+            "{out}\n{err}"
+        );
+    }
+}
+
+#[test]
+fn a_program_spawns_itself_by_name_with_arguments_that_pick_the_childs_branch() {
+    let dir = program("spawn").parent().expect("a directory");
+    let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let path = path.to_str().expect("utf-8 PATH");
+    let (status, out, err) = run_spawn_with("2", "3", &["selfargs"], &[("PATH", path)]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for r in 0..2 {
+        assert!(
+            out.contains(&format!("rank {r}: SELF PARENT OK")),
+            "{out}\n{err}"
+        );
+    }
+    assert!(
+        out.contains("child 0: SELF CHILD OK mpi-spawn\n"),
+        "{out}\n{err}"
+    );
 }

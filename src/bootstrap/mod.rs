@@ -10,7 +10,10 @@ pub mod pmix;
 mod pmix_ffi;
 mod pmix_service;
 mod pmix_spawn;
+mod spawn_command;
 pub mod wire;
+
+pub use spawn_command::{SpawnCommand, SPAWN_COMMAND_KEY};
 
 use std::time::Duration;
 

@@ -8,7 +8,9 @@
 //!   (generation 1) of its slot and joins the job as a restarted process does
 //!   (`docs/restart.md`), so every transport, the failure detector and the control
 //!   plane already know how to admit it.
-//! - The root picks free slots and starts them one after the other (each start returns
+//! - The root puts the command the children run (`SPAWN_COMMAND_KEY`, empty for the
+//!   job's program; the launcher keeps it for the slot), picks free slots and starts
+//!   them one after the other (each start returns
 //!   once the child has joined; the launcher records the root in the slot, under
 //!   `SPAWNED_BY_KEY`, and refuses a slot another spawn took: the root takes the next),
 //!   then puts `sf.spawn.<child>.group` (the parents' world ranks, the root's place
@@ -24,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Comm, CommError, InterComm};
-use crate::bootstrap::{SLOT_TAKEN, SPAWNED_BY_KEY};
+use crate::bootstrap::{SpawnCommand, SLOT_TAKEN, SPAWNED_BY_KEY, SPAWN_COMMAND_KEY};
 use crate::world::shared::Shared;
 use crate::world::{spares, World, WORLD_COMM};
 
@@ -198,6 +200,7 @@ impl Comm {
     /// it did not start (no free slot, the launcher cannot start processes, it ended
     /// before it joined). Returns once every child started has joined the job and
     /// reached [`World::parent`]'s creation of the inter-communicator.
+    /// [`spawn_command`](Self::spawn_command) starts another program.
     ///
     /// # Errors
     /// [`CommError::Spawn`] when no child started (every reason, at every parent);
@@ -205,20 +208,45 @@ impl Comm {
     /// [`CommError::ProcFailed`] when the root or a child failed during it; what
     /// [`Comm::intercomm_create_uniform`] returns.
     pub fn spawn(&self, root: u32, count: u32) -> Result<Spawned, CommError> {
-        self.spawn_or_refuse(root, Ok(count))
+        self.spawn_or_refuse(root, Ok((count, None)))
     }
 
-    /// As [`spawn`](Self::spawn), where the root may refuse the spawn (`ask` is
-    /// `Err(why)` there: an MPI library that cannot start the command asked for), so
-    /// that every parent returns [`CommError::Spawn`] naming why; `ask` counts at the
-    /// root only.
+    /// As [`spawn`](Self::spawn), the children running `command` (significant at
+    /// `root` only) instead of the job's program and arguments, with the job's
+    /// environment; a later restart in place of such a child runs `command` again.
+    /// A program the launcher cannot start is a per-child error naming why.
+    ///
+    /// ```no_run
+    /// use steadfast::bootstrap::SpawnCommand;
+    /// # fn f(comm: &steadfast::Comm) -> Result<(), steadfast::CommError> {
+    /// let worker = SpawnCommand::new("/opt/app/worker").arg0("worker").args(["--fast"]);
+    /// let s = comm.spawn_command(0, 2, &worker)?;
+    /// s.inter.send(0, 1, b"hello")?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_command(
+        &self,
+        root: u32,
+        count: u32,
+        command: &SpawnCommand,
+    ) -> Result<Spawned, CommError> {
+        self.spawn_or_refuse(root, Ok((count, Some(command.clone()))))
+    }
+
+    /// As [`spawn`](Self::spawn) (`ask`: the count and the command, `None` for the
+    /// job's program), where the root may refuse the spawn (`ask` is `Err(why)` there:
+    /// an MPI library that cannot find the command asked for), so that every parent
+    /// returns [`CommError::Spawn`] naming why; `ask` counts at the root only.
     ///
     /// # Errors
     /// As [`spawn`](Self::spawn).
     pub fn spawn_or_refuse(
         &self,
         root: u32,
-        ask: Result<u32, String>,
+        ask: Result<(u32, Option<SpawnCommand>), String>,
     ) -> Result<Spawned, CommError> {
         if root >= self.size() {
             return Err(CommError::InvalidArgument(format!(
@@ -229,7 +257,7 @@ impl Comm {
         let world = Comm::new(Arc::clone(&self.engine), WORLD_COMM);
         let children = if self.rank() == root {
             let children = match ask {
-                Ok(count) => self.start_children(&world, root, count),
+                Ok((count, command)) => self.start_children(&world, root, count, command.as_ref()),
                 Err(why) => vec![Err(why)],
             };
             let bytes = encode_outcome(&children);
@@ -255,8 +283,15 @@ impl Comm {
         Ok(Spawned { inter, children })
     }
 
-    /// The root's part: picks free slots, starts them, publishes the groups.
-    fn start_children(&self, world: &Comm, root: u32, count: u32) -> Vec<Result<u32, String>> {
+    /// The root's part: puts the command, picks free slots, starts them, publishes the
+    /// groups.
+    fn start_children(
+        &self,
+        world: &Comm,
+        root: u32,
+        count: u32,
+        command: Option<&SpawnCommand>,
+    ) -> Vec<Result<u32, String>> {
         let size = world.size();
         let first = spares::started_ranks(size);
         let mut free = {
@@ -266,6 +301,17 @@ impl Comm {
                 .collect::<Vec<u32>>()
                 .into_iter()
         };
+        if count > 0 && free.len() > 0 {
+            // Read by the launcher's store when this process's start of a slot arrives
+            // (the same connection, so after the put); empty: the job's program.
+            let value = command.map(SpawnCommand::encode).unwrap_or_default();
+            let put = self.engine.lock().boot_mut().put(SPAWN_COMMAND_KEY, &value);
+            if let Err(e) = put {
+                let why = format!("the launcher refused the spawn's command: {e}");
+                log::warn!("spawn: {why}");
+                return vec![Err(why); count as usize];
+            }
+        }
         let mut children: Vec<Result<u32, String>> = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let result = loop {

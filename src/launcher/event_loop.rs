@@ -217,7 +217,7 @@ impl<'a> EventLoop<'a> {
     /// joined. Returns whether a spawn failed (waiting requests must be looked at).
     fn spawn_and_announce(&mut self) -> bool {
         let mut failed = false;
-        for (rank, generation) in self.store.take_spawns() {
+        for (rank, generation, command) in self.store.take_spawns() {
             let result = {
                 let mut hook = self
                     .svc
@@ -225,7 +225,7 @@ impl<'a> EventLoop<'a> {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
                 match hook.as_mut() {
-                    Some(spawn) => spawn(rank, generation),
+                    Some(spawn) => spawn(rank, generation, command.as_ref()),
                     None => Err("this launcher service has no spawner".into()),
                 }
             };

@@ -26,6 +26,7 @@ pub mod segments;
 mod store;
 
 use crate::bootstrap::wire::{MAX_VALUE, SECRET_LEN};
+use crate::bootstrap::SpawnCommand;
 use std::io::{self, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
@@ -82,10 +83,12 @@ impl Default for Limits {
 pub type PutHook = Box<dyn FnMut(u32, &str, &[u8]) + Send>;
 
 /// Starts incarnation `generation` of `rank` (same program, arguments and environment
-/// as the first, with `STEADFAST_GENERATION` set); returns its process id or why it
+/// as the first, with `STEADFAST_GENERATION` set; a spare slot whose spawn named a
+/// command runs that command instead of the job's program and arguments, in every
+/// incarnation: the third argument, `docs/spawn.md`); returns its process id or why it
 /// could not be started. Called on the service's thread: it must not wait for the new
 /// process.
-pub type SpawnHook = Box<dyn FnMut(u32, u32) -> Result<u32, String> + Send>;
+pub type SpawnHook = Box<dyn FnMut(u32, u32, Option<&SpawnCommand>) -> Result<u32, String> + Send>;
 
 /// The key-value service of one job.
 ///
@@ -146,7 +149,10 @@ impl Service {
     /// Sets the spawner that restarts failed ranks (see [`SpawnHook`]); without one,
     /// a restart is answered with an error saying so. Set it before
     /// [`Service::serve`].
-    pub fn on_restart(&self, hook: impl FnMut(u32, u32) -> Result<u32, String> + Send + 'static) {
+    pub fn on_restart(
+        &self,
+        hook: impl FnMut(u32, u32, Option<&SpawnCommand>) -> Result<u32, String> + Send + 'static,
+    ) {
         *self.spawn_hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
     }
 

@@ -10,7 +10,7 @@
 
 use super::Limits;
 use crate::bootstrap::wire::Frame;
-use crate::bootstrap::{SAVED_PREFIX, SLOT_TAKEN, SPAWNED_BY_KEY};
+use crate::bootstrap::{SpawnCommand, SAVED_PREFIX, SLOT_TAKEN, SPAWNED_BY_KEY, SPAWN_COMMAND_KEY};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -86,6 +86,9 @@ pub(crate) struct Store {
     first_spare: u32,
     /// The spare slots started, with the rank whose spawn started each.
     claims: HashMap<u32, u32>,
+    /// The command of each spare slot its spawn started with one (every incarnation of
+    /// the slot runs it; the others run the job's program).
+    commands: HashMap<u32, SpawnCommand>,
 }
 
 impl Store {
@@ -108,6 +111,7 @@ impl Store {
             rejoined: Vec::new(),
             first_spare: size,
             claims: HashMap::new(),
+            commands: HashMap::new(),
         }
     }
 
@@ -141,10 +145,14 @@ impl Store {
         d
     }
 
-    /// Incarnations to start now (each is then [`spawned`](Self::spawned) or
-    /// [`rank_died`](Self::rank_died) with why it could not start).
-    pub(crate) fn take_spawns(&mut self) -> Vec<(u32, u32)> {
+    /// Incarnations to start now, with the command of their slot (`None`: the job's
+    /// program); each is then [`spawned`](Self::spawned) or
+    /// [`rank_died`](Self::rank_died) with why it could not start.
+    pub(crate) fn take_spawns(&mut self) -> Vec<(u32, u32, Option<SpawnCommand>)> {
         std::mem::take(&mut self.spawns)
+            .into_iter()
+            .map(|(r, g)| (r, g, self.commands.get(&r).cloned()))
+            .collect()
     }
 
     /// Incarnations that joined since the last call.
@@ -375,6 +383,25 @@ impl Store {
         }
         if current == generation {
             if self.dead.contains_key(&rank) {
+                if spare_start {
+                    // What the asker's spawn runs (docs/spawn.md, "The command").
+                    match self
+                        .value(asker, SPAWN_COMMAND_KEY)
+                        .map(|b| (b.is_empty(), b))
+                    {
+                        None | Some((true, _)) => {}
+                        Some((false, b)) => match SpawnCommand::decode(b) {
+                            Some(c) => {
+                                self.commands.insert(rank, c);
+                            }
+                            None => {
+                                return Some(Frame::Error(format!(
+                                    "rank {asker}'s {SPAWN_COMMAND_KEY:?} does not decode"
+                                )))
+                            }
+                        },
+                    }
+                }
                 // Two survivors asking for the same incarnation: the first starts it,
                 // the second finds `current` above `generation` and waits with it.
                 self.respawn(rank, generation);
@@ -601,7 +628,7 @@ mod tests {
         );
         s.rank_died(2, None, "killed by signal 9");
         let _ = restart(&mut s, 0, 2, 0, now);
-        assert_eq!(s.take_spawns(), vec![(2, 1)]);
+        assert_eq!(s.take_spawns(), vec![(2, 1, None)]);
         // The new incarnation reads its saved communicator back; the rest is gone.
         assert_eq!(s.value(2, "addr"), None);
         assert_eq!(s.value(2, &saved), Some(&[7u8; 5][..]));
@@ -631,7 +658,7 @@ mod tests {
         let Step::Wait(p1) = restart(&mut s, 1, 2, 0, now) else {
             panic!("answered before the new incarnation joined")
         };
-        assert_eq!(s.take_spawns(), vec![(2, 1)]);
+        assert_eq!(s.take_spawns(), vec![(2, 1, None)]);
         assert_eq!(s.generation(2), 1);
         // The old incarnation's values are gone: a get waits for the new one's.
         assert_eq!(s.value(2, "addr"), None);
@@ -663,7 +690,7 @@ mod tests {
         let Step::Wait(p) = restart(&mut s, 0, 1, 0, now) else {
             panic!("answered at once")
         };
-        assert_eq!(s.take_spawns(), vec![(1, 1)]);
+        assert_eq!(s.take_spawns(), vec![(1, 1, None)]);
         assert!(s.rank_died(1, Some(1), "exited with status 3"));
         assert!(
             matches!(s.poll(0, &p, now), Some(Frame::Error(m)) if m.contains("exited with status 3 before it joined"))
@@ -699,7 +726,7 @@ mod tests {
         let Step::Wait(p) = restart(&mut s, 1, 3, 0, now) else {
             panic!("answered before the spawned process joined")
         };
-        assert_eq!(s.take_spawns(), vec![(3, 1)]);
+        assert_eq!(s.take_spawns(), vec![(3, 1, None)]);
         assert_eq!(s.value(3, SPAWNED_BY_KEY), Some(&1u32.to_le_bytes()[..]));
         // Another rank's spawn asking for the same slot is told to pick another.
         assert!(is_error(&restart(&mut s, 0, 3, 0, now), SLOT_TAKEN));
@@ -716,7 +743,7 @@ mod tests {
         s.rank_died(1, None, "killed by signal 9");
         let _ = restart(&mut s, 0, 1, 0, now);
         let _ = restart(&mut s, 3, 1, 0, now);
-        assert_eq!(s.take_spawns(), vec![(1, 1)]);
+        assert_eq!(s.take_spawns(), vec![(1, 1, None)]);
     }
 
     fn get_frame(owner: u32, key: &str) -> Frame {
@@ -724,5 +751,40 @@ mod tests {
             rank: owner,
             key: key.into(),
         }
+    }
+
+    #[test]
+    fn a_spawned_slot_runs_its_roots_command_in_every_incarnation() {
+        let mut s = Store::new(4, Limits::default());
+        s.allow_spawns();
+        s.set_spares(2);
+        let now = Instant::now();
+        let c = SpawnCommand::new("/bin/worker").args(["-x"]);
+        let put = |s: &mut Store, rank: u32, value: Vec<u8>| {
+            let f = Frame::Put {
+                key: SPAWN_COMMAND_KEY.into(),
+                value,
+            };
+            assert_eq!(s.request(rank, f, now), Step::Answer(Frame::Ok));
+        };
+        put(&mut s, 1, c.encode());
+        let _ = restart(&mut s, 1, 3, 0, now);
+        assert_eq!(s.take_spawns(), vec![(3, 1, Some(c.clone()))]);
+        // An empty command: the job's program.
+        put(&mut s, 0, Vec::new());
+        let _ = restart(&mut s, 0, 2, 0, now);
+        assert_eq!(s.take_spawns(), vec![(2, 1, None)]);
+        // A restart in place of the spawned slot, by another rank, runs it again.
+        assert_eq!(s.request(3, Frame::Joined, now), Step::Answer(Frame::Ok));
+        s.rank_died(3, None, "killed by signal 9");
+        let _ = restart(&mut s, 0, 3, 1, now);
+        assert_eq!(s.take_spawns(), vec![(3, 2, Some(c))]);
+        // Bytes that are no command refuse the start; the slot stays free.
+        let mut s = Store::new(3, Limits::default());
+        s.allow_spawns();
+        s.set_spares(2);
+        put(&mut s, 0, vec![1, 2, 3]);
+        assert!(is_error(&restart(&mut s, 0, 2, 0, now), "does not decode"));
+        assert!(s.take_spawns().is_empty() && s.dead(2).is_some());
     }
 }

@@ -183,7 +183,8 @@ fn a_spawned_incarnation_joins_and_everyone_hears_of_it() {
     let spawned = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&spawned);
     let (service, addr2) = start_with(3, Limits::default(), |s| {
-        s.on_restart(move |rank, generation| {
+        s.on_restart(move |rank, generation, command| {
+            assert_eq!(command, None, "a first rank runs the job's program");
             seen.lock().unwrap().push((rank, generation));
             Ok(4242)
         })

@@ -1,13 +1,21 @@
 /* MPI_Comm_spawn, MPI_Comm_get_parent, MPI_Comm_disconnect under
  * `steadfast-run --universe U` (docs/spawn.md).
  *
- * `spawn` (-n 2 --universe 4): the 2 parents spawn 2 children (this program), exchange
- * messages both ways over the inter-communicator, merge it (parents first) and
- * allreduce over it; a spawn past the universe and one of another program fail with
- * MPI_ERR_SPAWN without waiting; both sides disconnect.
+ * `spawn` (-n 2 --universe 4): the 2 parents spawn 2 children (this program, with
+ * MPI_ARGV_NULL: the children have no arguments), exchange messages both ways over the
+ * inter-communicator, merge it (parents first) and allreduce over it; a spawn past the
+ * universe fails with MPI_ERR_SPAWN without waiting; both sides disconnect.
  * `replace` (-n 4 --universe 5): the ULFM replacement pattern: rank 2 SIGKILLs itself,
- * the survivors shrink, spawn 1 replacement, merge, split by the old ranks, and an
- * allreduce over the repaired communicator gives the sum of 1..4. */
+ * the survivors shrink, spawn 1 replacement (this program, argument `replace`), merge,
+ * split by the old ranks, and an allreduce over the repaired communicator gives the
+ * sum of 1..4.
+ * `worker PATH` (-n 2 --universe 4): commands that do not exist fail with MPI_ERR_SPAWN
+ * per child and the program goes on; then the parents spawn 2 children of another
+ * program (PATH, spawn_worker.c) with arguments `alpha` and `two words`, which check
+ * them, talk, merge and disconnect.
+ * `selfargs` (-n 2 --universe 3, this program's directory in PATH): the parents spawn
+ * this program by its name (found through PATH) with the arguments `selfchild x=1`;
+ * the child takes its branch from argv. */
 #include <mpi.h>
 #include <mpi-ext.h>
 #include <signal.h>
@@ -47,7 +55,7 @@ static void spawn_parent(const char *prog) {
     CHECK(sum == 0 + 1 + 2 + 3);
     OK(MPI_Comm_free(&merged));
 
-    /* The universe is full now; another program is refused: an error, no wait. */
+    /* The universe is full now: an error, no wait. */
     MPI_Comm none = MPI_COMM_WORLD;
     codes[0] = -1;
     CHECK(MPI_Comm_spawn(prog, MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &none, codes) ==
@@ -62,8 +70,9 @@ static void spawn_parent(const char *prog) {
     printf("rank %d: SPAWN PARENT OK\n", me);
 }
 
-static void spawn_child(MPI_Comm parent) {
+static void spawn_child(MPI_Comm parent, int argc) {
     int size, rsize, flag, *usize = NULL;
+    CHECK(argc == 1); /* MPI_ARGV_NULL: no arguments */
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     OK(MPI_Comm_remote_size(parent, &rsize));
     CHECK(size == 2 && rsize == 2);
@@ -108,8 +117,8 @@ static MPI_Comm replace_survivor(MPI_Comm world, const char *prog) {
     OK(MPI_Comm_rank(shrunk, &srank));
     CHECK(old_size == 4 && new_size == 3);
     int codes[1] = {-1};
-    OK(MPI_Comm_spawn(prog, MPI_ARGV_NULL, old_size - new_size, MPI_INFO_NULL, 0, shrunk, &inter,
-                      codes));
+    char *args[] = {"replace", NULL};
+    OK(MPI_Comm_spawn(prog, args, old_size - new_size, MPI_INFO_NULL, 0, shrunk, &inter, codes));
     CHECK(codes[0] == MPI_SUCCESS);
     if (srank == 0) {
         /* The dead: in world, not in shrunk. Tell the replacement its old rank. */
@@ -146,6 +155,75 @@ static MPI_Comm replace_child(MPI_Comm parent) {
     return repaired;
 }
 
+/* Commands not found, then a different program with arguments (spawn_worker.c). */
+static void worker_parent(const char *worker) {
+    int codes[2] = {-1, -1}, class = -1, len = 0;
+    MPI_Comm inter = MPI_COMM_WORLD;
+    int rc = MPI_Comm_spawn("no-such-steadfast-worker", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0,
+                            MPI_COMM_WORLD, &inter, codes);
+    CHECK(rc != MPI_SUCCESS && inter == MPI_COMM_NULL);
+    OK(MPI_Error_class(rc, &class));
+    CHECK(class == MPI_ERR_SPAWN && codes[0] == MPI_ERR_SPAWN && codes[1] == MPI_ERR_SPAWN);
+    char text[MPI_MAX_ERROR_STRING];
+    OK(MPI_Error_string(rc, text, &len));
+    CHECK(len > 0 && strstr(text, "not found") != NULL);
+    CHECK(MPI_Comm_spawn("./no-such-dir/worker", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 1,
+                         MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE) == MPI_ERR_SPAWN);
+    CHECK(inter == MPI_COMM_NULL);
+    /* The program goes on. */
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    char *args[] = {"alpha", "two words", NULL};
+    OK(MPI_Comm_spawn(worker, args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, codes));
+    CHECK(codes[0] == MPI_SUCCESS && codes[1] == MPI_SUCCESS);
+    int rsize, v = 300 + me, got = -1;
+    OK(MPI_Comm_remote_size(inter, &rsize));
+    CHECK(rsize == 2);
+    OK(MPI_Send(&v, 1, MPI_INT, me, 7, inter));
+    OK(MPI_Recv(&got, 1, MPI_INT, me, 8, inter, MPI_STATUS_IGNORE));
+    CHECK(got == 400 + me);
+    MPI_Comm merged;
+    OK(MPI_Intercomm_merge(inter, 0, &merged));
+    int mr, ms, sum = 0;
+    OK(MPI_Comm_rank(merged, &mr));
+    OK(MPI_Comm_size(merged, &ms));
+    CHECK(mr == me && ms == 4);
+    OK(MPI_Allreduce(&mr, &sum, 1, MPI_INT, MPI_SUM, merged));
+    CHECK(sum == 0 + 1 + 2 + 3);
+    OK(MPI_Comm_free(&merged));
+    OK(MPI_Comm_disconnect(&inter));
+    printf("rank %d: WORKER PARENT OK\n", me);
+}
+
+/* This program again, by its name (through PATH), with arguments for the child. */
+static void selfargs_parent(const char *self) {
+    const char *name = strrchr(self, '/');
+    name = name != NULL ? name + 1 : self;
+    char *args[] = {"selfchild", "x=1", NULL};
+    int codes[1] = {-1}, got = -1;
+    MPI_Comm inter;
+    OK(MPI_Comm_spawn(name, args, 1, MPI_INFO_NULL, 1, MPI_COMM_WORLD, &inter, codes));
+    CHECK(codes[0] == MPI_SUCCESS);
+    if (me == 1) {
+        OK(MPI_Recv(&got, 1, MPI_INT, 0, 9, inter, MPI_STATUS_IGNORE));
+        CHECK(got == 1234);
+    }
+    OK(MPI_Comm_disconnect(&inter));
+    printf("rank %d: SELF PARENT OK\n", me);
+}
+
+static void selfargs_child(MPI_Comm parent, int argc, char **argv) {
+    int v = 1234, size;
+    CHECK(parent != MPI_COMM_NULL);
+    CHECK(argc == 3 && strcmp(argv[2], "x=1") == 0);
+    CHECK(strchr(argv[0], '/') == NULL); /* argv[0] is the command as given */
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    CHECK(size == 1);
+    OK(MPI_Send(&v, 1, MPI_INT, 1, 9, parent));
+    OK(MPI_Comm_disconnect(&parent));
+    printf("child %d: SELF CHILD OK %s\n", me, argv[0]);
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
@@ -160,8 +238,16 @@ int main(int argc, char **argv) {
         if (parent == MPI_COMM_NULL) {
             spawn_parent(argv[0]);
         } else {
-            spawn_child(parent);
+            spawn_child(parent, argc);
         }
+    } else if (strcmp(mode, "worker") == 0) {
+        CHECK(argc == 3 && parent == MPI_COMM_NULL);
+        worker_parent(argv[2]);
+    } else if (strcmp(mode, "selfargs") == 0) {
+        CHECK(parent == MPI_COMM_NULL);
+        selfargs_parent(argv[0]);
+    } else if (strcmp(mode, "selfchild") == 0) {
+        selfargs_child(parent, argc, argv);
     } else if (strcmp(mode, "replace") == 0) {
         MPI_Comm repaired;
         if (parent == MPI_COMM_NULL) {

@@ -22,14 +22,16 @@ use reaper::Reaper;
 use slurm::Slurm;
 use spawner::Spawner;
 use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use steadfast::bootstrap::wire::SECRET_LEN;
+use steadfast::bootstrap::SpawnCommand;
 use steadfast::launcher::segments;
 use steadfast::launcher::{Limits, Service};
 use steadfast_os::spawn::DieWithParent;
@@ -269,14 +271,16 @@ fn main() {
     let spawner = {
         let (addr, secret_hex) = (addr.clone(), secret_hex.clone());
         Arc::new(Spawner::new(
-            Box::new(move |rank| rank_command(o, slurm, rank, &addr, &secret_hex, job)),
+            Box::new(move |rank, command| {
+                rank_command(o, slurm, rank, command, &addr, &secret_hex, job)
+            }),
             o.tag_output,
         ))
     };
     {
         let (sp, segs) = (Arc::clone(&spawner), Arc::clone(&job_segments));
-        service.on_restart(move |rank, generation| {
-            let child = sp.spawn(rank, generation)?;
+        service.on_restart(move |rank, generation, command| {
+            let child = sp.spawn(rank, generation, command)?;
             let pid = child.id();
             segs.rank_started(pid);
             sp.started(rank, generation, child);
@@ -305,7 +309,7 @@ fn main() {
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut taggers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     for rank in 0..o.n {
-        let mut cmd = rank_command(o, slurm, rank, &addr, &secret_hex, job);
+        let mut cmd = rank_command(o, slurm, rank, None, &addr, &secret_hex, job);
         match cmd.spawn() {
             Ok(mut child) => {
                 job_segments.rank_started(child.id());
@@ -362,21 +366,35 @@ fn end_steps(slurm: Option<&Slurm>) {
     }
 }
 
-/// The command of one rank: the program (through srun for a job step), its
-/// environment, death with the launcher.
+/// The command of one rank: the program (through srun for a job step; the spawn's
+/// `command` in a spare slot that a spawn started with one, else the job's program and
+/// arguments), its environment, death with the launcher.
 fn rank_command(
     o: &Options,
     slurm: Option<&Slurm>,
     rank: u32,
+    command: Option<&SpawnCommand>,
     addr: &str,
     secret_hex: &str,
     job: u64,
 ) -> Command {
-    let mut cmd = match slurm {
-        Some(s) => s.command(rank, &o.prog),
-        None => {
+    let mut cmd = match (slurm, command) {
+        (Some(s), None) => s.command(rank, &o.prog),
+        // srun execs the program itself: argv[0] is the program, not the spawn's.
+        (Some(s), Some(c)) => {
+            let prog: Vec<&OsStr> = std::iter::once(c.program())
+                .chain(c.get_args().iter().map(OsString::as_os_str))
+                .collect();
+            s.command(rank, &prog)
+        }
+        (None, None) => {
             let mut cmd = Command::new(&o.prog[0]);
             cmd.args(&o.prog[1..]);
+            cmd
+        }
+        (None, Some(c)) => {
+            let mut cmd = Command::new(c.program());
+            cmd.arg0(c.argv0()).args(c.get_args());
             cmd
         }
     };

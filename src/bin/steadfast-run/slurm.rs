@@ -117,7 +117,7 @@ impl Slurm {
 
     /// The `srun` command that starts `rank` running `prog` as a step of one task on
     /// this node; the caller adds the environment (exported to the task) and output.
-    pub fn command(&self, rank: u32, prog: &[String]) -> Command {
+    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, rank: u32, prog: &[S]) -> Command {
         let mut cmd = Command::new("srun");
         cmd.arg(format!("--jobid={}", self.job_id))
             .arg(format!("--job-name={}", self.step_name(rank)))
@@ -225,7 +225,7 @@ mod tests {
             node: "n1".into(),
             prefix: "steadfast-00000000000000ab-".into(),
         };
-        let cmd = s.command(3, &["prog".into(), "-x".into()]);
+        let cmd = s.command(3, &["prog", "-x"]);
         let args: Vec<String> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())

@@ -1,6 +1,7 @@
 //! The spawner: restarts a failed rank in place when a survivor asks the bootstrap
 //! service (`Restart`), as a new incarnation of the same rank: the same program,
-//! arguments and environment as the first start, `STEADFAST_GENERATION` one more, and
+//! arguments and environment as the first start (for a spare slot whose spawn named a
+//! command, that command: `docs/spawn.md`), `STEADFAST_GENERATION` one more, and
 //! the job's bootstrap address and secret, so it joins the surviving job. The service
 //! calls [`Spawner::spawn`] on its thread; the main loop adopts the new child
 //! ([`Spawner::adopt`]) and waits for it like the others. A start wakes the main loop
@@ -12,6 +13,8 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
+use steadfast::bootstrap::SpawnCommand;
+
 /// A new incarnation of a rank, started and not yet adopted by the main loop.
 pub struct Incarnation {
     /// World rank.
@@ -22,8 +25,9 @@ pub struct Incarnation {
     pub child: Child,
 }
 
-/// Builds the command of a rank (the same function starts the first incarnations).
-pub type CommandOf = Box<dyn Fn(u32) -> Command + Send + Sync>;
+/// Builds the command of a rank, running the spawn's command when given (the same
+/// function starts the first incarnations, with none).
+pub type CommandOf = Box<dyn Fn(u32, Option<&SpawnCommand>) -> Command + Send + Sync>;
 
 /// Starts new incarnations and hands them to the main loop.
 pub struct Spawner {
@@ -67,13 +71,22 @@ impl Spawner {
         self.wake.as_ref().map(|(r, _)| r.as_raw_fd())
     }
 
-    /// Starts incarnation `generation` of `rank`; its pid, or why it could not start.
-    pub fn spawn(&self, rank: u32, generation: u32) -> Result<Child, String> {
-        let mut cmd = (self.command_of)(rank);
+    /// Starts incarnation `generation` of `rank` (running `command` when given, else
+    /// the job's program); its pid, or why it could not start.
+    pub fn spawn(
+        &self,
+        rank: u32,
+        generation: u32,
+        command: Option<&SpawnCommand>,
+    ) -> Result<Child, String> {
+        let mut cmd = (self.command_of)(rank, command);
         cmd.env("STEADFAST_GENERATION", generation.to_string());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start the program: {e}"))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "cannot start the program {:?}: {e}",
+                cmd.get_program().to_string_lossy()
+            )
+        })?;
         if self.tag_output {
             let mut taggers = self.taggers.lock().unwrap_or_else(|p| p.into_inner());
             taggers.extend(super::relay::tag(child.stdout.take(), rank, false));
