@@ -413,7 +413,22 @@ impl World {
                 .filter(|&l| is_dead(local_world[l as usize]))
                 .collect();
             ep.assume_dead(&local_dead);
-            ep.connect()?;
+            // Started into a running job: a peer may have finished since `dead` was
+            // read (its segment gone); the launcher's failure events say so.
+            let mut ended = |l: u32| {
+                let w = local_world[l as usize];
+                if restored {
+                    if let Ok(events) = boot.failures(Duration::ZERO) {
+                        for ev in events {
+                            if !dead.iter().any(|&(d, _)| d == ev.rank) {
+                                dead.push((ev.rank, ev.generation));
+                            }
+                        }
+                    }
+                }
+                dead.iter().any(|&(d, _)| d == w)
+            };
+            ep.connect_unless_ended(&mut ended)?;
             shm = Some(ep);
         }
 

@@ -234,6 +234,9 @@ fn matches(msg_tag: u64, tag: u64, ignore: u64) -> bool {
     (msg_tag ^ tag) & !ignore == 0
 }
 
+/// How often [`Endpoint::connect_unless_ended`] asks whether a peer it waits for ended.
+pub const ENDED_POLL: Duration = Duration::from_millis(10);
+
 impl Endpoint {
     /// Creates this rank's segment, first removing every segment in /dev/shm whose
     /// owner process is dead (of this job or an earlier one).
@@ -316,22 +319,50 @@ impl Endpoint {
     /// [`ShmError::Segment`] when a segment stays absent past `connect_timeout` or is
     /// invalid.
     pub fn connect(&mut self) -> Result<(), ShmError> {
+        self.connect_unless_ended(&mut |_| false)
+    }
+
+    /// [`connect`](Self::connect), giving up on a peer whose segment is not there while
+    /// `ended(rank)` says it has ended (asked every [`ENDED_POLL`] of waiting): it is
+    /// then taken as dead. A process started into a running job (a restart, a spawn)
+    /// may find a peer that has finished and removed its segment since it learnt
+    /// which ranks were alive; without this it would wait for the whole
+    /// `connect_timeout` and fail.
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    pub fn connect_unless_ended(
+        &mut self,
+        ended: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<(), ShmError> {
         let deadline = Instant::now() + self.config.connect_timeout;
         for r in 0..self.config.ranks {
             if r == self.config.rank || self.peers[r as usize].is_some() || self.dead[r as usize] {
                 continue;
             }
+            let mut next_ask = Instant::now();
             let segment = loop {
                 match Segment::attach(self.config.job, r, 100_000) {
-                    Ok(s) => break s,
+                    Ok(s) => break Some(s),
                     Err(SegmentError::Io { ref source, .. })
                         if source.kind() == std::io::ErrorKind::NotFound
                             && Instant::now() < deadline =>
                     {
+                        if Instant::now() >= next_ask {
+                            if ended(r) {
+                                break None;
+                            }
+                            next_ask = Instant::now() + ENDED_POLL;
+                        }
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     Err(e) => return Err(e.into()),
                 }
+            };
+            let Some(segment) = segment else {
+                log::debug!("shm: rank {r} ended before this process connected to it");
+                self.dead[r as usize] = true;
+                continue;
             };
             // Every ring index used below (ours in its segment, its in ours) must exist:
             // a peer segment of another geometry is refused, never indexed.
