@@ -319,12 +319,13 @@ fn two_ranks_restarted_at_once(env: &[(&str, &str)], name: &str) {
     assert_no_rank_left(&marker(name));
 }
 
-/// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS`.
-fn run_world_no_kill(n: u32, args: &[&str]) -> Output {
+/// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS` with `env`.
+fn run_world_no_kill(n: u32, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &n.to_string(), "--no-kill", "--tag-output"])
         .arg(env!("CARGO_BIN_EXE_restart-test-rank"))
-        .args(args);
+        .args(args)
+        .envs(env.iter().copied());
     run_cmd(cmd)
 }
 
@@ -397,7 +398,7 @@ fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
 
 #[test]
 fn aborting_a_group_of_two_leaves_the_other_two_able_to_shrink_and_agree() {
-    let out = run_world_no_kill(4, &["abort", &marker("abort")]);
+    let out = run_world_no_kill(4, &[], &["abort", &marker("abort")]);
     let (stdout, stderr) = text(&out);
     for w in 0..2 {
         assert!(
@@ -431,4 +432,58 @@ fn over_the_fabric_route_a_missing_libfabric_is_an_init_error_naming_it() {
         "stdout {stdout}\nstderr {stderr}"
     );
     assert_no_rank_left(&marker("no-libfabric"));
+}
+
+/// `world 2 VICTIMS` on 4 ranks in environment `env`: the world communicator saved,
+/// its last VICTIMS ranks killed, restarted, readmitted on the world and rejoined,
+/// twice; every rank agrees and shrinks over the world each time, agrees at the end
+/// and finalizes.
+fn world_rejoined_twice(env: &[(&str, &str)], victims: u32, name: &str) {
+    let out = run_world_no_kill(4, env, &["world", "2", &victims.to_string(), &marker(name)]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    let first_victim = 4 - victims;
+    for g in 1..=2 {
+        for w in 0..4 {
+            for line in [
+                format!("[{w}] AGREED generation {g} value 0xfffffffffffffff0"),
+                format!("[{w}] SHRUNK generation {g} size 4 agreed {}", g + 1),
+            ] {
+                assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
+            }
+        }
+        for w in first_victim..4 {
+            let line = format!("[{w}] WORLD REJOINED rank {w} generation {g}");
+            assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
+        }
+    }
+    for w in 0..4 {
+        let incarnation = if w >= first_victim { 2 } else { 0 };
+        let line = format!("[{w}] FINAL rank {w} incarnation {incarnation} value 0xff");
+        assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
+    }
+    for w in first_victim..4 {
+        let line = format!(
+            "rank {w} incarnation 1 killed by signal 9 (SIGKILL); restarted as incarnation 2"
+        );
+        assert!(stderr.contains(&line), "{line}: {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker(name));
+}
+
+#[test]
+fn the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
+    world_rejoined_twice(&[], 1, "world");
+}
+
+#[test]
+fn the_world_communicator_is_rejoined_by_two_ranks_restarted_at_once_twice() {
+    world_rejoined_twice(&[], 2, "world-pair");
+}
+
+#[test]
+fn over_tcp_the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
+    world_rejoined_twice(&OVER_TCP, 1, "tcp-world");
 }
