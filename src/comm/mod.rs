@@ -402,6 +402,13 @@ impl Comm {
         f(e.comm(self.id))
     }
 
+    /// Whether this is the world communicator ([`World::comm`]'s), whatever its epoch.
+    ///
+    /// [`World::comm`]: crate::World::comm
+    pub fn is_world(&self) -> bool {
+        self.id == crate::world::WORLD_COMM
+    }
+
     /// This process's rank in the communicator.
     pub fn rank(&self) -> u32 {
         self.with(|c| c.me())
