@@ -21,10 +21,10 @@
 //!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
 //! - `pair` (4 ranks): ranks 2 and 3 killed at once, restarted at once by ranks 0 and
 //!   1; the new incarnations talk to each other, then answer rank 0 (`restart_pair.rs`).
-//! - `world TIMES VICTIMS`: the world communicator itself saved; its last VICTIMS
-//!   ranks killed together and restarted TIMES times, readmitted by the survivors and
-//!   rejoined; agreement and shrink over the world on every rank, then finalize
-//!   (`restart_world.rs`).
+//! - `world TIMES VICTIMS ROTATE`: the world communicator itself saved; its last
+//!   VICTIMS ranks (or, with ROTATE = 1, one rank, another each round) killed together
+//!   and restarted, TIMES rounds, readmitted by the survivors and rejoined; agreement
+//!   and shrink over the world on every rank, then finalize (`restart_world.rs`).
 //! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
 //!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
 //!
@@ -154,7 +154,8 @@ fn main() {
         if world.rank() == 0 && !world.is_restored() {
             print_segments();
         }
-        world::run(&world, arg(&args, 2), arg(&args, 3));
+        let plan = world::Plan::new(world.size(), arg(&args, 3), arg(&args, 4) == 1);
+        world::run(&world, arg(&args, 2), plan);
         world.finalize();
         return;
     }

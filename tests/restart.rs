@@ -26,7 +26,9 @@ fn text(out: &Output) -> (String, String) {
 }
 
 /// An argument that tells this run's processes apart from any other's (the test binary
-/// may run beside another copy of itself).
+/// may run beside another copy of itself). `assert_no_rank_left` looks for it as a
+/// substring of the command line: no name is the end of another one (with "tcp-world"
+/// beside "world", the shm test saw the tcp test's ranks as its own left over).
 fn marker(name: &str) -> String {
     format!("{name}-{}", std::process::id())
 }
@@ -372,12 +374,12 @@ fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_an
 
 #[test]
 fn over_tcp_a_saved_group_is_rejoined_twice_and_agrees_revokes_and_shrinks() {
-    group_rejoined_twice(&OVER_TCP, "tcp-group");
+    group_rejoined_twice(&OVER_TCP, "gtcp");
 }
 
 #[test]
 fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
-    let out = run_world(3, &[], &["group", "1", &marker("pair")]);
+    let out = run_world(3, &[], &["group", "1", &marker("gpair")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for w in 1..=2 {
@@ -393,7 +395,7 @@ fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
         "{stdout}"
     );
     assert_no_segments(&stdout);
-    assert_no_rank_left(&marker("pair"));
+    assert_no_rank_left(&marker("gpair"));
 }
 
 #[test]
@@ -434,39 +436,54 @@ fn over_the_fabric_route_a_missing_libfabric_is_an_init_error_naming_it() {
     assert_no_rank_left(&marker("no-libfabric"));
 }
 
-/// `world 2 VICTIMS` on 4 ranks in environment `env`: the world communicator saved,
-/// its last VICTIMS ranks killed, restarted, readmitted on the world and rejoined,
-/// twice; every rank agrees and shrinks over the world each time, agrees at the end
-/// and finalizes.
-fn world_rejoined_twice(env: &[(&str, &str)], victims: u32, name: &str) {
-    let out = run_world_no_kill(4, env, &["world", "2", &victims.to_string(), &marker(name)]);
+/// `world 2 VICTIMS ROTATE` on 4 ranks in environment `env`: the world communicator
+/// saved; in each of two rounds VICTIMS ranks (the last ones; with `rotate` rank 3,
+/// then rank 2, which the rejoined rank 3 readmits as a survivor) killed, restarted,
+/// readmitted on the world and rejoined; every rank agrees and shrinks over the world
+/// each round, agrees at the end and finalizes.
+fn world_rejoined_twice(env: &[(&str, &str)], victims: u32, rotate: bool, name: &str) {
+    let args = [
+        "world",
+        "2",
+        &victims.to_string(),
+        if rotate { "1" } else { "0" },
+        &marker(name),
+    ];
+    let out = run_world_no_kill(4, env, &args);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
-    let first_victim = 4 - victims;
-    for g in 1..=2 {
+    for round in 1..=2 {
         for w in 0..4 {
             for line in [
-                format!("[{w}] AGREED generation {g} value 0xfffffffffffffff0"),
-                format!("[{w}] SHRUNK generation {g} size 4 agreed {}", g + 1),
+                format!("[{w}] AGREED round {round} value 0xfffffffffffffff0"),
+                format!("[{w}] SHRUNK round {round} size 4 agreed {}", round + 1),
             ] {
                 assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
             }
         }
-        for w in first_victim..4 {
-            let line = format!("[{w}] WORLD REJOINED rank {w} generation {g}");
-            assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
-        }
     }
-    for w in 0..4 {
-        let incarnation = if w >= first_victim { 2 } else { 0 };
-        let line = format!("[{w}] FINAL rank {w} incarnation {incarnation} value 0xff");
+    // (rank, incarnation, round) of every rejoin, and each rank's last incarnation.
+    let (rejoins, last): (Vec<(u32, u32, u32)>, [u32; 4]) = match (victims, rotate) {
+        (1, false) => (vec![(3, 1, 1), (3, 2, 2)], [0, 0, 0, 2]),
+        (2, false) => (
+            vec![(2, 1, 1), (3, 1, 1), (2, 2, 2), (3, 2, 2)],
+            [0, 0, 2, 2],
+        ),
+        (1, true) => (vec![(3, 1, 1), (2, 1, 2)], [0, 0, 1, 1]),
+        other => panic!("no expectations for {other:?}"),
+    };
+    for (w, g, round) in rejoins {
+        let line = format!("[{w}] WORLD REJOINED rank {w} generation {g} round {round}");
         assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
-    }
-    for w in first_victim..4 {
         let line = format!(
-            "rank {w} incarnation 1 killed by signal 9 (SIGKILL); restarted as incarnation 2"
+            "rank {w} incarnation {} killed by signal 9 (SIGKILL); restarted as incarnation {g}",
+            g - 1
         );
         assert!(stderr.contains(&line), "{line}: {stderr}");
+    }
+    for (w, incarnation) in last.iter().enumerate() {
+        let line = format!("[{w}] FINAL rank {w} incarnation {incarnation} value 0xff");
+        assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
     }
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_no_segments(&stdout);
@@ -475,15 +492,20 @@ fn world_rejoined_twice(env: &[(&str, &str)], victims: u32, name: &str) {
 
 #[test]
 fn the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
-    world_rejoined_twice(&[], 1, "world");
+    world_rejoined_twice(&[], 1, false, "wsave");
 }
 
 #[test]
 fn the_world_communicator_is_rejoined_by_two_ranks_restarted_at_once_twice() {
-    world_rejoined_twice(&[], 2, "world-pair");
+    world_rejoined_twice(&[], 2, false, "wpair");
+}
+
+#[test]
+fn a_rank_that_rejoined_the_world_readmits_the_next_restarted_one() {
+    world_rejoined_twice(&[], 1, true, "wrotate");
 }
 
 #[test]
 fn over_tcp_the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
-    world_rejoined_twice(&OVER_TCP, 1, "tcp-world");
+    world_rejoined_twice(&OVER_TCP, 1, false, "wtcp");
 }
