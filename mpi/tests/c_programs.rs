@@ -562,11 +562,20 @@ fn a_killed_rank_is_restarted_and_rejoins_its_saved_communicator() {
 /// then `MPI_Finalize` on every rank.
 #[test]
 fn a_killed_rank_rejoins_mpi_comm_world_itself_twice() {
+    rejoins_mpi_comm_world_twice(&[]);
+}
+
+#[test]
+fn over_tcp_a_killed_rank_rejoins_mpi_comm_world_itself_twice() {
+    rejoins_mpi_comm_world_twice(&[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")]);
+}
+
+fn rejoins_mpi_comm_world_twice(env: &[(&str, &str)]) {
     let (status, out, err) = run(
         &["-np", "3", "--no-kill"],
         program("restart_world"),
         &[],
-        &[],
+        env,
     );
     assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
     for round in 1..=2 {
