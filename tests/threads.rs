@@ -274,3 +274,139 @@ fn threads_blocked_in_recv_leave_the_engine_to_the_senders() {
     drop(comm);
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
+
+/// Ends the engine's bias towards one thread (`docs/threads.md`, section 1) before a
+/// test holds the engine: taken by this thread, then by another. A revocation waits
+/// for the bias owner's round in flight, so a thread's first take after the bias owner
+/// started a long hold would wait for that hold (once in the process's life); these
+/// tests are about every later take.
+fn end_the_bias(comm: &steadfast::Comm) {
+    let _ = comm.rank();
+    std::thread::scope(|s| {
+        s.spawn(|| comm.rank());
+    });
+}
+
+/// Issue 15, point 3: while one thread holds the engine (as a thread descheduled in the
+/// middle of a round would), another thread's posts return at once (they wait in its
+/// lane, `src/world/posts.rs`), its tests answer "not yet" instead of waiting, and once
+/// the holder lets go the queued operations are applied in the order they were posted,
+/// before the thread's next direct post: three queued receives get three queued sends
+/// of one tag in order, and a receive posted directly afterwards gets the message sent
+/// after them (it would get the first one if it had been posted before the queued ones).
+#[test]
+fn posts_return_at_once_while_another_thread_holds_the_engine() {
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    // As above: a hang must fail at a timeout, not in the drop.
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    end_the_bias(&comm);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (posted_tx, posted_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let comm = comm.clone();
+        std::thread::spawn(move || {
+            let hold = comm.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            // Let go when the poster is done, or after 30 s (then the posts waited).
+            let posted_in_time = posted_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            drop(hold);
+            posted_in_time
+        })
+    };
+    held_rx.recv().unwrap();
+    let start = Instant::now();
+    let mut recvs: Vec<_> = (0..3)
+        .map(|_| comm.irecv_owned(Some(0), None, vec![0u8; 64]).unwrap())
+        .collect();
+    let mut sends: Vec<_> = (0..3u8)
+        .map(|i| comm.isend_owned(0, 5, vec![i; 8]).unwrap())
+        .collect();
+    // Tests while the engine is held: "not yet", at once.
+    assert_eq!(recvs[0].test().unwrap(), None);
+    assert!(!sends[0].test().unwrap());
+    let posting = start.elapsed();
+    posted_tx.send(()).unwrap();
+    assert!(
+        holder.join().unwrap(),
+        "the posts waited for the holder ({posting:?})"
+    );
+    // The engine is free: this receive is posted directly, after the queued ones.
+    let direct = comm.irecv_owned(Some(0), Some(5), vec![0u8; 64]).unwrap();
+    comm.send(0, 5, &[3u8; 8]).unwrap();
+    for s in sends {
+        s.wait().1.unwrap();
+    }
+    for (i, r) in recvs.into_iter().enumerate() {
+        let (buf, st) = r.wait();
+        let st = st.unwrap();
+        assert_eq!((st.tag, st.len), (5, 8));
+        assert_eq!(
+            buf[..8],
+            [i as u8; 8],
+            "queued receive {i} got another message"
+        );
+    }
+    let (buf, st) = direct.wait();
+    assert_eq!(st.unwrap().len, 8);
+    assert_eq!(
+        buf[..8],
+        [3u8; 8],
+        "the direct receive overtook the queued ones"
+    );
+    println!("posted 6 operations and tested 2 in {posting:?} while the engine was held");
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
+/// The bound of lock-free posting: a thread's lane holds 64 operations
+/// (`src/world/posts.rs`); the 65th post while the engine is held waits for the holder
+/// instead (`Shared::lock`, which applies the lane first), and all 65 receives are
+/// posted in the thread's order.
+#[test]
+fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
+    const LANE: usize = 64;
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    end_the_bias(&comm);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (full_tx, full_rx) = std::sync::mpsc::channel::<()>();
+    let hold_after_full = Duration::from_millis(300);
+    let holder = {
+        let comm = comm.clone();
+        std::thread::spawn(move || {
+            let hold = comm.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let filled = full_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            std::thread::sleep(hold_after_full);
+            drop(hold);
+            filled
+        })
+    };
+    held_rx.recv().unwrap();
+    let mut recvs: Vec<_> = (0..LANE)
+        .map(|_| comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap())
+        .collect();
+    full_tx.send(()).unwrap();
+    let start = Instant::now();
+    recvs.push(comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap());
+    let waited = start.elapsed();
+    assert!(holder.join().unwrap(), "the {LANE} queued posts waited");
+    assert!(
+        waited >= hold_after_full / 2,
+        "the post after a full lane returned in {waited:?}, before the holder let go"
+    );
+    for i in 0..=LANE {
+        comm.send(0, 9, &(i as u64).to_le_bytes()).unwrap();
+    }
+    for (i, r) in recvs.into_iter().enumerate() {
+        let (buf, st) = r.wait();
+        assert_eq!(st.unwrap().len, 8);
+        assert_eq!(u64::from_le_bytes(buf[..8].try_into().unwrap()), i as u64);
+    }
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}

@@ -74,6 +74,9 @@ pub struct PostQueue<T> {
     lanes: Box<[Lane<T>]>,
     /// A `Drainer` exists.
     draining: AtomicBool,
+    /// Operations pushed and not yet popped, counted by `push` before it publishes the
+    /// slot and uncounted by `pop` after it took it: [`PostQueue::maybe_pending`].
+    pending: AtomicUsize,
 }
 
 // SAFETY: the lanes move `T` values between threads (so `T: Send`); every slot is written
@@ -101,7 +104,25 @@ impl<T> PostQueue<T> {
         PostQueue {
             lanes: (0..lanes.max(1)).map(|_| Lane::new(per_lane)).collect(),
             draining: AtomicBool::new(false),
+            pending: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether operations may be waiting: one Relaxed load, for a progress owner to
+    /// skip draining when there is nothing (the uncontended path).
+    ///
+    /// `false` is exact for the operations the calling thread pushed itself: each is
+    /// counted before its push returns (a thread sees its own stores) and uncounted
+    /// only after a drainer popped it, so a thread that sees 0 after pushing knows its
+    /// operations were taken (the decrements it sees follow their pops). Another
+    /// thread's fresh push may be seen late (`false` while it is there): the caller
+    /// must look again later.
+    #[inline]
+    pub fn maybe_pending(&self) -> bool {
+        // ORDERING: Relaxed; a hint: the slots' contents are published by `tail`'s
+        // Release/Acquire pair, not through this count (see the doc comment for what
+        // a reader may conclude from 0, which per-location coherence gives).
+        self.pending.load(Ordering::Relaxed) != 0
     }
 
     /// Operations one lane holds.
@@ -112,7 +133,7 @@ impl<T> PostQueue<T> {
     /// Takes a free lane for the calling thread, or `None` if every lane is taken (more
     /// posting threads than lanes: such a thread makes progress itself instead).
     pub fn poster(&self) -> Option<Poster<'_, T>> {
-        self.lanes.iter().find_map(|lane| {
+        self.lanes.iter().enumerate().find_map(|(index, lane)| {
             // ORDERING: Acquire on success; pairs with the Release in `Poster::drop`, so
             // this poster sees the previous owner's `tail`.
             lane.claimed
@@ -120,8 +141,26 @@ impl<T> PostQueue<T> {
                 .ok()
                 .map(|_| Poster {
                     lane,
+                    pending: &self.pending,
+                    index,
                     _not_sync: PhantomData,
                 })
+        })
+    }
+
+    /// The poster of a lane claimed earlier and kept by [`Poster::into_lane`], or `None`
+    /// if `lane` is not one of this queue's lanes.
+    ///
+    /// # Safety
+    /// `lane` comes from [`Poster::into_lane`] of a poster of this queue, and no other
+    /// poster of that lane exists: the caller resumes a lane it kept, once at a time,
+    /// on the thread that keeps it (one producer per lane).
+    pub unsafe fn resume(&self, lane: usize) -> Option<Poster<'_, T>> {
+        Some(Poster {
+            lane: self.lanes.get(lane)?,
+            pending: &self.pending,
+            index: lane,
+            _not_sync: PhantomData,
         })
     }
 
@@ -184,6 +223,10 @@ impl<T> Drop for PostQueue<T> {
 /// ```
 pub struct Poster<'q, T> {
     lane: &'q Lane<T>,
+    /// The queue's count of pushed, not yet popped operations.
+    pending: &'q AtomicUsize,
+    /// The lane's index in its queue ([`Poster::into_lane`]).
+    index: usize,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -211,12 +254,43 @@ impl<T> Poster<'_, T> {
         if t.wrapping_sub(h) >= cap {
             return Err(Full { op, capacity: cap });
         }
+        // Counted before the slot is published, so the pop that takes it (and its
+        // decrement) comes after this increment in the count's modification order:
+        // the count never drops below the operations in the lanes.
+        // ORDERING: Relaxed; the Release on `tail` below orders it before the pop
+        // (which reads `tail` with Acquire); see `maybe_pending`.
+        self.pending.fetch_add(1, Ordering::Relaxed);
         // SAFETY: slot `t` is outside head..tail, so the drainer does not read it, and
         // this poster is the lane's only writer.
         lane.slots[t % cap].with_mut(|p| unsafe { (*p).write(op) });
         // ORDERING: Release; publishes the slot's contents to the Acquire in `pop`.
         lane.tail.store(t.wrapping_add(1), Ordering::Release);
         Ok(())
+    }
+}
+
+impl<'q, T> Poster<'q, T> {
+    /// Keeps the lane claimed but gives up the borrow: the lane's index, to be turned
+    /// back into a poster by [`PostQueue::resume`] on the same thread. For a thread
+    /// that keeps one lane across calls (a thread-local claim) without holding a
+    /// borrow of the queue; the lane stays claimed until the poster is resumed and
+    /// dropped.
+    pub fn into_lane(self) -> usize {
+        let index = self.index;
+        // Not dropped: the claim stays.
+        std::mem::forget(self);
+        index
+    }
+
+    /// Whether every operation pushed on this lane has been taken by the drainer (as
+    /// far as this thread sees: a stale answer is `false`).
+    pub fn is_drained(&self) -> bool {
+        // ORDERING: Relaxed; nothing is read through it: a stale `head` answers false,
+        // which only keeps a lane claimed longer (slots are reused only after `push`'s
+        // own Acquire load).
+        let h = self.lane.head.load(Ordering::Relaxed);
+        // ORDERING: Relaxed; only this poster stores `tail`.
+        h == self.lane.tail.load(Ordering::Relaxed)
     }
 }
 
@@ -242,7 +316,7 @@ impl<T> std::fmt::Debug for Drainer<'_, T> {
 }
 
 impl<T> Drainer<'_, T> {
-    fn pop_lane(lane: &Lane<T>) -> Option<T> {
+    fn pop_lane(queue: &PostQueue<T>, lane: &Lane<T>) -> Option<T> {
         // ORDERING: Relaxed; only the drainer stores `head` (and the drainer claim's
         // Acquire ordered us after the previous drainer's stores).
         let h = lane.head.load(Ordering::Relaxed);
@@ -259,6 +333,8 @@ impl<T> Drainer<'_, T> {
         // ORDERING: Release; pairs with the Acquire in `push`: the slot is free to reuse
         // only after our read.
         lane.head.store(h.wrapping_add(1), Ordering::Release);
+        // ORDERING: Relaxed; uncounted after the pop (see `push` and `maybe_pending`).
+        queue.pending.fetch_sub(1, Ordering::Relaxed);
         Some(op)
     }
 
@@ -267,7 +343,7 @@ impl<T> Drainer<'_, T> {
         let n = self.queue.lanes.len();
         for i in 0..n {
             let lane = (self.next_lane + i) % n;
-            if let Some(op) = Self::pop_lane(&self.queue.lanes[lane]) {
+            if let Some(op) = Self::pop_lane(self.queue, &self.queue.lanes[lane]) {
                 self.next_lane = (lane + 1) % n;
                 return Some(op);
             }
@@ -329,6 +405,38 @@ mod tests {
         a.push(3).unwrap();
         assert_eq!(d.pop(), Some(3));
         assert_eq!(d.pop(), None);
+    }
+
+    #[test]
+    fn a_kept_lane_resumes_and_the_count_follows_pushes_and_pops() {
+        let q: PostQueue<u32> = PostQueue::new(2, 2);
+        assert!(!q.maybe_pending());
+        let mut p = q.poster().unwrap();
+        p.push(1).unwrap();
+        assert!(!p.is_drained());
+        let lane = p.into_lane();
+        assert!(q.maybe_pending());
+        // Kept: one lane is still claimed, so only one is free.
+        let other = q.poster().unwrap();
+        assert!(q.poster().is_none());
+        drop(other);
+        // SAFETY: the lane kept above, resumed once on this thread.
+        let mut p = unsafe { q.resume(lane) }.unwrap();
+        p.push(2).unwrap();
+        assert_eq!(p.push(3), Err(Full { op: 3, capacity: 2 }));
+        // SAFETY: as above (a lane index outside the queue is refused).
+        assert!(unsafe { q.resume(7) }.is_none());
+        let mut d = q.drainer().unwrap();
+        assert_eq!(d.pop(), Some(1));
+        assert!(q.maybe_pending());
+        assert_eq!(d.pop(), Some(2));
+        assert!(!q.maybe_pending());
+        assert!(p.is_drained());
+        drop(p);
+        assert!(
+            q.poster().is_some(),
+            "the resumed poster's drop freed the lane"
+        );
     }
 
     #[test]
@@ -472,6 +580,136 @@ mod loom_tests {
                 assert_eq!(*got, want);
             }
             t.join().unwrap();
+        });
+    }
+
+    /// A lane kept across calls (`into_lane`, `resume`: a thread-local claim) stays one
+    /// producer's while another thread waits for a lane, and passes to it only when
+    /// dropped: every operation arrives once, the keeper's in order before the other's.
+    /// Fails under loom if the Release in `Poster::drop` is weakened (the next claimer
+    /// reads a stale `tail` and overwrites the keeper's slot: checked).
+    #[test]
+    fn a_kept_lane_stays_one_producers() {
+        loom::model(|| {
+            let q: Arc<PostQueue<u8>> = Arc::new(PostQueue::new(1, 4));
+            let q1 = q.clone();
+            let keeper = loom::thread::spawn(move || {
+                let mut p = loop {
+                    if let Some(p) = q1.poster() {
+                        break p;
+                    }
+                    loom::thread::yield_now();
+                };
+                p.push(1).unwrap();
+                let lane = p.into_lane();
+                // SAFETY: the lane this thread kept, resumed once.
+                let mut p = unsafe { q1.resume(lane) }.unwrap();
+                p.push(2).unwrap();
+                // Dropped: the lane is free again.
+            });
+            let q2 = q.clone();
+            let other = loom::thread::spawn(move || loop {
+                if let Some(mut p) = q2.poster() {
+                    p.push(3).unwrap();
+                    break;
+                }
+                loom::thread::yield_now();
+            });
+            keeper.join().unwrap();
+            other.join().unwrap();
+            let mut d = q.drainer().unwrap();
+            let mut got = Vec::new();
+            d.drain(usize::MAX, |op| got.push(op));
+            assert!(got == [1, 2, 3] || got == [3, 1, 2], "{got:?}");
+            assert!(!q.maybe_pending());
+        });
+    }
+
+    /// The posting protocol of the runtime (`src/world/posts.rs`), on a model token: a
+    /// poster queues operation 1, then posts operation 2 "directly" if it gets the
+    /// token, applying what is pending first; another thread takes the token and
+    /// drains meanwhile. Operation 1 is applied before operation 2 in every
+    /// interleaving, each exactly once: a thread always sees its own push counted
+    /// (`maybe_pending`; coherence alone, so the count is Relaxed and there is no
+    /// weaker ordering to try). Fails under loom if `push` does not count (the direct
+    /// post skips the drain and overtakes: checked), and if both the model token's
+    /// Release and `Drainer::drop`'s Release are weakened (the log races: checked;
+    /// either one alone orders it).
+    #[test]
+    fn a_queued_post_is_applied_before_the_same_threads_direct_post() {
+        use loom::cell::UnsafeCell as Cell;
+        use loom::sync::atomic::AtomicBool as Flag;
+
+        struct Model {
+            q: PostQueue<u8>,
+            token: Flag,
+            log: Cell<Vec<u8>>,
+        }
+        // SAFETY: `log` is only touched by the thread holding `token` (Acquire on
+        // taking, Release on letting go), which loom checks.
+        unsafe impl Sync for Model {}
+
+        impl Model {
+            fn take(&self) -> bool {
+                // ORDERING: Acquire; pairs with `give`'s Release: the log's last writer.
+                self.token
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            }
+            fn give(&self) {
+                // ORDERING: Release; publishes the log to the next taker.
+                self.token.store(false, Ordering::Release);
+            }
+            /// With the token: apply what is pending, then `direct`.
+            fn apply(&self, direct: Option<u8>) {
+                let mut d = self.q.drainer().expect("only the token holder drains");
+                self.log.with_mut(|log| {
+                    // SAFETY: the token holder is the log's only user.
+                    let log = unsafe { &mut *log };
+                    if self.q.maybe_pending() {
+                        d.drain(usize::MAX, |op| log.push(op));
+                    }
+                    log.extend(direct);
+                });
+            }
+        }
+
+        loom::model(|| {
+            let m = Arc::new(Model {
+                q: PostQueue::new(2, 2),
+                token: Flag::new(false),
+                log: Cell::new(Vec::new()),
+            });
+            let m1 = m.clone();
+            let poster = loom::thread::spawn(move || {
+                // Operation 1: as if the token were taken.
+                let mut p = m1.q.poster().unwrap();
+                p.push(1).unwrap();
+                drop(p);
+                // Operation 2: directly if the token is free, else queued too.
+                if m1.take() {
+                    m1.apply(Some(2));
+                    m1.give();
+                } else {
+                    m1.q.poster().unwrap().push(2).unwrap();
+                }
+            });
+            let m2 = m.clone();
+            let holder = loom::thread::spawn(move || {
+                if m2.take() {
+                    m2.apply(None);
+                    m2.give();
+                }
+            });
+            poster.join().unwrap();
+            holder.join().unwrap();
+            assert!(m.take());
+            m.apply(None);
+            let log = m.log.with(|log| {
+                // SAFETY: every thread joined; the token is held.
+                unsafe { (*log).clone() }
+            });
+            assert_eq!(log, [1, 2]);
         });
     }
 

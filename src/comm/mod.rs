@@ -23,9 +23,11 @@ mod mprobe;
 mod nonblocking;
 mod owned;
 mod p2p;
+mod post;
 mod refound;
 mod rejoin;
 mod restart;
+mod send_request;
 mod spawn;
 mod wait_any;
 mod window;
@@ -35,12 +37,15 @@ mod world;
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
 pub use inter::{InterComm, Stage};
 pub use mprobe::Message;
-pub use nonblocking::{AgreeRequest, RecvRequest, SendRequest};
+pub use nonblocking::{AgreeRequest, RecvRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use restart::RestartRequest;
+pub use send_request::SendRequest;
 pub use spawn::{Parent, Spawned};
 pub use wait_any::{wait_all, wait_any, AnyRequest, Completion};
 pub use window::Window;
+
+pub(crate) use post::Post;
 
 use std::sync::Arc;
 
@@ -344,7 +349,13 @@ pub(crate) struct Spin(SpinWait);
 
 impl Spin {
     pub(crate) fn new(e: &Engine) -> Self {
-        Spin(if e.yield_when_idle() {
+        Self::with_policy(e.yield_when_idle())
+    }
+
+    /// As [`new`](Self::new), given the engine's idle policy (`Shared::yield_when_idle`,
+    /// readable without the engine).
+    pub(crate) fn with_policy(yield_when_idle: bool) -> Self {
+        Spin(if yield_when_idle {
             SpinWait::new(0)
         } else {
             SpinWait::default()
@@ -359,7 +370,7 @@ impl Spin {
         comm: &Comm,
         mut test: impl FnMut() -> Result<Option<T>, CommError>,
     ) -> Result<T, CommError> {
-        let mut spin = Spin::new(&comm.engine.lock());
+        let mut spin = Spin::with_policy(comm.engine.yield_when_idle());
         loop {
             if let Some(v) = test()? {
                 return Ok(v);

@@ -36,7 +36,8 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::nonblocking::{RecvRequest, SendRequest};
+use super::nonblocking::RecvRequest;
+use super::send_request::SendRequest;
 use super::{Comm, CommError, Status};
 
 /// The raw parts of an owned buffer while an operation holds it.

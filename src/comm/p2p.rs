@@ -116,8 +116,9 @@ impl Comm {
         // or eager: copied into cells) goes out under one hold of the engine, without
         // a request (unless earlier sends to `dest` wait for room: it queues behind
         // them, docs/matching.md). A larger one is refused at once by `try_send`.
-        if tag <= MAX_TAG {
-            let mut guard = self.engine.lock();
+        // Only when the engine is free: a send that finds it taken is queued for its
+        // holder by `isend` below instead of waiting (`src/world/posts.rs`).
+        if let (true, Some(mut guard)) = (tag <= MAX_TAG, self.engine.try_lock()) {
             let e = &mut *guard;
             let c = e.comm(self.id);
             if let (Some(&w), false) = (c.group().get(dest as usize), c.revoked()) {
@@ -158,11 +159,34 @@ impl Comm {
         tag: Option<u32>,
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
-        let e = self.engine.lock();
+        let Some(e) = self.engine.try_lock() else {
+            return self.recv_queued(source, tag, buf);
+        };
         let plan = self.plan_recv(&e, source, tag)?;
         let spin = Spin::new(&e);
         // Posted in this same hold of the engine (one round trip less).
         self.recv_matched(e, &plan, buf, spin)
+    }
+
+    /// [`recv`](Self::recv) when another thread holds the engine: posted through its
+    /// queue (`src/world/posts.rs`) instead of waiting for it, then waited for as a
+    /// request, which reports an unacknowledged failure of a wildcard receive as a
+    /// blocking receive does.
+    #[cold]
+    #[inline(never)]
+    fn recv_queued(
+        &self,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &mut [u8],
+    ) -> Result<Status, CommError> {
+        // SAFETY: the request is waited for (consumed, and so cancelled if it ends
+        // early) before `buf`'s borrow ends.
+        let request = unsafe { self.irecv(source, tag, buf) }?;
+        match request.wait() {
+            Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
+            other => other,
+        }
     }
 
     /// A blocking receive through the matcher: posted now, waited for; withdrawn if the
@@ -185,11 +209,21 @@ impl Comm {
         // The first poll in the hold that posted; then one hold per poll.
         let mut first = Some(held);
         let mut polls: u32 = 0;
+        // Never waits for the engine: while another thread holds it (and so drains the
+        // rings for this receive too), pause and try again, counted as waiting so
+        // pollers give way.
+        let mut turn = self.engine.turn();
         loop {
             {
                 let mut guard = match first.take() {
                     Some(g) => g,
-                    None => self.engine.lock(),
+                    None => match turn.try_lock() {
+                        Some(g) => g,
+                        None => {
+                            spin.pause();
+                            continue;
+                        }
+                    },
                 };
                 let e = &mut *guard;
                 if let Some(out) = e.recv_outcome(key) {
@@ -330,6 +364,7 @@ impl Comm {
     }
 
     /// Where a receive may find its message.
+    #[inline]
     pub(crate) fn plan_recv(
         &self,
         e: &Engine,

@@ -16,6 +16,7 @@ use crate::world::tags::{sync_seq, user_tag, CONTEXT_MASK, CONTROL, USER_TAG_BIT
 impl Engine {
     /// Posts a receive on context `ctx` (see `Matching::post`); a waiting message that
     /// fits is moved into `buf` now.
+    #[inline]
     pub fn post_recv(
         &mut self,
         ctx: u64,
@@ -112,6 +113,7 @@ impl Engine {
 
     /// A message to this process itself, delivered at once; `sync_seq` is a
     /// synchronous send's sequence number.
+    #[inline]
     pub fn send_to_self(&mut self, ctx: u64, tag: u32, data: &[u8], sync_seq: Option<u32>) {
         let sync = sync_seq.map(|seq| SyncToken {
             world: self.rank,

@@ -282,6 +282,7 @@ impl Matching {
     /// Posts a receive on `ctx` from comm rank `source` (any: `None`) with `tag` (any:
     /// `None`) into `buf`, which must stay valid for writes of `cap` bytes until the
     /// receive completes or is cancelled.
+    #[inline]
     pub(crate) fn post(
         &mut self,
         ctx: u64,

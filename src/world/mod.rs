@@ -8,6 +8,7 @@
 
 pub(crate) mod engine;
 pub(crate) mod matching;
+mod posts;
 mod restored;
 pub(crate) mod shared;
 pub(crate) mod spares;

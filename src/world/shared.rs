@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use steadfast_agreement::shared::biased::{Attempt, BiasedGuard, BiasedToken};
 
 use super::engine::Engine;
+use super::posts::Posts;
 
 /// The engine and the token that guards it.
 pub(crate) struct Shared {
@@ -37,6 +38,18 @@ pub(crate) struct Shared {
     /// Threads in [`Shared::lock`]'s slow path: a poller that releases the token gives
     /// way to them ([`Shared::make_way`]) instead of taking it back at once.
     waiting: AtomicUsize,
+    /// Operations queued in `posts` and not yet applied: counted before the push,
+    /// uncounted after the take that applied them. The same protocol as
+    /// `PostQueue::maybe_pending` (loom-modelled there: a thread always sees its own
+    /// operations counted, so its next take applies them), kept here beside the token
+    /// so the uncontended take reads it from the line its compare-and-swap just
+    /// brought in, not through the queue's allocation.
+    queued: AtomicUsize,
+    /// Operations posted while the token was taken (`posts.rs`): applied by the next
+    /// take, before anything else.
+    posts: Arc<Posts>,
+    /// The engine's idle policy (fixed at start), readable without the token.
+    yield_when_idle: bool,
     engine: UnsafeCell<Engine>,
 }
 
@@ -95,16 +108,43 @@ impl Shared {
             token: BiasedToken::new(steadfast_os::membarrier::global_available()),
             owner: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            posts: Arc::new(Posts::new()),
+            yield_when_idle: engine.yield_when_idle(),
             engine: UnsafeCell::new(engine),
         }
     }
 
-    /// Takes the engine if nobody holds it.
-    #[inline]
+    /// Whether waits yield the core at once (the engine's idle policy).
+    pub fn yield_when_idle(&self) -> bool {
+        self.yield_when_idle
+    }
+
+    /// Queues `op` for the next holder of the token, without waiting (`posts.rs`).
+    ///
+    /// # Errors
+    /// `op` comes back when the calling thread's lane is full or no lane is free: the
+    /// caller then waits for the token ([`lock`](Self::lock)), which applies the
+    /// queued operations first, so the order holds.
+    pub fn post(&self, op: crate::comm::Post) -> Result<(), crate::comm::Post> {
+        // Counted before the push (see `queued`).
+        // ORDERING: Relaxed; the operation itself is published by its lane's
+        // Release/Acquire pair; the count is a hint whose zero a thread may trust for
+        // its own operations by coherence (`queued`).
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.posts.push(op).inspect_err(|_| {
+            // ORDERING: Relaxed; undoes the count above (nothing was pushed).
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        })
+    }
+
+    /// Takes the engine if nobody holds it, and applies the operations other threads
+    /// queued meanwhile (`posts.rs`) before handing it out.
     ///
     /// # Panics
     /// When the calling thread holds the engine through the bias already (a
     /// re-entrant call inside this crate, as in [`lock`](Self::lock)).
+    #[inline]
     pub fn try_lock(&self) -> Option<EngineGuard<'_>> {
         let mark = thread_mark();
         let token = match self.token.try_acquire(mark, revoke_fence) {
@@ -120,12 +160,31 @@ impl Shared {
         // SAFETY: holding the token grants exclusive access (see the Send/Sync note);
         // the reference lives no longer than the guard, which releases the token.
         let engine = unsafe { &mut *self.engine.get() };
-        Some(EngineGuard {
+        let mut guard = EngineGuard {
             token,
             owner: &self.owner,
             engine,
             _local: PhantomData,
-        })
+        };
+        // The uncontended path's one extra cost: a Relaxed load.
+        // ORDERING: Relaxed; see `queued` and `post`.
+        if self.queued.load(Ordering::Relaxed) != 0 {
+            let applied = self.posts.apply_all(&mut guard);
+            // Uncounted after being applied (under the token, before it is released).
+            // ORDERING: Relaxed; as above.
+            self.queued.fetch_sub(applied, Ordering::Relaxed);
+        }
+        Some(guard)
+    }
+
+    /// Counts the caller among the threads waiting for the engine while `turn` says so
+    /// (see [`Turn`]): a poller that releases the token then gives way
+    /// ([`make_way`](Self::make_way)).
+    pub fn turn(&self) -> Turn<'_> {
+        Turn {
+            shared: self,
+            waiting: false,
+        }
     }
 
     /// Takes the engine, waiting while another thread finishes its round (every holder
@@ -219,6 +278,51 @@ fn revoke_fence() -> bool {
         Err(e) => {
             log::warn!("membarrier(MEMBARRIER_CMD_GLOBAL) failed ({e}); retrying");
             false
+        }
+    }
+}
+
+/// A waiting thread's place among those that want the engine: [`Turn::try_lock`]
+/// tries once (never waits) and, when the token is taken, counts the thread as waiting
+/// until one of its later tries succeeds or the turn is dropped, so pollers releasing
+/// the token give way to it (`Shared::make_way`) as they do to `lock`'s waiters.
+pub(crate) struct Turn<'a> {
+    shared: &'a Shared,
+    waiting: bool,
+}
+
+impl Turn<'_> {
+    /// One try for the engine.
+    pub fn try_lock(&mut self) -> Option<EngineGuard<'_>> {
+        let guard = self.shared.try_lock();
+        match (guard.is_some(), self.waiting) {
+            (true, true) => {
+                self.waiting = false;
+                // ORDERING: Relaxed; a hint for `make_way` (as in `lock_contended`).
+                self.shared.waiting.fetch_sub(1, Ordering::Relaxed);
+            }
+            (false, false) => {
+                self.waiting = true;
+                // ORDERING: Relaxed; as above.
+                self.shared.waiting.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        guard
+    }
+
+    /// Whether the last try found the token taken (the caller then does not give way
+    /// to itself).
+    pub fn waiting(&self) -> bool {
+        self.waiting
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if self.waiting {
+            // ORDERING: Relaxed; as in `try_lock`.
+            self.shared.waiting.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

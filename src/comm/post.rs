@@ -1,0 +1,139 @@
+//! Operations posted while another thread holds the engine (issue 15, point 3;
+//! `src/world/posts.rs` has the lanes and the order rules): what waits in a lane, and
+//! how the next token holder applies it.
+//!
+//! A queued operation's request learns what the engine made of it (the receive's
+//! `RecvKey`, the send's route state) through a [`Cell`] it shares with the queued
+//! operation: filled once by the applier, taken once by the request under the token.
+//! One allocation per queued post, on the contended path only (a direct post
+//! allocates nothing). A request that is dropped before its operation is applied
+//! takes the token (dropping may wait; it is not posting), which applies the queue
+//! first: so the cell is filled by then, and the request withdraws what it names (a
+//! receive's buffer, a queued send's data) as if it had been posted directly.
+//!
+//! Errors: a bad tag is refused at once (no engine needed); a bad rank, a revoked
+//! communicator, a dead destination or excluded process found when the operation is
+//! applied is reported by the request's first test that takes the token, which MPI
+//! allows for non-blocking operations (the blocking `send`/`recv` report it from their
+//! wait, as before).
+
+use std::sync::Arc;
+
+use steadfast_matching::Completion as Cell;
+
+use super::send_request::{SendStart, SendState};
+use super::{Comm, CommError};
+use crate::world::engine::Engine;
+use crate::world::matching::RecvKey;
+
+/// A queued receive's outcome of posting.
+pub(crate) type RecvCell = Arc<Cell<Result<RecvKey, CommError>>>;
+/// A queued send's outcome of starting.
+pub(crate) type SendCell = Arc<Cell<Result<SendStart, CommError>>>;
+
+/// An operation waiting in a thread's lane for the next token holder.
+pub(crate) enum Post {
+    /// `irecv` (and the blocking `recv`'s post).
+    Recv {
+        comm: Comm,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: *mut u8,
+        len: usize,
+        cell: RecvCell,
+    },
+    /// `isend` / `issend` (and the blocking sends' post).
+    Send {
+        comm: Comm,
+        dest: u32,
+        tag: u32,
+        data: *const u8,
+        len: usize,
+        sync: bool,
+        cell: SendCell,
+    },
+}
+
+// SAFETY: the pointers are the buffers of the requests that queued them (borrowed for
+// the requests' lifetime, which the requests' drops outlast: they take the token,
+// which applies this operation first); the engine uses them only under its token,
+// whichever thread holds it. The rest (`Comm`, `Arc` of a `Sync` cell) is Send.
+unsafe impl Send for Post {}
+
+impl Post {
+    /// Applies the operation to the engine (the token holder, before anything else).
+    pub(crate) fn apply(self, e: &mut Engine) {
+        match self {
+            Post::Recv {
+                comm,
+                source,
+                tag,
+                buf,
+                len,
+                cell,
+            } => {
+                let posted = comm
+                    .plan_recv(e, source, tag)
+                    .map(|plan| e.post_recv(plan.ctx, plan.source, plan.tag, buf, len));
+                // A cell is completed once, here: it cannot refuse.
+                let _ = cell.complete(posted);
+            }
+            Post::Send {
+                comm,
+                dest,
+                tag,
+                data,
+                len,
+                sync,
+                cell,
+            } => {
+                let slice: &[u8] = if len == 0 {
+                    &[]
+                } else {
+                    // SAFETY: the queuing request borrows `data..data+len` until it
+                    // completes or is dropped, both after this (see the Send note).
+                    unsafe { std::slice::from_raw_parts(data, len) }
+                };
+                // SAFETY: as above: the request outlives every use the engine makes of
+                // the buffer (its drop withdraws or finishes the send).
+                let started = unsafe { comm.start_send(e, dest, tag, slice, sync) }.map(|mut s| {
+                    if matches!(s.state, SendState::Waiting) {
+                        // Into its destination's queue now, so later sends (of this
+                        // thread, applied or direct) queue behind it: non-overtaking.
+                        // SAFETY: as above; the request withdraws the entry if dropped.
+                        let id = unsafe { e.queue_send(s.world, s.wire_tag, data, len) };
+                        s.state = SendState::Queued(id);
+                        e.push_queued();
+                    }
+                    s
+                });
+                let _ = cell.complete(started);
+            }
+        }
+    }
+}
+
+/// The engine held by [`Comm::hold_engine_for_test`] until dropped.
+#[doc(hidden)]
+pub struct EngineHold<'a> {
+    _guard: crate::world::shared::EngineGuard<'a>,
+}
+
+impl std::fmt::Debug for EngineHold<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineHold").finish_non_exhaustive()
+    }
+}
+
+impl Comm {
+    /// Test hook, not part of the API: takes the engine (waiting for it) and keeps it
+    /// until the returned value is dropped, as a thread descheduled in the middle of a
+    /// round would (`tests/threads.rs` checks that other threads' posts return at once
+    /// meanwhile and are applied in order afterwards).
+    #[doc(hidden)]
+    pub fn hold_engine_for_test(&self) -> EngineHold<'_> {
+        EngineHold {
+            _guard: self.engine.lock(),
+        }
+    }
+}
