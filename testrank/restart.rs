@@ -21,6 +21,10 @@
 //!   `Revoked`) and all shrink it and agree (`SHRUNK`). World rank 0 stays outside.
 //! - `pair` (4 ranks): ranks 2 and 3 killed at once, restarted at once by ranks 0 and
 //!   1; the new incarnations talk to each other, then answer rank 0 (`restart_pair.rs`).
+//! - `world TIMES VICTIMS ROTATE`: the world communicator itself saved; its last
+//!   VICTIMS ranks (or, with ROTATE = 1, one rank, another each round) killed together
+//!   and restarted, TIMES rounds, readmitted by the survivors and rejoined; agreement
+//!   and shrink over the world on every rank, then finalize (`restart_world.rs`).
 //! - `abort` (4 ranks): world ranks 2 and 3 form a group; its rank 0 aborts it with
 //!   code 7; ranks 0 and 1 see both fail, shrink the world and agree (`SURVIVED`).
 //!
@@ -35,6 +39,8 @@ mod group;
 #[path = "restart_pair.rs"]
 mod pair;
 mod segments;
+#[path = "restart_world.rs"]
+mod world;
 
 const KILL: u32 = 1;
 const PING: u32 = 7;
@@ -141,6 +147,15 @@ fn main() {
         } else {
             group::abort(&world);
         }
+        world.finalize();
+        return;
+    }
+    if mode == "world" {
+        if world.rank() == 0 && !world.is_restored() {
+            print_segments();
+        }
+        let plan = world::Plan::new(world.size(), arg(&args, 3), arg(&args, 4) == 1);
+        world::run(&world, arg(&args, 2), plan);
         world.finalize();
         return;
     }
@@ -259,6 +274,7 @@ fn restored(world: &World, comm: &Comm, args: &[String], leader: u32) {
     }
     let mut done = [0u8; 1];
     comm.recv(Some(leader), Some(DONE), &mut done).unwrap();
+    // Never rejoined the world (it was not saved): restored, not rejoined.
     assert_eq!(comm.agree(1), Err(CommError::RestoredWorld));
     println!("RESTORED rank {} generation {g} done", comm.rank());
 }

@@ -48,7 +48,6 @@ pub fn run(world: &World, times: u32) {
         world.rejoin("grp"),
         Err(CommError::InvalidArgument(m)) if m.contains("first incarnation")
     ));
-    assert!(matches!(wc.save("w"), Err(CommError::InvalidArgument(_))));
     assert!(matches!(
         grp.save("a b"),
         Err(CommError::InvalidArgument(_))

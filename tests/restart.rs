@@ -26,7 +26,9 @@ fn text(out: &Output) -> (String, String) {
 }
 
 /// An argument that tells this run's processes apart from any other's (the test binary
-/// may run beside another copy of itself).
+/// may run beside another copy of itself). `assert_no_rank_left` looks for it as a
+/// substring of the command line: no name is the end of another one (with "tcp-world"
+/// beside "world", the shm test saw the tcp test's ranks as its own left over).
 fn marker(name: &str) -> String {
     format!("{name}-{}", std::process::id())
 }
@@ -319,12 +321,13 @@ fn two_ranks_restarted_at_once(env: &[(&str, &str)], name: &str) {
     assert_no_rank_left(&marker(name));
 }
 
-/// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS`.
-fn run_world_no_kill(n: u32, args: &[&str]) -> Output {
+/// Runs `steadfast-run -n N --no-kill --tag-output restart-test-rank ARGS` with `env`.
+fn run_world_no_kill(n: u32, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steadfast-run"));
     cmd.args(["-n", &n.to_string(), "--no-kill", "--tag-output"])
         .arg(env!("CARGO_BIN_EXE_restart-test-rank"))
-        .args(args);
+        .args(args)
+        .envs(env.iter().copied());
     run_cmd(cmd)
 }
 
@@ -371,12 +374,12 @@ fn a_saved_group_is_rejoined_by_its_restarted_member_twice_and_agrees_revokes_an
 
 #[test]
 fn over_tcp_a_saved_group_is_rejoined_twice_and_agrees_revokes_and_shrinks() {
-    group_rejoined_twice(&OVER_TCP, "tcp-group");
+    group_rejoined_twice(&OVER_TCP, "gtcp");
 }
 
 #[test]
 fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
-    let out = run_world(3, &[], &["group", "1", &marker("pair")]);
+    let out = run_world(3, &[], &["group", "1", &marker("gpair")]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
     for w in 1..=2 {
@@ -392,12 +395,12 @@ fn a_saved_pair_is_rejoined_through_the_two_party_agreement() {
         "{stdout}"
     );
     assert_no_segments(&stdout);
-    assert_no_rank_left(&marker("pair"));
+    assert_no_rank_left(&marker("gpair"));
 }
 
 #[test]
 fn aborting_a_group_of_two_leaves_the_other_two_able_to_shrink_and_agree() {
-    let out = run_world_no_kill(4, &["abort", &marker("abort")]);
+    let out = run_world_no_kill(4, &[], &["abort", &marker("abort")]);
     let (stdout, stderr) = text(&out);
     for w in 0..2 {
         assert!(
@@ -431,4 +434,78 @@ fn over_the_fabric_route_a_missing_libfabric_is_an_init_error_naming_it() {
         "stdout {stdout}\nstderr {stderr}"
     );
     assert_no_rank_left(&marker("no-libfabric"));
+}
+
+/// `world 2 VICTIMS ROTATE` on 4 ranks in environment `env`: the world communicator
+/// saved; in each of two rounds VICTIMS ranks (the last ones; with `rotate` rank 3,
+/// then rank 2, which the rejoined rank 3 readmits as a survivor) killed, restarted,
+/// readmitted on the world and rejoined; every rank agrees and shrinks over the world
+/// each round, agrees at the end and finalizes.
+fn world_rejoined_twice(env: &[(&str, &str)], victims: u32, rotate: bool, name: &str) {
+    let args = [
+        "world",
+        "2",
+        &victims.to_string(),
+        if rotate { "1" } else { "0" },
+        &marker(name),
+    ];
+    let out = run_world_no_kill(4, env, &args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout {stdout}\nstderr {stderr}");
+    for round in 1..=2 {
+        for w in 0..4 {
+            for line in [
+                format!("[{w}] AGREED round {round} value 0xfffffffffffffff0"),
+                format!("[{w}] SHRUNK round {round} size 4 agreed {}", round + 1),
+            ] {
+                assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
+            }
+        }
+    }
+    // (rank, incarnation, round) of every rejoin, and each rank's last incarnation.
+    let (rejoins, last): (Vec<(u32, u32, u32)>, [u32; 4]) = match (victims, rotate) {
+        (1, false) => (vec![(3, 1, 1), (3, 2, 2)], [0, 0, 0, 2]),
+        (2, false) => (
+            vec![(2, 1, 1), (3, 1, 1), (2, 2, 2), (3, 2, 2)],
+            [0, 0, 2, 2],
+        ),
+        (1, true) => (vec![(3, 1, 1), (2, 1, 2)], [0, 0, 1, 1]),
+        other => panic!("no expectations for {other:?}"),
+    };
+    for (w, g, round) in rejoins {
+        let line = format!("[{w}] WORLD REJOINED rank {w} generation {g} round {round}");
+        assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
+        let line = format!(
+            "rank {w} incarnation {} killed by signal 9 (SIGKILL); restarted as incarnation {g}",
+            g - 1
+        );
+        assert!(stderr.contains(&line), "{line}: {stderr}");
+    }
+    for (w, incarnation) in last.iter().enumerate() {
+        let line = format!("[{w}] FINAL rank {w} incarnation {incarnation} value 0xff");
+        assert!(stdout.contains(&line), "{line}: {stdout}\n{stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_no_segments(&stdout);
+    assert_no_rank_left(&marker(name));
+}
+
+#[test]
+fn the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
+    world_rejoined_twice(&[], 1, false, "wsave");
+}
+
+#[test]
+fn the_world_communicator_is_rejoined_by_two_ranks_restarted_at_once_twice() {
+    world_rejoined_twice(&[], 2, false, "wpair");
+}
+
+#[test]
+fn a_rank_that_rejoined_the_world_readmits_the_next_restarted_one() {
+    world_rejoined_twice(&[], 1, true, "wrotate");
+}
+
+#[test]
+fn over_tcp_the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
+    world_rejoined_twice(&OVER_TCP, 1, false, "wtcp");
 }

@@ -190,6 +190,35 @@ fn a_saved_group_gets_its_restarted_member_back() {
 }
 
 #[test]
+fn the_world_communicator_is_saved_and_rejoined_by_a_rank_restarted_twice() {
+    // 4 ranks save the world; rank 3 killed, restarted and rejoined twice; every rank
+    // agrees and shrinks over the world each round, agrees at the end and finalizes.
+    let Some(out) = mpirun("world", 4, &["world", "2", "1", "0"]) else {
+        return;
+    };
+    for round in 1..=2 {
+        assert!(
+            out.contains(&format!(
+                "WORLD REJOINED rank 3 generation {round} round {round} "
+            )),
+            "round {round}: {out}"
+        );
+        assert_eq!(
+            out.matches(&format!("AGREED round {round} value 0xfffffffffffffff0"))
+                .count(),
+            4,
+            "{out}"
+        );
+    }
+    assert_eq!(out.matches("FINAL rank").count(), 4, "{out}");
+    assert!(
+        out.contains("FINAL rank 3 incarnation 2 value 0xff"),
+        "{out}"
+    );
+    assert_eq!(incarnations(&out), 6, "{out}");
+}
+
+#[test]
 fn two_ranks_killed_at_once_are_restarted_and_reach_each_other() {
     let Some(out) = mpirun("pair", 4, &["pair"]) else {
         return;

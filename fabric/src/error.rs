@@ -80,6 +80,24 @@ pub enum Error {
         /// The timeout.
         after: Duration,
     },
+    /// A restarted process's send waited longer than the admission bound
+    /// ([`MessengerConfig::admission_timeout`](crate::MessengerConfig::admission_timeout),
+    /// or `operation_timeout` if shorter) for its peer to admit it: the peer admits a
+    /// restarted process in a round of its own progress once it learns of the restart,
+    /// so a peer that makes no progress (or never learns of it) holds the send.
+    #[error(
+        "peer {peer} did not admit this restarted process (incarnation {generation}) within {after:?}: \
+         a peer admits a restarted process in its own progress once it learns of the restart; \
+         is it progressing?"
+    )]
+    NotAdmitted {
+        /// The peer.
+        peer: PeerId,
+        /// This process's incarnation.
+        generation: u32,
+        /// The bound that passed.
+        after: Duration,
+    },
     /// The operation was cancelled before it completed.
     #[error("operation cancelled")]
     Cancelled,

@@ -51,8 +51,8 @@ pub use info::{
 };
 pub use messenger::{
     Arrival, ArrivalData, Completion, ExposedBuffer, Exposure, Messenger, MessengerConfig,
-    MessengerStats, PeerId, RemoteMessage, RemoteRegion, Request, ANY_TAG, DEFAULT_ARRIVAL_POOL,
-    MAX_EXTRA, MAX_PEER_ID, MAX_USER_TAG,
+    MessengerStats, PeerId, RemoteMessage, RemoteRegion, Request, ANY_TAG,
+    DEFAULT_ADMISSION_TIMEOUT, DEFAULT_ARRIVAL_POOL, MAX_EXTRA, MAX_PEER_ID, MAX_USER_TAG,
 };
 pub use mr::{Access, CacheSlot, CacheStats, MemoryRegion, RegistrationCache};
 pub use objects::{

@@ -125,3 +125,64 @@ fn an_older_incarnation_is_refused_and_a_new_one_is_admitted() {
     assert_eq!(survivor.peer_generation(1), Some(1));
     assert!(survivor.peer_failure(1).is_none());
 }
+
+#[test]
+fn a_restarted_process_whose_peer_never_admits_it_gets_a_clear_error_at_the_bound() {
+    let _guard = HangGuard::new("admission bound over tcp".into(), HANG_LIMIT);
+    let mut survivor = open(0, 0);
+    // No operation timeout: the admission bound alone ends the wait (without it the
+    // send waited for ever, and the guard aborted the test).
+    let mut c = MessengerConfig::new(FabricConfig::new("tcp").domain("lo"), 1);
+    c.generation = 1;
+    c.operation_timeout = None;
+    c.admission_timeout = Duration::from_millis(300);
+    let mut restarted = Messenger::open(c).expect("open a tcp messenger on lo");
+    restarted
+        .add_peer(0, &survivor.address().to_bytes())
+        .unwrap();
+    // The survivor knows the new incarnation's address but does not admit it yet.
+    survivor
+        .add_peer(1, &restarted.address().to_bytes())
+        .unwrap();
+    let (refused_tx, refused_rx) = std::sync::mpsc::channel();
+    let sender = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let refused = restarted.send(0, TAG, b"too early");
+        let waited = started.elapsed();
+        refused_tx.send(()).unwrap();
+        // Admitted meanwhile: a send goes through now.
+        restarted.send(0, TAG, b"admitted").unwrap();
+        (refused, waited)
+    });
+    while refused_rx.try_recv().is_err() {
+        survivor.progress().unwrap();
+        std::thread::yield_now();
+    }
+    survivor.admit(1).unwrap();
+    let mut buf = [0u8; 64];
+    let got = survivor.recv(Some(1), TAG, 0, &mut buf).unwrap();
+    assert_eq!(&buf[..got.len], b"admitted");
+    let (refused, waited) = sender.join().unwrap();
+    match refused {
+        Err(Error::NotAdmitted {
+            peer: 0,
+            generation: 1,
+            after,
+        }) => assert_eq!(after, Duration::from_millis(300)),
+        other => panic!("a send never admitted: {other:?}"),
+    }
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(30),
+        "waited {waited:?}"
+    );
+    let text = Error::NotAdmitted {
+        peer: 0,
+        generation: 1,
+        after: Duration::from_millis(300),
+    }
+    .to_string();
+    assert!(
+        text.contains("peer 0 did not admit") && text.contains("incarnation 1"),
+        "{text}"
+    );
+}

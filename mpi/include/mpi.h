@@ -410,7 +410,8 @@ int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
 /* Restart in place (the MPI Forum fault-tolerance group's Master-Leader-Workers draft;
  * docs/restart.md): a failed rank is started again with its old rank; it learns so from
  * MPIX_Is_restored_rank and gets back the communicators saved before its death with
- * MPIX_Comm_rejoin, which the survivors call too (collective over both). */
+ * MPIX_Comm_rejoin, which the survivors call too (collective over both). MPI_COMM_WORLD
+ * can be saved too: its rejoin returns MPI_COMM_WORLD itself. */
 int MPIX_Is_restored_rank(int *flag);
 int MPIX_Comm_restart_rank(MPI_Comm comm, int rank);
 int MPIX_Comm_irestart_rank(MPI_Comm comm, int rank, MPI_Request *request);

@@ -144,8 +144,10 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         // A process restarted in place: its world is restored, not rejoined (the
         // survivors are past the collectives that made their twins), so it makes
         // nothing over it. Collectives on MPI_COMM_WORLD are not for a restarted
-        // process (MPIX_Comm_rejoin gives back a communicator to use); point to point
-        // on it works.
+        // process until it rejoins it (MPIX_Comm_rejoin of the name the survivors saved
+        // MPI_COMM_WORLD under replaces its collectives half); point to point on it
+        // works. MPI_COMM_SELF's contexts come from the top of the space
+        // (`restored_solo_context`), clear of the communicators it may rejoin.
         (wc.clone(), wc.create_group(&[me], RESTORED_SELF_TAG)?)
     } else {
         let wcoll = wc.dup()?;

@@ -99,9 +99,10 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPIX_Comm_save`: saves intra-communicator `comm` (not `MPI_COMM_WORLD`: save a
-    /// duplicate) under `name`, for its members restarted later to get it back with
-    /// `MPIX_Comm_rejoin`. Collective over the live members.
+    /// `MPIX_Comm_save`: saves intra-communicator `comm` (`MPI_COMM_WORLD` included)
+    /// under `name`, for its members restarted later to get it back with
+    /// `MPIX_Comm_rejoin`. Collective over the live members (in a restarted process,
+    /// `MPI_COMM_WORLD` only once it rejoined it: `MPI_ERR_OTHER` before).
     fn MPIX_Comm_save / PMPIX_Comm_save(comm: Handle, name: *const c_char) {
         call(comm, |g| {
             let name = checked_name(name)?;
@@ -124,7 +125,10 @@ crate::mpi_fn! {
     /// `name` and gets that handle back; a restarted process gets the communicator back
     /// with its old rank (a new handle, with `MPI_COMM_WORLD`'s error handler), or
     /// re-founds it when no member survived (`docs/restart.md`). Afterwards point to point, collectives,
-    /// agreement, revoke and shrink include every member again.
+    /// agreement, revoke and shrink include every member again. When the survivors
+    /// saved `MPI_COMM_WORLD`, the restarted process's `MPI_COMM_WORLD` itself is
+    /// rejoined and returned: its agreement and collectives (and `MPI_Finalize`'s
+    /// agreement) include it again.
     fn MPIX_Comm_rejoin / PMPIX_Comm_rejoin(name: *const c_char, newcomm: *mut Handle) {
         call(MPI_COMM_WORLD, |g| {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
@@ -140,19 +144,32 @@ crate::mpi_fn! {
             let (h, p2p, contribution) = if lib.world.is_restored() && !holds {
                 let p2p = lib.world.rejoin(&p)?;
                 let coll = lib.world.rejoin(&c)?;
-                let errhandler = lib.comm(MPI_COMM_WORLD)?.errhandler;
-                let h = lib.new_handle();
-                lib.comms.insert(
-                    h,
-                    CommEntry::new(
-                        CommKind::Intra {
-                            p2p: p2p.clone(),
-                            coll,
-                        },
-                        errhandler,
-                        name.clone(),
-                    ),
-                );
+                // MPI_COMM_WORLD was saved: its messages half is the runtime's world,
+                // switched in place by the rejoin; its collectives half (the restored
+                // world itself until now) becomes the rejoined one.
+                let world_saved = p2p.is_world() && lib.intra(MPI_COMM_WORLD)?.0.is_world();
+                let h = if world_saved {
+                    let world = lib.comm_mut(MPI_COMM_WORLD)?;
+                    if let CommKind::Intra { coll: wc, .. } = &mut world.kind {
+                        *wc = coll;
+                    }
+                    MPI_COMM_WORLD
+                } else {
+                    let errhandler = lib.comm(MPI_COMM_WORLD)?.errhandler;
+                    let h = lib.new_handle();
+                    lib.comms.insert(
+                        h,
+                        CommEntry::new(
+                            CommKind::Intra {
+                                p2p: p2p.clone(),
+                                coll,
+                            },
+                            errhandler,
+                            name.clone(),
+                        ),
+                    );
+                    h
+                };
                 lib.saved.retain(|(n, _)| *n != name);
                 lib.saved.push((name, h));
                 (h, p2p, u64::MAX)

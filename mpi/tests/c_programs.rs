@@ -555,6 +555,53 @@ fn a_killed_rank_is_restarted_and_rejoins_its_saved_communicator() {
     }
 }
 
+/// Restart in place of `MPI_COMM_WORLD` itself (`tests/c/restart_world.c`): the world is
+/// saved, rank 2 SIGKILLed, restarted and rejoined (`MPIX_Comm_rejoin` gives
+/// `MPI_COMM_WORLD` back everywhere; the restarted process's agreement on it fails
+/// before), twice; a ring, an allreduce and an agreement on `MPI_COMM_WORLD` each time,
+/// then `MPI_Finalize` on every rank.
+#[test]
+fn a_killed_rank_rejoins_mpi_comm_world_itself_twice() {
+    rejoins_mpi_comm_world_twice(&[]);
+}
+
+#[test]
+fn over_tcp_a_killed_rank_rejoins_mpi_comm_world_itself_twice() {
+    rejoins_mpi_comm_world_twice(&[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")]);
+}
+
+fn rejoins_mpi_comm_world_twice(env: &[(&str, &str)]) {
+    let (status, out, err) = run(
+        &["-np", "3", "--no-kill"],
+        program("restart_world"),
+        &[],
+        env,
+    );
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for round in 1..=2 {
+        for rank in 0..3 {
+            assert!(
+                out.contains(&format!("rank {rank}: WORLD ROUND {round} OK")),
+                "round {round} rank {rank}: stdout:\n{out}\nstderr:\n{err}"
+            );
+        }
+    }
+    for (rank, generation) in [(0, 0), (1, 0), (2, 2)] {
+        assert!(
+            out.contains(&format!(
+                "rank {rank}: RESTART WORLD OK generation={generation}"
+            )),
+            "stdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+    assert!(
+        err.contains(
+            "rank 2 incarnation 1 killed by signal 9 (SIGKILL); restarted as incarnation 2"
+        ),
+        "{err}"
+    );
+}
+
 /// The Master-Leader-Workers scenario in C (`tests/c/mlw.c`): a worker that dies is
 /// restarted by its leader and readmitted; a worker whose restart fails makes its
 /// leader abort the group (`MPI_Abort` on it), the master restarts the leader, whose

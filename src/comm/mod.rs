@@ -177,11 +177,15 @@ pub enum CommError {
     /// failed: the reasons).
     #[error("spawn failed: {0}")]
     Spawn(String),
-    /// This process is a restarted incarnation: agreement-based operations on its
-    /// world communicator are not available (its world's agreement state cannot match
-    /// the survivors', who hold its previous incarnation failed; see `docs/restart.md`).
+    /// This process is a restarted incarnation that has not rejoined its world
+    /// communicator: agreement-based operations on it are not available (its world's
+    /// agreement state cannot match the survivors', who hold its previous incarnation
+    /// failed). Once the survivors saved the world ([`Comm::save`]) and readmit on it
+    /// ([`Comm::readmit`]), `World::rejoin` of that name in the restarted process
+    /// switches its world to their epoch and these operations work again (see
+    /// `docs/restart.md`).
     #[error(
-        "this process is a restarted incarnation: agreement, shrink and finalize's agreement are not available on its world communicator yet"
+        "this process is a restarted incarnation that has not rejoined its world communicator: agreement, shrink and finalize's agreement are not available on it (the survivors save and readmit the world, this process calls World::rejoin)"
     )]
     RestoredWorld,
     /// The launcher's store refused or could not be reached (saving or rejoining a
@@ -410,6 +414,13 @@ impl Comm {
         f(e.comm(self.id))
     }
 
+    /// Whether this is the world communicator ([`World::comm`]'s), whatever its epoch.
+    ///
+    /// [`World::comm`]: crate::World::comm
+    pub fn is_world(&self) -> bool {
+        self.id == crate::world::WORLD_COMM
+    }
+
     /// This process's rank in the communicator.
     pub fn rank(&self) -> u32 {
         self.with(|c| c.me())
@@ -481,11 +492,13 @@ impl Comm {
     ///
     /// # Errors
     /// [`CommError::Excluded`]; [`CommError::RestoredWorld`] on the world communicator
-    /// of a restarted process.
+    /// of a restarted process that has not rejoined it ([`World::rejoin`]).
+    ///
+    /// [`World::rejoin`]: crate::World::rejoin
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
         let (seq, mut spin) = {
             let mut e = self.engine.lock();
-            if self.id == crate::world::WORLD_COMM && e.generation() > 0 {
+            if self.id == crate::world::WORLD_COMM && e.world_restored() {
                 return Err(CommError::RestoredWorld);
             }
             (e.start_agreement(self.id, flag), Spin::new(&e))

@@ -166,16 +166,18 @@ impl Comm {
     /// returns, every live member has stored it. Saving again under the same name
     /// replaces the record.
     ///
+    /// The world communicator is saved like any other: a restarted process's
+    /// [`World::rejoin`] of that name switches its own world (the one of its init,
+    /// [`CommError::RestoredWorld`] for agreements until then) to the survivors' epoch.
+    ///
     /// # Errors
-    /// `InvalidArgument` for a bad name or the world communicator (save a
-    /// [`dup`](Self::dup) of it); [`CommError::Launcher`] when the store refuses;
-    /// `Excluded`; `RestoredWorld`.
+    /// `InvalidArgument` for a bad name; [`CommError::Launcher`] when the store
+    /// refuses; `Excluded`; `RestoredWorld` on the world of a restarted process that
+    /// has not rejoined it.
     pub fn save(&self, name: &str) -> Result<(), CommError> {
         check_name(name)?;
-        if self.id == WORLD_COMM {
-            return Err(CommError::InvalidArgument(
-                "the world communicator is not saved (a restarted process has it already): save a dup of it".into(),
-            ));
+        if self.id == WORLD_COMM && self.engine.lock().world_restored() {
+            return Err(CommError::RestoredWorld);
         }
         let record = Saved::of(self).encode();
         self.engine
@@ -196,18 +198,15 @@ impl Comm {
     /// agreement, shrink and revoke include them again; the restarted processes get it
     /// with [`World::rejoin`]. Returns the readmitted comm ranks (empty: nobody to
     /// readmit, nothing changed). Acknowledged failures of other members stay
-    /// acknowledged; a revocation stays.
+    /// acknowledged; a revocation stays. On the world communicator the same: the
+    /// restarted processes' `rejoin` then replaces their own world's state.
     ///
     /// # Errors
-    /// `InvalidArgument` on the world communicator; [`CommError::Restart`] when the
-    /// survivors do not come to admit the same incarnations within the rounds;
-    /// [`CommError::Launcher`] when the new epoch cannot be published; `Excluded`.
+    /// [`CommError::Restart`] when the survivors do not come to admit the same
+    /// incarnations within the rounds; [`CommError::Launcher`] when the new epoch
+    /// cannot be published; `Excluded`; `RestoredWorld` on the world of a restarted
+    /// process that has not rejoined it.
     pub fn readmit(&self) -> Result<Vec<u32>, CommError> {
-        if self.id == WORLD_COMM {
-            return Err(CommError::InvalidArgument(
-                "the world communicator is not readmitted: save and readmit a dup of it".into(),
-            ));
-        }
         let mut pause = FIRST_PAUSE;
         for _ in 0..READMIT_ROUNDS {
             let candidates = {
@@ -279,6 +278,13 @@ impl World {
     /// it, then returns it at their new epoch: point to point, agreement, revoke and
     /// shrink work among all its members.
     ///
+    /// When `name` is the world communicator (the survivors saved
+    /// [`World::comm`]), this process's own world is switched to the survivors' epoch
+    /// (same id and context: every handle to it, [`World::comm`]'s included, sees the
+    /// switch), after which its agreement, shrink and [`World::finalize`]'s agreement
+    /// work again (no more [`CommError::RestoredWorld`]); the handle returned is one
+    /// more handle to it.
+    ///
     /// # Errors
     /// `InvalidArgument` when this process is not a restarted one, the name is bad, or
     /// nothing was saved under it by this rank; [`CommError::Restart`] when the
@@ -313,7 +319,15 @@ impl World {
                 "rank {me} is not a member of the communicator saved as {name:?}"
             )));
         }
-        if shared.lock().has_comm(CommId(saved.id)) {
+        let held = {
+            let e = shared.lock();
+            if CommId(saved.id) == WORLD_COMM {
+                !e.world_restored()
+            } else {
+                e.has_comm(CommId(saved.id))
+            }
+        };
+        if held {
             return Err(CommError::InvalidArgument(format!(
                 "communicator {name:?} is rejoined already"
             )));
@@ -370,28 +384,30 @@ impl World {
         };
         let id = CommId(record.id);
         let mut e = shared.lock();
-        if e.has_comm(id) {
-            return Err(CommError::InvalidArgument(format!(
-                "communicator {name:?} is rejoined already"
-            )));
+        if id == WORLD_COMM {
+            if !e.world_restored() {
+                return Err(CommError::InvalidArgument(format!(
+                    "communicator {name:?} (the world) is rejoined already"
+                )));
+            }
+            let key = CommKey {
+                comm: id,
+                epoch: Epoch(record.epoch),
+            };
+            e.rejoin_world(
+                key,
+                record.context,
+                record.group.clone(),
+                record.incarnations.clone(),
+            )
+            .ok_or_else(|| {
+                CommError::Restart(format!(
+                    "communicator {name:?}: the record does not fit this process's world (group, context or epoch)"
+                ))
+            })?;
+        } else {
+            claim_and_add(&mut e, name, record)?;
         }
-        let ctx = u32::try_from(record.context).map_err(|_| {
-            CommError::Restart(format!("communicator {name:?}: context out of range"))
-        })?;
-        e.contexts_mut()
-            .claim(ctx.into())
-            .map_err(|err| CommError::Restart(format!("communicator {name:?}: {err}")))?;
-        let key = CommKey {
-            comm: id,
-            epoch: Epoch(record.epoch),
-        };
-        e.add_comm_at(
-            key,
-            record.context,
-            record.group.clone(),
-            record.incarnations.clone(),
-        )
-        .ok_or_else(|| CommError::Restart(format!("communicator {name:?}: not a member")))?;
         e.boot_mut()
             .put(&saved_key(name), &record.encode())
             .map_err(launcher)?;
@@ -451,6 +467,38 @@ impl World {
         }
         Ok(None)
     }
+}
+
+/// Registers the (non-world) communicator of `record` here: claims its context and
+/// adds it at the record's epoch with the record's incarnations.
+fn claim_and_add(
+    e: &mut crate::world::engine::Engine,
+    name: &str,
+    record: &Saved,
+) -> Result<(), CommError> {
+    let id = CommId(record.id);
+    if e.has_comm(id) {
+        return Err(CommError::InvalidArgument(format!(
+            "communicator {name:?} is rejoined already"
+        )));
+    }
+    let ctx = u32::try_from(record.context)
+        .map_err(|_| CommError::Restart(format!("communicator {name:?}: context out of range")))?;
+    e.contexts_mut()
+        .claim(ctx.into())
+        .map_err(|err| CommError::Restart(format!("communicator {name:?}: {err}")))?;
+    let key = CommKey {
+        comm: id,
+        epoch: Epoch(record.epoch),
+    };
+    e.add_comm_at(
+        key,
+        record.context,
+        record.group.clone(),
+        record.incarnations.clone(),
+    )
+    .ok_or_else(|| CommError::Restart(format!("communicator {name:?}: not a member")))?;
+    Ok(())
 }
 
 #[cfg(test)]

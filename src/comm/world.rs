@@ -17,10 +17,12 @@ impl World {
     /// first, so that no rank leaves while another still works with it (a rank that
     /// has left looks failed to the others). The agreement never waits on a dead rank
     /// (nor on a rank this one was excluded by); dropping the world without finalize
-    /// skips it. A restarted process (see [`World::is_restored`]) skips it too: the
-    /// survivors' world agreement does not count it (see `docs/restart.md`).
+    /// skips it. A restarted process (see [`World::is_restored`]) that has not rejoined
+    /// the world ([`World::rejoin`] of a name the world was saved under) skips it too:
+    /// the survivors' world agreement does not count it (see `docs/restart.md`); one
+    /// that rejoined agrees like any rank.
     pub fn finalize(self) {
-        if !self.is_restored() {
+        if !self.shared().lock().world_restored() {
             let _ = self.comm().agree_full(1);
         }
         drop(self);

@@ -155,6 +155,9 @@ pub(crate) struct Engine {
     /// Per world rank, the newest incarnation a restart asked from here was answered
     /// with (a replacement newer than it was made by another survivor).
     restart_answered: Vec<u32>,
+    /// This process is a restarted incarnation whose world communicator is still the
+    /// fresh one of its init (not rejoined: `Engine::rejoin_world`).
+    world_restored: bool,
 }
 
 /// What [`Engine::new`] needs.
@@ -220,7 +223,9 @@ impl Engine {
             rejoins: Vec::new(),
             restart: None,
             restart_answered: vec![0; parts.size as usize],
+            world_restored: false,
         };
+        e.world_restored = e.generation() > 0;
         for (w, &g) in e.generations.iter().enumerate() {
             e.control.set_generation(w as u32, g);
         }

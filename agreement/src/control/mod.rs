@@ -432,7 +432,9 @@ impl ControlPlane {
     /// (`incarnations[r]` for comm rank `r`, as many as `group`): a member whose
     /// incarnation here is later than that one is treated as failed in it. A
     /// restarted process registers a communicator it rejoins this way
-    /// (`docs/restart.md`). `None` also when the lengths differ.
+    /// (`docs/restart.md`); registering an id already registered replaces its state
+    /// (a restarted process rejoining its world communicator at the survivors'
+    /// epoch). `None` also when the lengths differ.
     pub fn add_comm_at(
         &mut self,
         key: CommKey,

@@ -311,3 +311,54 @@ fn a_two_member_communicator_agrees_alone_once_its_peer_is_replaced() {
     );
     assert!(!cps[0].is_failed(1));
 }
+
+#[test]
+fn a_restarted_process_replaces_its_registered_communicator_by_the_survivors_epoch() {
+    // A world-like communicator: the restarted process has it registered already (its
+    // init's, epoch 0), and takes the survivors' epoch by registering the id again.
+    let mut cps = planes(3);
+    for cp in cps.iter_mut() {
+        cp.add_comm(key(1), 1, (0..3).collect());
+    }
+    for cp in cps.iter_mut().take(2) {
+        cp.report_failure(2, "launcher".into());
+        cp.apply_failures(0);
+    }
+    let config = DetectorConfig::new(1_000_000, 20_000_000);
+    cps[2] = ControlPlane::new(2, 3, Detector::new(Rank(2), 3, config).unwrap());
+    cps[2].set_generation(2, 1);
+    assert_eq!(cps[2].add_comm(key(1), 1, (0..3).collect()), Some(2));
+    for cp in cps.iter_mut().take(2) {
+        assert!(cp.readmit(2, 1, 5));
+    }
+    // The survivors switch first and start an agreement at the new epoch: what reaches
+    // the restarted process is held (later than its epoch 0), not handled by its
+    // init's state.
+    let next = CommKey {
+        comm: CommId(1),
+        epoch: Epoch(1),
+    };
+    let mut seqs = vec![];
+    for cp in cps.iter_mut().take(2) {
+        assert_eq!(cp.new_epoch(CommId(1), &[2]), Some(next));
+        seqs.push(cp.start_agreement(CommId(1), 0b011).unwrap());
+    }
+    settle(&mut cps, &[]);
+    for (cp, s) in cps.iter_mut().zip(&seqs) {
+        assert!(cp.comm_mut(CommId(1)).unwrap().take_decision(*s).is_none());
+    }
+    assert_eq!(cps[2].comm(CommId(1)).unwrap().key().epoch, Epoch(0));
+    // The rejoin: the same id again, at the survivors' epoch with their incarnations.
+    assert_eq!(
+        cps[2].add_comm_at(next, 1, (0..3).collect(), vec![0, 0, 1]),
+        Some(2)
+    );
+    assert_eq!(cps[2].comm(CommId(1)).unwrap().key(), next);
+    seqs.push(cps[2].start_agreement(CommId(1), 0b110).unwrap());
+    settle(&mut cps, &[]);
+    for (cp, s) in cps.iter_mut().zip(seqs) {
+        let d = cp.comm_mut(CommId(1)).unwrap().take_decision(s).unwrap();
+        assert_eq!((d.value, d.failed.is_empty()), (0b010, true));
+        assert_eq!(d.outcome, Outcome::Success);
+    }
+}

@@ -160,7 +160,9 @@ impl Messenger {
         Ok(())
     }
 
-    /// Waits until `peer` has admitted this incarnation (at once on a first start).
+    /// Waits until `peer` has admitted this incarnation (at once on a first start), at
+    /// most [`MessengerConfig::admission_timeout`](super::MessengerConfig) (or the
+    /// operation timeout when shorter): then [`Error::NotAdmitted`].
     pub(super) fn wait_admitted(&mut self, peer: PeerId) -> Result<()> {
         let admitted = |m: &Self| {
             m.peers
@@ -171,7 +173,7 @@ impl Messenger {
         if admitted(self) {
             return Ok(());
         }
-        let mut waiter = Waiter::new(&self.config);
+        let mut waiter = Waiter::bounded(&self.config, self.config.admission_timeout);
         loop {
             self.peer_addr(peer)?;
             if admitted(self) {
@@ -182,8 +184,13 @@ impl Messenger {
                 self.check_liveness(peer, full);
             }
             if let Some(after) = waiter.timed_out() {
-                return Err(Error::Timeout {
-                    operation: "waiting for the peer to admit this incarnation",
+                log::warn!(
+                    "peer {peer} has not admitted incarnation {} of this process within {after:?}",
+                    self.config.generation
+                );
+                return Err(Error::NotAdmitted {
+                    peer,
+                    generation: self.config.generation,
                     after,
                 });
             }

@@ -62,6 +62,13 @@ pub type PeerId = u32;
 /// Matches any user tag (use as the `ignore` mask of a receive).
 pub const ANY_TAG: u64 = MAX_USER_TAG;
 
+/// The default bound of a restarted process's wait for a peer's admission
+/// ([`MessengerConfig::admission_timeout`]): 60 s, the launcher's restart timeout (a new
+/// incarnation that has not joined within it is a failed restart; one whose peer has not
+/// admitted it within as long is failed the same way), and the bound of the survivors'
+/// own admission of a joined incarnation is shorter (10 s) than it.
+pub const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Settings of a [`Messenger`].
 #[derive(Clone, Debug)]
 pub struct MessengerConfig {
@@ -94,6 +101,12 @@ pub struct MessengerConfig {
     /// Give up on a blocking operation after this long (`None`: wait while the peer
     /// lives).
     pub operation_timeout: Option<Duration>,
+    /// How long a restarted process's send waits for its peer to admit it
+    /// ([`Error::NotAdmitted`] after; `operation_timeout` instead when shorter). Default
+    /// [`DEFAULT_ADMISSION_TIMEOUT`]: a peer admits a restarted process in its own
+    /// progress once it learns of the restart, so only a peer that makes no progress
+    /// (or never learns of it) reaches the bound. Irrelevant on a first start.
+    pub admission_timeout: Duration,
     /// Whether the messenger may start its one helper thread where the provider needs
     /// it ([`Quirk::DeadPeerHoldsRegionLock`]: shm before libfabric 1.18, where a peer
     /// killed while holding a region lock hangs us). Default `true`; with `false` no
@@ -117,6 +130,7 @@ impl MessengerConfig {
             rendezvous_pipeline: 4,
             liveness_interval: Duration::from_millis(50),
             operation_timeout: None,
+            admission_timeout: DEFAULT_ADMISSION_TIMEOUT,
             shm_lock_rescue: true,
         }
     }

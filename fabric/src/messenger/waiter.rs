@@ -35,6 +35,14 @@ impl Waiter {
         }
     }
 
+    /// As [`new`](Self::new), giving up after `bound` at most (or the configured
+    /// timeout when shorter).
+    pub(super) fn bounded(config: &MessengerConfig, bound: Duration) -> Self {
+        let mut w = Self::new(config);
+        w.timeout = Some(w.timeout.map_or(bound, |t| t.min(bound)));
+        w
+    }
+
     /// The wait after a cancel: long enough for any provider to flush.
     pub(super) fn grace() -> Self {
         Waiter {

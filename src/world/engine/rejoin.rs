@@ -256,4 +256,40 @@ impl Engine {
         }
         me
     }
+
+    /// Whether this process is a restarted incarnation that has not rejoined the world
+    /// communicator yet: its world's agreement state is the fresh one of its init, which
+    /// cannot match the survivors' (`CommError::RestoredWorld`).
+    pub fn world_restored(&self) -> bool {
+        self.world_restored
+    }
+
+    /// Replaces the world communicator's fault-tolerance state by the one at `key`
+    /// (a later epoch, the survivors' after their readmission) with the members'
+    /// `incarnations`: the restarted process rejoins its world. Same id, context and
+    /// group; the context stays open (its matching state is the process's). Control
+    /// messages of that epoch that came early are handled now. `None` when the record
+    /// does not fit the world (another group or context, not a member).
+    pub fn rejoin_world(
+        &mut self,
+        key: steadfast_agreement::CommKey,
+        ctx: u64,
+        group: Vec<u32>,
+        incarnations: Vec<u32>,
+    ) -> Option<u32> {
+        let id = crate::world::WORLD_COMM;
+        let fits = key.comm == id && {
+            let c = self.comm(id);
+            c.context() == ctx && c.group() == group.as_slice() && key.epoch > c.key().epoch
+        };
+        if !fits {
+            return None;
+        }
+        let me = self.control.add_comm_at(key, ctx, group, incarnations);
+        self.drive();
+        if me.is_some() {
+            self.world_restored = false;
+        }
+        me
+    }
 }
