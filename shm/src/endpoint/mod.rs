@@ -235,7 +235,7 @@ fn matches(msg_tag: u64, tag: u64, ignore: u64) -> bool {
 }
 
 /// How often [`Endpoint::connect_unless_ended`] asks whether a peer it waits for ended.
-pub const ENDED_POLL: Duration = Duration::from_millis(10);
+const ENDED_POLL: Duration = Duration::from_millis(10);
 
 impl Endpoint {
     /// Creates this rank's segment, first removing every segment in /dev/shm whose
@@ -323,7 +323,7 @@ impl Endpoint {
     }
 
     /// [`connect`](Self::connect), giving up on a peer whose segment is not there while
-    /// `ended(rank)` says it has ended (asked every [`ENDED_POLL`] of waiting): it is
+    /// `ended(rank)` says it has ended (asked every 10 ms of waiting): it is
     /// then taken as dead. A process started into a running job (a restart, a spawn)
     /// may find a peer that has finished and removed its segment since it learnt
     /// which ranks were alive; without this it would wait for the whole
