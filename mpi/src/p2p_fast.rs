@@ -125,18 +125,8 @@ pub(crate) unsafe fn recv(
         // SAFETY: the borrow ends within this call, before any `Guard` is made.
         if let Some(lib) = unsafe { Guard::owned_lib() } {
             if let Some((p2p, size)) = world(&lib.comms) {
-                let tag = if tag == MPI_ANY_TAG {
-                    Some(None)
-                } else {
-                    tag_ok(tag).map(Some)
-                };
-                // `MPI_PROC_NULL` is negative: the general path.
-                let source = if source == MPI_ANY_SOURCE {
-                    Some(None)
-                } else {
-                    rank_ok(source, size).map(Some)
-                };
-                if let (Some(len), Some(tag), Some(source)) = (basic_bytes(count, dt), tag, source)
+                if let (Some(len), Some((source, tag))) =
+                    (basic_bytes(count, dt), recv_pattern(source, tag, size))
                 {
                     if len == 0 || !buf.is_null() {
                         let data: &mut [u8] = if len == 0 {
@@ -290,18 +280,8 @@ pub(crate) unsafe fn irecv(
         // SAFETY: the borrow ends within this call, before any `Guard` is made.
         if let Some(lib) = unsafe { Guard::owned_lib() } {
             if let Some((p2p, size)) = world(&lib.comms) {
-                let tag = if tag == MPI_ANY_TAG {
-                    Some(None)
-                } else {
-                    tag_ok(tag).map(Some)
-                };
-                // `MPI_PROC_NULL` is negative: the general path.
-                let source = if source == MPI_ANY_SOURCE {
-                    Some(None)
-                } else {
-                    rank_ok(source, size).map(Some)
-                };
-                if let (Some(len), Some(tag), Some(source)) = (basic_bytes(count, dt), tag, source)
+                if let (Some(len), Some((source, tag))) =
+                    (basic_bytes(count, dt), recv_pattern(source, tag, size))
                 {
                     if len == 0 || !buf.is_null() {
                         let requests = &mut lib.requests;
@@ -403,6 +383,23 @@ fn world(comms: &CommTable<CommEntry>) -> Option<(&Comm, u32)> {
 #[inline(always)]
 fn tag_ok(tag: c_int) -> Option<u32> {
     u32::try_from(tag).ok().filter(|&t| t <= TAG_UB as u32)
+}
+
+/// A receive's `(source, tag)` as the runtime takes them (`None`: any), when the fast
+/// path takes them (`MPI_PROC_NULL`, negative, does not: the general path).
+#[inline(always)]
+fn recv_pattern(source: c_int, tag: c_int, size: u32) -> Option<(Option<u32>, Option<u32>)> {
+    let tag = if tag == MPI_ANY_TAG {
+        None
+    } else {
+        Some(tag_ok(tag)?)
+    };
+    let source = if source == MPI_ANY_SOURCE {
+        None
+    } else {
+        Some(rank_ok(source, size)?)
+    };
+    Some((source, tag))
 }
 
 /// A rank of a group of `size`: `None` out of range (`MPI_PROC_NULL` and
