@@ -17,6 +17,10 @@ use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{DirectRecv, Engine, Route};
 use crate::world::shared::EngineGuard;
 
+/// Polls of the peer's ring between two drains of a receive waiting unposted: bounded,
+/// since the engine is held meanwhile (other threads' operations queue or wait).
+const AWAIT_SPINS: u32 = 32;
+
 impl Comm {
     /// The unposted form of a receive planned as `plan` into `buf`, when it may wait
     /// that way now (see the module docs).
@@ -97,6 +101,10 @@ impl Comm {
                 if polls % RECV_POLLS_PER_PROGRESS == 0 {
                     // Failures and revocations learnt here are seen at the next hold.
                     e.progress();
+                } else {
+                    // Between drains, watch only the peer's ring (under a
+                    // microsecond, with the engine held).
+                    e.await_direct(d, AWAIT_SPINS);
                 }
             }
             self.engine.make_way();

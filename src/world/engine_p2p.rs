@@ -350,6 +350,15 @@ impl Engine {
         got
     }
 
+    /// Waits up to `spins` polls of `d`'s ring for something to arrive there (see
+    /// `Endpoint::await_from`); whether something did.
+    #[inline]
+    pub(crate) fn await_direct(&mut self, d: &DirectRecv, spins: u32) -> bool {
+        self.shm
+            .as_mut()
+            .is_some_and(|s| s.await_from(d.local, spins))
+    }
+
     /// The shm half of [`Engine::drain_arrivals`] (`draining` is set): how many,
     /// whether control messages came, and the outcome of `direct` if its message came
     /// (the drain stops there); `stop_at_placed` as in `drain_for_receive`.
