@@ -224,19 +224,15 @@ pub(crate) unsafe fn isend(
                             // completes or is freed, which the `Req` holding it follows.
                             unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }
                         };
-                        let requests = &mut lib.requests;
-                        let started = catch_unwind(AssertUnwindSafe(|| {
+                        let make = || {
                             // SAFETY: as above: the request lives in a `Req`, completed
                             // or dropped within MPI's rules for the buffer.
-                            let req = match unsafe { p2p.isend(dest, tag, data) } {
-                                Ok(r) => Req::new(comm, Op::Send(r)),
-                                Err(e) => return Some(boxed(runtime_fail(e))),
-                            };
-                            // SAFETY: checked not null; MPI's contract: valid for a write.
-                            unsafe { keep(requests, req, request) }
-                        }));
+                            unsafe { p2p.isend(dest, tag, data) }
+                                .map(|r| Req::new(comm, Op::Send(r)))
+                                .map_err(runtime_fail)
+                        };
                         // SAFETY: checked not null; MPI's contract: valid for a write.
-                        return unsafe { request_made(started, request) };
+                        return unsafe { start_request(&mut lib.requests, request, make) };
                     }
                 }
             }
@@ -284,17 +280,9 @@ pub(crate) unsafe fn irecv(
                     (basic_bytes(count, dt), recv_pattern(source, tag, size))
                 {
                     if len == 0 || !buf.is_null() {
-                        let requests = &mut lib.requests;
-                        let started = catch_unwind(AssertUnwindSafe(|| {
-                            let req = match irecv_req(p2p, comm, source, tag, buf.cast(), len) {
-                                Ok(req) => req,
-                                Err(fail) => return Some(boxed(fail)),
-                            };
-                            // SAFETY: checked not null; MPI's contract: valid for a write.
-                            unsafe { keep(requests, req, request) }
-                        }));
+                        let make = || irecv_req(p2p, comm, source, tag, buf.cast(), len);
                         // SAFETY: checked not null; MPI's contract: valid for a write.
-                        return unsafe { request_made(started, request) };
+                        return unsafe { start_request(&mut lib.requests, request, make) };
                     }
                 }
             }
@@ -317,6 +305,27 @@ fn irecv_general(
     call(comm, |g| {
         crate::p2p::irecv(g, buf, count, dt, source, tag, comm, request)
     })
+}
+
+/// Makes a request with `make` under the panic guard and stores it in `*request`; a
+/// failure (or panic) goes to the world's handler with `MPI_REQUEST_NULL` written, as
+/// the general path does.
+///
+/// # Safety
+/// `request` is not null and valid for a write.
+#[inline(always)]
+unsafe fn start_request(
+    requests: &mut Requests,
+    request: *mut Handle,
+    make: impl FnOnce() -> Result<Req, Fail>,
+) -> c_int {
+    let started = catch_unwind(AssertUnwindSafe(|| match make() {
+        // SAFETY: the caller's contract.
+        Ok(req) => unsafe { keep(requests, req, request) },
+        Err(fail) => Some(boxed(fail)),
+    }));
+    // SAFETY: the caller's contract.
+    unsafe { request_made(started, request) }
 }
 
 /// Keeps a fast `MPI_Isend`'s or `MPI_Irecv`'s request; its handle goes to `*request`.
