@@ -29,6 +29,8 @@
 //!   probes (`ssend.rs`).
 //! - `threads T ROUNDS VICTIM`: T threads per rank on shared and private communicators,
 //!   VICTIM (or `none`) SIGKILLed mid-exchange (`threads.rs`).
+//! - `lane-ft`: an agreement start and a revoke queued while another thread holds the
+//!   engine return at once and take effect once it lets go (`lane_ft.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 //!
@@ -40,6 +42,7 @@
 mod comms;
 mod direct;
 mod failures;
+mod lane_ft;
 mod matching;
 mod p2p;
 mod rma;
@@ -109,6 +112,7 @@ fn main() {
         Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
         Some("mprobe") => ssend::mprobe(&world, &comm),
         Some("threads") => threads::threads(&world, &comm, &args),
+        Some("lane-ft") => lane_ft::lane_ft(&world, &comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

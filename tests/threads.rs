@@ -6,7 +6,10 @@
 //! rank) and checks the result; no thread hangs (the job's time limit), no process and
 //! no shared-memory segment is left. Scenario: `testrank/threads.rs`. In-process, on a
 //! world of one: threads blocked in `recv` leave the engine to the threads that send
-//! them their messages (fails, at its 60 s limit, when a wait holds the engine).
+//! them their messages (fails, at its 60 s limit, when a wait holds the engine). While a
+//! thread holds the engine, other threads' posts and fault-tolerance calls (`revoke`,
+//! `failure_ack`, `iagree`) return at once and take effect in each thread's order once
+//! it lets go: in process, and on 2 ranks (`testrank/lane_ft.rs`).
 //!
 //! `STEADFAST_THREADS_RUNS` (default 1) repeats each kill run (the issue's acceptance is
 //! 20 runs in a row on a 2-core machine).
@@ -409,4 +412,96 @@ fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
     }
     drop(comm);
     std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
+/// Issue 15, point 3, for the fault-tolerance calls: while one thread holds the engine,
+/// another thread's `iagree`, `revoke` and `failure_ack` return at once (queued in its
+/// lane, `src/comm/post.rs`), and once the holder lets go they take effect in that
+/// thread's order. The holder had posted a receive on the communicator; the thread
+/// sends it a matching message *after* its revoke: applied in order, the revoke comes
+/// first, so the send fails and the held receive ends with `Revoked` (had the send been
+/// applied first, the receive would have got its bytes). The agreement started before
+/// the revoke decides its value (agreements work on a revoked communicator).
+#[test]
+fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_engine() {
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    let d = comm.dup().unwrap();
+    end_the_bias(&d);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let d = d.clone();
+        std::thread::spawn(move || {
+            let r = d.irecv_owned(Some(0), Some(7), vec![0u8; 8]).unwrap();
+            let hold = d.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            drop(hold);
+            (in_time, r.wait().1)
+        })
+    };
+    held_rx.recv().unwrap();
+    let start = Instant::now();
+    let mut agreement = d.iagree(0b1011);
+    d.revoke();
+    d.failure_ack();
+    let send = d.isend_owned(0, 7, vec![1u8; 8]).unwrap();
+    assert!(agreement.test().unwrap().is_none(), "decided while held");
+    let took = start.elapsed();
+    done_tx.send(()).unwrap();
+    let (in_time, received) = holder.join().unwrap();
+    assert!(in_time, "the calls waited for the holder ({took:?})");
+    assert!(
+        matches!(received, Err(steadfast::CommError::Revoked)),
+        "the held receive: {received:?} (the send overtook the revoke?)"
+    );
+    let sent = send.wait().1;
+    assert!(
+        matches!(sent, Err(steadfast::CommError::Revoked)),
+        "the send after the revoke: {sent:?}"
+    );
+    let decided = agreement.wait().unwrap();
+    assert_eq!(decided.value, 0b1011);
+    assert!(d.is_revoked());
+    assert_eq!(d.ack_failed(), 0);
+    d.free().unwrap();
+    println!("iagree, revoke, failure_ack and isend queued in {took:?} while the engine was held");
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
+/// Runs `lane-ft` (`testrank/lane_ft.rs`) on 2 ranks: an agreement start and rank 0's
+/// revoke, queued while a thread holds each rank's engine, reach every rank: every held
+/// receive ends with `Revoked` and the agreement decides the AND of the contributions.
+fn lane_ft(env: &[(&str, &str)]) {
+    let _one = one_job_at_a_time();
+    let mark = marker();
+    let job = run(2, env, &["lane-ft", &mark], LIMIT);
+    let left = steadfast_testsupport::processes_with(&["ft-test-rank", &mark]);
+    assert!(
+        left.is_empty(),
+        "processes left: {left:?}\n{}",
+        job.context()
+    );
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    let lines = job.lines("LANE FT ");
+    assert_eq!(lines.len(), 2, "{}", job.context());
+    for (rank, line) in lines {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields[2], rank.to_string(), "{line}");
+        assert_eq!(fields[3], format!("{:#x}", !0b11u64), "{line}");
+    }
+}
+
+#[test]
+fn queued_revoke_and_iagree_reach_every_rank_over_shm() {
+    lane_ft(SHM);
+}
+
+#[test]
+fn queued_revoke_and_iagree_reach_every_rank_over_tcp() {
+    lane_ft(TCP);
 }

@@ -216,9 +216,11 @@ pub unsafe extern "C" fn sf_comm_ack_failed(comm: *const sf_comm, acked: *mut us
     // SAFETY: the caller's contract.
     unsafe {
         on(comm, |c| {
-            let n = c.comm.ack_failed();
-            if !acked.is_null() {
-                *acked = n;
+            if acked.is_null() {
+                // No count asked for: never waits for another thread's round.
+                c.comm.failure_ack();
+            } else {
+                *acked = c.comm.ack_failed();
             }
             Ok(())
         })

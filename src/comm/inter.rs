@@ -389,7 +389,8 @@ impl InterComm {
         })
     }
 
-    /// Revokes the inter-communicator on both sides.
+    /// Revokes the inter-communicator on both sides; never waits for another thread
+    /// (as [`Comm::revoke`]).
     pub fn revoke(&self) {
         self.union.revoke();
     }
@@ -399,9 +400,16 @@ impl InterComm {
         self.union.is_revoked()
     }
 
-    /// Acknowledges the failures known now (union ranks).
+    /// Acknowledges the failures known now (union ranks); how many are acknowledged
+    /// (as [`Comm::ack_failed`]).
     pub fn ack_failed(&self) -> usize {
         self.union.ack_failed()
+    }
+
+    /// Acknowledges the failures known now, without the count; never waits for
+    /// another thread (as [`Comm::failure_ack`]).
+    pub fn failure_ack(&self) {
+        self.union.failure_ack();
     }
 }
 

@@ -50,7 +50,7 @@ pub(crate) use post::Post;
 
 use std::sync::Arc;
 
-use steadfast_agreement::{CommId, CommKey, Outcome, Rank, RankSet};
+use steadfast_agreement::{CommId, CommKey, Outcome};
 use steadfast_os::SpinWait;
 
 use crate::world::engine::Engine;
@@ -458,19 +458,33 @@ impl Comm {
         c.group().iter().any(|&w| e.is_failed(w))
     }
 
-    /// Acknowledges every failure known now (`MPIX_Comm_failure_ack`): wildcard
+    /// Acknowledges every failure known now (`MPIX_Comm_ack_failed`): wildcard
     /// receives proceed again and agreements count them as acknowledged. Returns how
     /// many ranks are acknowledged failed.
+    ///
+    /// Takes the engine for one round (waiting for another thread's round in flight),
+    /// since it reports the count; [`failure_ack`](Self::failure_ack) never waits.
     pub fn ack_failed(&self) -> usize {
-        let failed = self.failed_ranks();
-        let mut e = self.engine.lock();
-        let c = e.comm_mut(self.id);
-        c.set_acked(RankSet::from_ranks(failed.into_iter().map(Rank)));
-        let (acked, ctx) = (c.acked().len(), c.context());
-        if ctx != 0 {
-            e.ack_failures(ctx);
+        self.engine.lock().ack_failed(self.id).unwrap_or(0)
+    }
+
+    /// Acknowledges every failure known now, as [`ack_failed`](Self::ack_failed)
+    /// without the count (`MPIX_Comm_failure_ack`).
+    ///
+    /// Never waits for another thread: when another thread holds the engine, the
+    /// acknowledgement is queued in this thread's lane (`src/world/posts.rs`) and
+    /// applied by the next holder before anything else, after this thread's earlier
+    /// operations; this thread's later operations take effect after it (they take the
+    /// engine, which applies the queue first, or queue behind it). It then acknowledges
+    /// the failures known when applied: those the holder's round in flight learnt too,
+    /// as when this call had waited for that round.
+    pub fn failure_ack(&self) {
+        match self.engine.try_lock() {
+            Some(mut e) => {
+                let _ = e.ack_failed(self.id);
+            }
+            None => self.post_or_apply(Post::Ack { id: self.id }),
         }
-        acked
     }
 
     /// The failures acknowledged so far (`MPIX_Comm_failure_get_acked`).
@@ -480,10 +494,23 @@ impl Comm {
 
     /// Revokes the communicator on every rank (`MPIX_Comm_revoke`): a reliable
     /// broadcast; pending and future operations on it return [`CommError::Revoked`].
-    /// Agreements and shrink still work on a revoked communicator.
+    /// Agreements and shrink still work on a revoked communicator. Local and never
+    /// failing, as in ULFM.
+    ///
+    /// Never waits for another thread: when another thread holds the engine, the revoke
+    /// is queued in this thread's lane (`src/world/posts.rs`) and applied by the next
+    /// holder before anything else (then the broadcast starts). It takes effect for
+    /// this thread before any of its later operations: each of those either takes the
+    /// engine, and every take applies the queued operations first (this thread always
+    /// sees its own queued ones counted), or is queued behind it in the same lane
+    /// (a thread keeps its lane while it has operations queued), or, with the lane full,
+    /// waits for the engine, which applies the queue first. Operations of other threads
+    /// are ordered by when they are applied (`docs/threads.md`, section 4).
     pub fn revoke(&self) {
-        let mut e = self.engine.lock();
-        e.revoke(self.id);
+        match self.engine.try_lock() {
+            Some(mut e) => e.revoke(self.id),
+            None => self.post_or_apply(Post::Revoke { id: self.id }),
+        }
     }
 
     /// Agrees with every live rank on the AND of `flag` and on the failed set
@@ -496,25 +523,20 @@ impl Comm {
     ///
     /// [`World::rejoin`]: crate::World::rejoin
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
-        let (seq, mut spin) = {
+        let seq = {
             let mut e = self.engine.lock();
             if self.id == crate::world::WORLD_COMM && e.world_restored() {
                 return Err(CommError::RestoredWorld);
             }
-            (e.start_agreement(self.id, flag), Spin::new(&e))
+            e.start_agreement(self.id, flag)
         };
-        // One round per hold of the engine: other threads go on meanwhile.
-        loop {
-            if let Some(a) = self.agreement_round(seq)? {
-                return Ok(a);
-            }
-            self.engine.make_way();
-            spin.pause();
-        }
+        // One round per hold of the engine, each only tried: other threads go on
+        // meanwhile, and while one holds it, its rounds progress this agreement too.
+        AgreeRequest::started(self.clone(), seq).wait()
     }
 
-    /// One round of agreement `seq` (started here): its decision if held, else one
-    /// round of progress and the decision if that round brought it.
+    /// One round of agreement `seq` (started here), with the engine held: its decision
+    /// if held, else one round of progress and the decision if that round brought it.
     ///
     /// The decision is looked for again right after the round, before the caller
     /// pauses: with more ranks than cores a pause is a context switch, and one per rank
@@ -523,8 +545,11 @@ impl Comm {
     ///
     /// # Errors
     /// [`CommError::Excluded`].
-    pub(crate) fn agreement_round(&self, seq: u32) -> Result<Option<Agreement>, CommError> {
-        let mut e = self.engine.lock();
+    pub(crate) fn agreement_step(
+        &self,
+        e: &mut Engine,
+        seq: u32,
+    ) -> Result<Option<Agreement>, CommError> {
         if let Some(d) = e.comm_mut(self.id).take_decision(seq) {
             return Ok(Some(Agreement::from(d)));
         }
@@ -561,7 +586,7 @@ impl Comm {
     /// `Excluded`.
     pub fn shrink(&self) -> Result<Comm, CommError> {
         let failed = loop {
-            self.ack_failed();
+            self.failure_ack();
             let a = self.agree_full(1)?;
             if a.all_acked {
                 break a.failed;

@@ -26,7 +26,7 @@
 use std::marker::PhantomData;
 
 use super::p2p::outcome_result;
-use super::post::{Post, RecvCell};
+use super::post::{AgreeCell, Post, RecvCell};
 use super::{Agreement, Comm, CommError, Spin, Status};
 use crate::world::engine::Engine;
 use crate::world::matching::RecvKey;
@@ -212,29 +212,98 @@ impl Drop for RecvRequest<'_> {
 }
 
 /// An agreement in flight (from [`Comm::iagree`]).
-#[derive(Debug)]
 #[must_use = "an agreement request must be tested or waited for"]
 pub struct AgreeRequest {
     comm: Comm,
-    seq: u32,
+    st: AgreeSt,
+}
+
+/// Which agreement of the communicator the request waits for.
+enum AgreeSt {
+    /// Started: its sequence number.
+    Started(u32),
+    /// Queued for the token holder (`post.rs`): the number comes through here.
+    Queued(AgreeCell),
+}
+
+impl std::fmt::Debug for AgreeRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the communicator's Debug, which takes the engine.
+        let mut d = f.debug_struct("AgreeRequest");
+        match &self.st {
+            AgreeSt::Started(seq) => d.field("seq", seq),
+            AgreeSt::Queued(_) => d.field("seq", &"queued"),
+        };
+        d.finish_non_exhaustive()
+    }
 }
 
 impl AgreeRequest {
+    /// The request of agreement `seq` of `comm`, started by the caller.
+    pub(super) fn started(comm: Comm, seq: u32) -> Self {
+        AgreeRequest {
+            comm,
+            st: AgreeSt::Started(seq),
+        }
+    }
+
     /// Progresses once; the outcome when decided.
+    ///
+    /// Never waits for another thread: when another thread holds the engine (and so
+    /// makes progress for this agreement too), the answer is `Ok(None)`; so is it while
+    /// a start queued by [`Comm::iagree`] waits to be applied.
     ///
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn test(&mut self) -> Result<Option<Agreement>, CommError> {
-        self.comm.agreement_round(self.seq)
+        let mut turn = self.comm.engine.turn();
+        self.st.poll(&self.comm, &mut turn)
     }
 
-    /// Waits for the outcome.
+    /// Waits for the outcome: tests, pausing between tests (as
+    /// [`RecvRequest::wait`]: it never waits for the engine itself).
     ///
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn wait(mut self) -> Result<Agreement, CommError> {
-        let comm = self.comm.clone();
-        super::Spin::until(&comm, || self.test())
+        let mut spin = Spin::with_policy(self.comm.engine.yield_when_idle());
+        let mut turn = self.comm.engine.turn();
+        loop {
+            if let Some(a) = self.st.poll(&self.comm, &mut turn)? {
+                return Ok(a);
+            }
+            if !turn.waiting() {
+                self.comm.engine.make_way();
+            }
+            spin.pause();
+        }
+    }
+}
+
+impl AgreeSt {
+    /// One test: the engine if free, the queued start's number, then one round.
+    fn poll(&mut self, comm: &Comm, turn: &mut Turn<'_>) -> Result<Option<Agreement>, CommError> {
+        let Some(mut guard) = turn.try_lock() else {
+            return Ok(None);
+        };
+        let seq = match self {
+            AgreeSt::Started(seq) => *seq,
+            AgreeSt::Queued(cell) => match cell.try_take() {
+                // Not applied yet (a stale view of the lane: the next take applies it).
+                None => return Ok(None),
+                Some(Some(seq)) => {
+                    *self = AgreeSt::Started(seq);
+                    seq
+                }
+                Some(None) => {
+                    // Cannot happen while this request holds a handle (`free` refuses).
+                    return Err(CommError::InvalidArgument(
+                        "agreement on a communicator no longer registered".into(),
+                    ));
+                }
+            },
+        };
+        comm.agreement_step(&mut guard, seq)
     }
 }
 
@@ -326,11 +395,35 @@ impl Comm {
     }
 
     /// Starts an agreement (`MPIX_Comm_iagree`); see [`Comm::agree_full`].
+    ///
+    /// Never waits for another thread: when another thread holds the engine, the start
+    /// is queued in this thread's lane (`src/world/posts.rs`) and applied by the next
+    /// holder before anything else, after this thread's earlier operations and before
+    /// its later ones (so this thread's agreements on a communicator keep their
+    /// order); the request learns which agreement it is then, and its tests answer
+    /// "not yet" until it has.
     pub fn iagree(&self, flag: u64) -> AgreeRequest {
-        let seq = self.engine.lock().start_agreement(self.id, flag);
+        let st = match self.engine.try_lock() {
+            Some(mut e) => AgreeSt::Started(e.start_agreement(self.id, flag)),
+            None => self.iagree_queued(flag),
+        };
         AgreeRequest {
             comm: self.clone(),
-            seq,
+            st,
         }
+    }
+
+    /// Queues the start of an agreement for the token holder (or, with no room in the
+    /// lane, starts it after waiting for the token).
+    #[cold]
+    #[inline(never)]
+    fn iagree_queued(&self, flag: u64) -> AgreeSt {
+        let cell = AgreeCell::default();
+        self.post_or_apply(Post::Agree {
+            id: self.id,
+            flag,
+            cell: std::sync::Arc::clone(&cell),
+        });
+        AgreeSt::Queued(cell)
     }
 }

@@ -11,6 +11,14 @@
 //! first: so the cell is filled by then, and the request withdraws what it names (a
 //! receive's buffer, a queued send's data) as if it had been posted directly.
 //!
+//! Besides sends and receives, three local steps of the fault-tolerance calls queue the
+//! same way ([`Post::Revoke`], [`Post::Ack`], [`Post::Agree`]): `revoke`,
+//! `failure_ack` and the start of `iagree`. They name their communicator by id (no
+//! handle: a queued revoke must not make the thread's next `free` refuse for a handle
+//! it cannot see), and `free` takes the token before it releases anything, which
+//! applies them first. A queued agreement's request learns its sequence number
+//! through its cell, as a queued receive learns its key.
+//!
 //! Errors: a bad tag is refused at once (no engine needed); a bad rank, a revoked
 //! communicator, a dead destination or excluded process found when the operation is
 //! applied is reported by the request's first test that takes the token, which MPI
@@ -19,6 +27,7 @@
 
 use std::sync::Arc;
 
+use steadfast_agreement::{CommId, Seq};
 use steadfast_matching::Completion as Cell;
 
 use super::send_request::{SendStart, SendState};
@@ -30,6 +39,8 @@ use crate::world::matching::RecvKey;
 pub(crate) type RecvCell = Arc<Cell<Result<RecvKey, CommError>>>;
 /// A queued send's outcome of starting.
 pub(crate) type SendCell = Arc<Cell<Result<SendStart, CommError>>>;
+/// A queued agreement's sequence number (`None`: its communicator was unknown).
+pub(crate) type AgreeCell = Arc<Cell<Option<Seq>>>;
 
 /// An operation waiting in a thread's lane for the next token holder.
 pub(crate) enum Post {
@@ -51,6 +62,16 @@ pub(crate) enum Post {
         len: usize,
         sync: bool,
         cell: SendCell,
+    },
+    /// `revoke` (`MPIX_Comm_revoke`).
+    Revoke { id: CommId },
+    /// `failure_ack` (`MPIX_Comm_failure_ack`): the failures known when applied.
+    Ack { id: CommId },
+    /// `iagree`'s start: this rank's contribution `flag`.
+    Agree {
+        id: CommId,
+        flag: u64,
+        cell: AgreeCell,
     },
 }
 
@@ -109,6 +130,27 @@ impl Post {
                 });
                 let _ = cell.complete(started);
             }
+            Post::Revoke { id } => e.revoke(id),
+            Post::Ack { id } => {
+                let _ = e.ack_failed(id);
+            }
+            Post::Agree { id, flag, cell } => {
+                let _ = cell.complete(e.try_start_agreement(id, flag));
+            }
+        }
+    }
+}
+
+impl Comm {
+    /// Queues `op` in the calling thread's lane (another thread holds the token), or,
+    /// when the lane is full or no lane is free, waits for the token, which applies the
+    /// queued operations first, and applies `op` after them: either way `op` takes
+    /// effect after this thread's earlier operations and before its later ones.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn post_or_apply(&self, op: Post) {
+        if let Err(op) = self.engine.post(op) {
+            op.apply(&mut self.engine.lock());
         }
     }
 }

@@ -655,12 +655,36 @@ impl Engine {
 
     /// Enters agreement on communicator `id`; returns its sequence number.
     pub fn start_agreement(&mut self, id: CommId, value: u64) -> Seq {
-        let seq = self
-            .control
-            .start_agreement(id, value)
-            .expect("a Comm handle's communicator is registered");
+        self.try_start_agreement(id, value)
+            .expect("a Comm handle's communicator is registered")
+    }
+
+    /// As [`start_agreement`](Self::start_agreement); `None` for an unknown
+    /// communicator (an agreement queued for the token holder never panics it).
+    pub fn try_start_agreement(&mut self, id: CommId, value: u64) -> Option<Seq> {
+        let seq = self.control.start_agreement(id, value)?;
         self.drive();
-        seq
+        Some(seq)
+    }
+
+    /// Acknowledges every failure of communicator `id`'s ranks known now
+    /// (`MPIX_Comm_failure_ack`): wildcard receives on it proceed again and its
+    /// agreements count them as acknowledged. How many of its ranks are acknowledged
+    /// failed; `None` for an unknown communicator.
+    pub fn ack_failed(&mut self, id: CommId) -> Option<usize> {
+        let c = self.control.comm(id)?;
+        let failed = steadfast_agreement::RankSet::from_ranks(
+            (0..c.group().len() as u32)
+                .filter(|&r| self.control.is_failed(c.group()[r as usize]))
+                .map(steadfast_agreement::Rank),
+        );
+        let c = self.control.comm_mut(id)?;
+        c.set_acked(failed);
+        let (acked, ctx) = (c.acked().len(), c.context());
+        if ctx != 0 {
+            self.ack_failures(ctx);
+        }
+        Some(acked)
     }
 }
 

@@ -1,0 +1,83 @@
+//! The fault-tolerance calls queued in a thread's lane (`tests/threads.rs`;
+//! `src/comm/post.rs`).
+//!
+//! `lane-ft`: on every rank, a thread posts a receive nobody matches on a dup'ed
+//! communicator and then holds the engine, as a thread descheduled in the middle of a
+//! round would. Meanwhile the main thread starts an agreement on that communicator
+//! (contribution: every bit but the one of its rank), tests it ("not yet", at once), and
+//! rank 0 revokes the communicator: these calls must return while the engine is still
+//! held (the holder lets go when they have, or after 30 s: then the rank panics).
+//! Once the holder lets go, its receive ends with `Revoked` on every rank (rank 0's
+//! queued revoke, broadcast to the others), and the queued agreement decides the AND of
+//! every rank's contribution everywhere. Prints `LANE FT <rank> <value hex> <µs the
+//! calls took>`.
+
+use std::sync::mpsc::channel;
+use std::time::{Duration, Instant};
+
+use steadfast::{Comm, CommError, World};
+
+/// The tag of the receive nobody matches.
+const UNMATCHED: u32 = 77;
+
+/// Ends the engine's bias towards one thread before a thread holds the engine (a
+/// revocation waits for the bias owner's round in flight: `docs/threads.md`).
+fn end_the_bias(comm: &Comm) {
+    let _ = comm.rank();
+    std::thread::scope(|s| {
+        s.spawn(|| comm.rank());
+    });
+}
+
+pub(crate) fn lane_ft(_world: &World, comm: &Comm) {
+    let (rank, size) = (comm.rank(), comm.size());
+    let d = comm.dup().unwrap();
+    end_the_bias(&d);
+    let (held_tx, held_rx) = channel();
+    let (done_tx, done_rx) = channel::<()>();
+    let holder = {
+        let d = d.clone();
+        let peer = (rank + 1) % size;
+        std::thread::spawn(move || {
+            let r = d
+                .irecv_owned(Some(peer), Some(UNMATCHED), vec![0u8; 8])
+                .unwrap();
+            let hold = d.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            drop(hold);
+            (in_time, r.wait().1)
+        })
+    };
+    held_rx.recv().unwrap();
+    let start = Instant::now();
+    let mut agreement = d.iagree(!(1u64 << rank));
+    assert!(
+        agreement.test().unwrap().is_none(),
+        "rank {rank}: decided while the engine is held"
+    );
+    if rank == 0 {
+        d.revoke();
+    }
+    let took = start.elapsed();
+    done_tx.send(()).unwrap();
+    let (in_time, received) = holder.join().unwrap();
+    assert!(
+        in_time,
+        "rank {rank}: iagree/revoke waited for the holder ({took:?})"
+    );
+    match received {
+        Err(CommError::Revoked) => {}
+        other => panic!("rank {rank}: the held receive ended with {other:?}"),
+    }
+    let decided = agreement.wait().unwrap();
+    let want = (0..size).fold(!0u64, |v, r| v & !(1u64 << r));
+    assert_eq!(decided.value, want, "rank {rank}: {decided:?}");
+    assert!(
+        decided.all_acked && decided.failed.is_empty(),
+        "{decided:?}"
+    );
+    assert!(d.is_revoked());
+    d.free().unwrap();
+    println!("LANE FT {rank} {:#x} {}", decided.value, took.as_micros());
+}
