@@ -505,3 +505,56 @@ fn queued_revoke_and_iagree_reach_every_rank_over_shm() {
 fn queued_revoke_and_iagree_reach_every_rank_over_tcp() {
     lane_ft(TCP);
 }
+
+/// The fallback of a queued revoke: with the thread's lane full (64 sends queued while
+/// the engine is held), `revoke` waits for the holder (`Shared::lock`, which applies the
+/// lane first) and then revokes: the 64 sends, queued before it, were started on a live
+/// communicator and succeed (revoked first, they would fail with `Revoked`).
+#[test]
+fn a_revoke_after_a_full_lane_waits_for_the_holder_and_comes_after_the_lane() {
+    const LANE: usize = 64;
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    let d = comm.dup().unwrap();
+    end_the_bias(&d);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (full_tx, full_rx) = std::sync::mpsc::channel::<()>();
+    let hold_after_full = Duration::from_millis(300);
+    let holder = {
+        let d = d.clone();
+        std::thread::spawn(move || {
+            let hold = d.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let filled = full_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            std::thread::sleep(hold_after_full);
+            drop(hold);
+            filled
+        })
+    };
+    held_rx.recv().unwrap();
+    let sends: Vec<_> = (0..LANE)
+        .map(|i| {
+            d.isend_owned(0, 3, (i as u64).to_le_bytes().to_vec())
+                .unwrap()
+        })
+        .collect();
+    full_tx.send(()).unwrap();
+    let start = Instant::now();
+    d.revoke();
+    let waited = start.elapsed();
+    assert!(holder.join().unwrap(), "the {LANE} queued sends waited");
+    assert!(
+        waited >= hold_after_full / 2,
+        "the revoke after a full lane returned in {waited:?}, before the holder let go"
+    );
+    for (i, s) in sends.into_iter().enumerate() {
+        let sent = s.wait().1;
+        assert!(sent.is_ok(), "send {i}, queued before the revoke: {sent:?}");
+    }
+    assert!(d.is_revoked());
+    d.free().unwrap();
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
