@@ -421,7 +421,8 @@ fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
 /// sends it a matching message *after* its revoke: applied in order, the revoke comes
 /// first, so the send fails and the held receive ends with `Revoked` (had the send been
 /// applied first, the receive would have got its bytes). The agreement started before
-/// the revoke decides its value (agreements work on a revoked communicator).
+/// the revoke decides its value (agreements work on a revoked communicator), and so
+/// does a blocking `agree` another thread started on the world communicator meanwhile.
 #[test]
 fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_engine() {
     let params = steadfast::params::Params::builder().build().unwrap();
@@ -444,6 +445,11 @@ fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_e
         })
     };
     held_rx.recv().unwrap();
+    // A blocking agreement on another communicator meanwhile: its start is queued too.
+    let blocking = {
+        let comm = comm.clone();
+        std::thread::spawn(move || comm.agree(0b0110))
+    };
     let start = Instant::now();
     let mut agreement = d.iagree(0b1011);
     d.revoke();
@@ -451,6 +457,8 @@ fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_e
     let send = d.isend_owned(0, 7, vec![1u8; 8]).unwrap();
     assert!(agreement.test().unwrap().is_none(), "decided while held");
     let took = start.elapsed();
+    // The blocking agreement has (very likely) queued its start by then.
+    std::thread::sleep(Duration::from_millis(50));
     done_tx.send(()).unwrap();
     let (in_time, received) = holder.join().unwrap();
     assert!(in_time, "the calls waited for the holder ({took:?})");
@@ -465,6 +473,7 @@ fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_e
     );
     let decided = agreement.wait().unwrap();
     assert_eq!(decided.value, 0b1011);
+    assert_eq!(blocking.join().unwrap().unwrap(), 0b0110);
     assert!(d.is_revoked());
     assert_eq!(d.ack_failed(), 0);
     d.free().unwrap();

@@ -517,22 +517,20 @@ impl Comm {
     /// (`MPIX_Comm_agree`). Returns the full outcome; errors only when this process
     /// was excluded.
     ///
+    /// Never waits for another thread's round: its start is queued as
+    /// [`iagree`](Self::iagree)'s when another thread holds the engine, and its
+    /// rounds only try the engine (as [`AgreeRequest::wait`]).
+    ///
     /// # Errors
     /// [`CommError::Excluded`]; [`CommError::RestoredWorld`] on the world communicator
     /// of a restarted process that has not rejoined it ([`World::rejoin`]).
     ///
     /// [`World::rejoin`]: crate::World::rejoin
     pub fn agree_full(&self, flag: u64) -> Result<Agreement, CommError> {
-        let seq = {
-            let mut e = self.engine.lock();
-            if self.id == crate::world::WORLD_COMM && e.world_restored() {
-                return Err(CommError::RestoredWorld);
-            }
-            e.start_agreement(self.id, flag)
-        };
-        // One round per hold of the engine, each only tried: other threads go on
-        // meanwhile, and while one holds it, its rounds progress this agreement too.
-        AgreeRequest::started(self.clone(), seq).wait()
+        // Started (or queued) without waiting for another thread, then one round per
+        // hold of the engine, each only tried: other threads go on meanwhile, and while
+        // one holds it, its rounds progress this agreement too.
+        self.start_agree(flag, true).wait()
     }
 
     /// One round of agreement `seq` (started here), with the engine held: its decision

@@ -224,6 +224,10 @@ enum AgreeSt {
     Started(u32),
     /// Queued for the token holder (`post.rs`): the number comes through here.
     Queued(AgreeCell),
+    /// Its start was refused: reported by the next test.
+    Refused(CommError),
+    /// Its start failed, and that was reported.
+    Failed,
 }
 
 impl std::fmt::Debug for AgreeRequest {
@@ -233,20 +237,13 @@ impl std::fmt::Debug for AgreeRequest {
         match &self.st {
             AgreeSt::Started(seq) => d.field("seq", seq),
             AgreeSt::Queued(_) => d.field("seq", &"queued"),
+            AgreeSt::Refused(_) | AgreeSt::Failed => d.field("seq", &"refused"),
         };
         d.finish_non_exhaustive()
     }
 }
 
 impl AgreeRequest {
-    /// The request of agreement `seq` of `comm`, started by the caller.
-    pub(super) fn started(comm: Comm, seq: u32) -> Self {
-        AgreeRequest {
-            comm,
-            st: AgreeSt::Started(seq),
-        }
-    }
-
     /// Progresses once; the outcome when decided.
     ///
     /// Never waits for another thread: when another thread holds the engine (and so
@@ -254,7 +251,7 @@ impl AgreeRequest {
     /// a start queued by [`Comm::iagree`] waits to be applied.
     ///
     /// # Errors
-    /// [`CommError::Excluded`].
+    /// [`CommError::Excluded`]; `InvalidArgument` once its start failed.
     pub fn test(&mut self) -> Result<Option<Agreement>, CommError> {
         let mut turn = self.comm.engine.turn();
         self.st.poll(&self.comm, &mut turn)
@@ -283,6 +280,12 @@ impl AgreeRequest {
 impl AgreeSt {
     /// One test: the engine if free, the queued start's number, then one round.
     fn poll(&mut self, comm: &Comm, turn: &mut Turn<'_>) -> Result<Option<Agreement>, CommError> {
+        if let AgreeSt::Refused(_) | AgreeSt::Failed = self {
+            return Err(match std::mem::replace(self, AgreeSt::Failed) {
+                AgreeSt::Refused(err) => err,
+                _ => CommError::InvalidArgument("agreement that failed to start".into()),
+            });
+        }
         let Some(mut guard) = turn.try_lock() else {
             return Ok(None);
         };
@@ -291,17 +294,16 @@ impl AgreeSt {
             AgreeSt::Queued(cell) => match cell.try_take() {
                 // Not applied yet (a stale view of the lane: the next take applies it).
                 None => return Ok(None),
-                Some(Some(seq)) => {
+                Some(Ok(seq)) => {
                     *self = AgreeSt::Started(seq);
                     seq
                 }
-                Some(None) => {
-                    // Cannot happen while this request holds a handle (`free` refuses).
-                    return Err(CommError::InvalidArgument(
-                        "agreement on a communicator no longer registered".into(),
-                    ));
+                Some(Err(err)) => {
+                    *self = AgreeSt::Failed;
+                    return Err(err);
                 }
             },
+            AgreeSt::Refused(_) | AgreeSt::Failed => unreachable!("returned above"),
         };
         comm.agreement_step(&mut guard, seq)
     }
@@ -403,9 +405,19 @@ impl Comm {
     /// order); the request learns which agreement it is then, and its tests answer
     /// "not yet" until it has.
     pub fn iagree(&self, flag: u64) -> AgreeRequest {
+        self.start_agree(flag, false)
+    }
+
+    /// Starts an agreement, or queues its start when another thread holds the engine;
+    /// with `refuse_restored`, the world communicator of a restarted process that has
+    /// not rejoined it refuses (`agree_full`'s rule).
+    pub(super) fn start_agree(&self, flag: u64, refuse_restored: bool) -> AgreeRequest {
         let st = match self.engine.try_lock() {
-            Some(mut e) => AgreeSt::Started(e.start_agreement(self.id, flag)),
-            None => self.iagree_queued(flag),
+            Some(mut e) => match Self::start_agreement_in(&mut e, self.id, flag, refuse_restored) {
+                Ok(seq) => AgreeSt::Started(seq),
+                Err(err) => AgreeSt::Refused(err),
+            },
+            None => self.start_agree_queued(flag, refuse_restored),
         };
         AgreeRequest {
             comm: self.clone(),
@@ -417,13 +429,31 @@ impl Comm {
     /// lane, starts it after waiting for the token).
     #[cold]
     #[inline(never)]
-    fn iagree_queued(&self, flag: u64) -> AgreeSt {
+    fn start_agree_queued(&self, flag: u64, refuse_restored: bool) -> AgreeSt {
         let cell = AgreeCell::default();
         self.post_or_apply(Post::Agree {
             id: self.id,
             flag,
+            refuse_restored,
             cell: std::sync::Arc::clone(&cell),
         });
         AgreeSt::Queued(cell)
+    }
+
+    /// Starts agreement on communicator `id` with the engine held (directly, or as the
+    /// applier of a queued start); see [`start_agree`](Self::start_agree).
+    pub(super) fn start_agreement_in(
+        e: &mut Engine,
+        id: steadfast_agreement::CommId,
+        flag: u64,
+        refuse_restored: bool,
+    ) -> Result<u32, CommError> {
+        if refuse_restored && id == crate::world::WORLD_COMM && e.world_restored() {
+            return Err(CommError::RestoredWorld);
+        }
+        // Unknown only if freed, which a request's own handle prevents.
+        e.try_start_agreement(id, flag).ok_or_else(|| {
+            CommError::InvalidArgument("agreement on a communicator no longer registered".into())
+        })
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! Besides sends and receives, three local steps of the fault-tolerance calls queue the
 //! same way ([`Post::Revoke`], [`Post::Ack`], [`Post::Agree`]): `revoke`,
-//! `failure_ack` and the start of `iagree`. They name their communicator by id (no
+//! `failure_ack` and the start of `iagree` or `agree`. They name their communicator by id (no
 //! handle: a queued revoke must not make the thread's next `free` refuse for a handle
 //! it cannot see), and `free` takes the token before it releases anything, which
 //! applies them first. A queued agreement's request learns its sequence number
@@ -39,8 +39,8 @@ use crate::world::matching::RecvKey;
 pub(crate) type RecvCell = Arc<Cell<Result<RecvKey, CommError>>>;
 /// A queued send's outcome of starting.
 pub(crate) type SendCell = Arc<Cell<Result<SendStart, CommError>>>;
-/// A queued agreement's sequence number (`None`: its communicator was unknown).
-pub(crate) type AgreeCell = Arc<Cell<Option<Seq>>>;
+/// A queued agreement's sequence number, or why it did not start.
+pub(crate) type AgreeCell = Arc<Cell<Result<Seq, CommError>>>;
 
 /// An operation waiting in a thread's lane for the next token holder.
 pub(crate) enum Post {
@@ -67,10 +67,13 @@ pub(crate) enum Post {
     Revoke { id: CommId },
     /// `failure_ack` (`MPIX_Comm_failure_ack`): the failures known when applied.
     Ack { id: CommId },
-    /// `iagree`'s start: this rank's contribution `flag`.
+    /// The start of `iagree` or `agree`: this rank's contribution `flag`; `agree`
+    /// refuses the world communicator of a restarted process not yet rejoined
+    /// (`refuse_restored`).
     Agree {
         id: CommId,
         flag: u64,
+        refuse_restored: bool,
         cell: AgreeCell,
     },
 }
@@ -134,8 +137,13 @@ impl Post {
             Post::Ack { id } => {
                 let _ = e.ack_failed(id);
             }
-            Post::Agree { id, flag, cell } => {
-                let _ = cell.complete(e.try_start_agreement(id, flag));
+            Post::Agree {
+                id,
+                flag,
+                refuse_restored,
+                cell,
+            } => {
+                let _ = cell.complete(Comm::start_agreement_in(e, id, flag, refuse_restored));
             }
         }
     }
