@@ -8,11 +8,16 @@ use super::{
 };
 use crate::error::ShmError;
 use crate::message::{
-    Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND, FIN_TRUNCATED,
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND,
+    FIN_TRUNCATED,
 };
 use crate::segment::SPLIT_SLOTS;
 use crate::{cma, split};
 use std::collections::VecDeque;
+
+/// Polls of a missing continuation cell before an eager message is kept as partial
+/// (about 0.1-0.2 ms when the sender has stopped).
+const CONTINUATION_POLLS: u32 = 2048;
 
 impl Endpoint {
     /// Receives a message from `source` (any when `None`) whose tag equals `tag` on the
@@ -282,6 +287,26 @@ impl Endpoint {
         }
     }
 
+    /// [`pop_continuation`](Self::pop_continuation), polling up to
+    /// [`CONTINUATION_POLLS`] times for a cell not there yet: for a message whose
+    /// sender took room for all of it before publishing its first cell and publishes
+    /// the rest batch by batch while we copy (`try_push_reserved`), so the next batch
+    /// is normally a few lines away. `false` past the bound (a sender descheduled,
+    /// dead, or misbehaving): the caller keeps the message as partial.
+    fn await_continuation(
+        &mut self,
+        ring: u32,
+        mut dst: Option<&mut [u8]>,
+    ) -> Result<bool, ShmError> {
+        for _ in 0..CONTINUATION_POLLS {
+            if self.pop_continuation(ring, dst.as_deref_mut())? {
+                return Ok(true);
+            }
+            std::hint::spin_loop();
+        }
+        self.pop_continuation(ring, dst)
+    }
+
     /// Reads the continuation cells of an eager message whose first cell was just
     /// popped: into the destination (`EagerInto::Dst`), into a queue copy, or nowhere
     /// (`Drop`: truncated receive). A message that fits the ring was published whole
@@ -301,6 +326,12 @@ impl Endpoint {
         len: usize,
         mut into: EagerInto,
     ) -> Result<Popped, ShmError> {
+        // A message the ring holds whole had its room taken before its first cell was
+        // published (`push_eager`, `try_send`): its sender is writing the rest and never
+        // waits for us, so the next batch is worth a short wait. A larger one is
+        // streamed as we free room, and its sender may be waiting for room in our ring
+        // while draining ours into this very call: never wait for it.
+        let reserved = eager_continuations(len) < self.own.geometry().ring_cells as usize;
         let mut offset = EAGER_FIRST;
         while offset < len {
             let n = EAGER_CONT.min(len - offset);
@@ -310,7 +341,12 @@ impl Endpoint {
                 EagerInto::Drop => None,
                 EagerInto::Queue(v) => Some(&mut v[offset..offset + n]),
             };
-            if !self.pop_continuation(ring, dst)? {
+            let arrived = if reserved {
+                self.await_continuation(ring, dst)?
+            } else {
+                self.pop_continuation(ring, dst)?
+            };
+            if !arrived {
                 // Keep what was read; the rest comes with later pops.
                 let kept = match into {
                     EagerInto::Dst(d) => {
