@@ -2,6 +2,7 @@
 //! messages read cell by cell (partial ones kept per ring), FINs, single-copy reads
 //! (CMA, XPMEM or a split copy) and the RESEND fallback.
 
+use super::send::EAGER_BATCH;
 use super::{
     matches, peer_gone, Body, Dst, EagerInto, Endpoint, PartialEager, Popped, Received, Unexpected,
     Waiter,
@@ -287,6 +288,13 @@ impl Endpoint {
         }
     }
 
+    /// Prefetches the next `cells` cells of `ring` (at most a batch; the first is
+    /// prefetched by every pop already).
+    fn prefetch_batch(&self, ring: u32, cells: usize) {
+        let c = self.own.consumer_at(ring, self.rx[ring as usize]);
+        c.prefetch(1, cells.min(EAGER_BATCH) as u64);
+    }
+
     /// [`pop_continuation`](Self::pop_continuation), polling up to
     /// [`CONTINUATION_POLLS`] times for a cell not there yet: for a message whose
     /// sender took room for all of it before publishing its first cell and publishes
@@ -333,7 +341,16 @@ impl Endpoint {
         // while draining ours into this very call: never wait for it.
         let reserved = eager_continuations(len) < self.own.geometry().ring_cells as usize;
         let mut offset = EAGER_FIRST;
+        let mut cell = 1;
         while offset < len {
+            if reserved && cell % EAGER_BATCH == 0 {
+                // Cell `cell` starts a batch: once it is published the whole batch is.
+                self.prefetch_batch(ring, eager_continuations(len) + 1 - cell);
+            } else if reserved && cell == 1 {
+                // The first batch is published with the first cell: fetch it together.
+                self.prefetch_batch(ring, eager_continuations(len).min(EAGER_BATCH - 1));
+            }
+            cell += 1;
             let n = EAGER_CONT.min(len - offset);
             let dst = match &mut into {
                 // SAFETY: the contract above.
