@@ -115,6 +115,9 @@ pub fn eager_whole_max(ring_cells: u32) -> usize {
     EAGER_FIRST + (ring_cells as usize).saturating_sub(1) * EAGER_CONT
 }
 
+/// `test_send` calls without a FIN between two checks of the receiver's process.
+const SEND_TESTS_PER_CHECK: u32 = 1024;
+
 /// How large messages travel to a peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyPath {
@@ -265,6 +268,10 @@ pub struct Endpoint {
     offers: Vec<Offer>,
     /// Chunks of our large sends that this process wrote itself (split copy).
     split_chunks_written: u64,
+    /// `test_send` calls that found no FIN: the receiver's process is checked every
+    /// [`SEND_TESTS_PER_CHECK`]-th (a system call per test was a third of a waiting
+    /// sender's time, and slowed its reply to the message's answer).
+    unanswered_tests: u32,
 }
 
 /// Every split slot free.
@@ -345,6 +352,7 @@ impl Endpoint {
             split_free: vec![split_all_free(); n],
             offers: Vec::new(),
             split_chunks_written: 0,
+            unanswered_tests: 0,
             config,
         })
     }
