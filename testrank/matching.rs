@@ -387,17 +387,21 @@ pub(crate) fn revoke_pending(world: &World, comm: &Comm) {
     println!("REVOKEPENDING OK");
 }
 
-/// Messages that fill the default 64-cell ring exactly: 4 x 16 cells (a first cell of
-/// 232 bytes and 15 continuation cells of 248, `shm/src/message.rs`).
-const FILL: [usize; 4] = [232 + 15 * 248; 4];
+/// Messages that fill the default ring between `local_ranks` ranks exactly: 16 cells
+/// each (a first cell of 232 bytes and 15 continuation cells of 248,
+/// `shm/src/message.rs`), as many as the ring has room for.
+fn fill(local_ranks: u32) -> Vec<usize> {
+    vec![232 + 15 * 248; steadfast_shm::ring_cells_for(local_ranks) as usize / 16]
+}
 
-/// One sender, one tag: `FILL`'s eager messages, then a large message that finds the
+/// One sender, one tag: `fill`'s eager messages, then a large message that finds the
 /// ring full, then a small one (a blocking `send`, or with `isend` an `isend` tested
 /// before the large one's request): all received in send order.
 pub(crate) fn overtake(comm: &Comm, how: &str) {
     let me = comm.rank();
     let big = 1 << 20;
-    let count = FILL.len() as u32 + 2;
+    let filling = fill(comm.size());
+    let count = filling.len() as u32 + 2;
     // Rank 1 tells rank 0 it has left the library, and rank 0 tells rank 1 to start
     // receiving, through files (a message would wait behind the full ring, and a
     // rank still inside a call may drain its rings): both are the launcher's children.
@@ -421,7 +425,7 @@ pub(crate) fn overtake(comm: &Comm, how: &str) {
     if me == 0 {
         wait_for(&idle);
         let mut sends = Vec::new();
-        for (seq, &len) in FILL.iter().enumerate() {
+        for (seq, &len) in filling.iter().enumerate() {
             sends.push(comm.isend_owned(1, 70, body(0, seq as u32, len)).unwrap());
         }
         // `drop`: a large send queued first and dropped (withdrawn) while queued.

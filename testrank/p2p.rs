@@ -12,7 +12,7 @@ pub(crate) fn p2p(world: &World, comm: &Comm) {
         if peer == me {
             continue;
         }
-        for (k, &len) in [0usize, 1, 8, 240, 241, 4096, 65536, 1 << 20]
+        for (k, &len) in [0usize, 1, 8, 240, 241, 4096, 65536, 100 << 10, 1 << 20]
             .iter()
             .enumerate()
         {

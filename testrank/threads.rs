@@ -32,7 +32,7 @@ use steadfast::{Comm, CommError, World, ANY_SOURCE};
 use super::{die_now, pattern};
 
 /// Message sizes: inline, eager through cells, single copy (RTS).
-const SIZES: [usize; 3] = [8, 2000, 64 << 10];
+const SIZES: [usize; 3] = [8, 2000, 100 << 10];
 /// Message sizes with `small`: within the fabric's inject size. Over tcp (`ofi_rxm`)
 /// many unexpected messages above it stall the provider's queue, the control messages
 /// behind them included (docs/matching.md, section 5).

@@ -33,6 +33,7 @@
 //! segments are removed by their owner at drop, or by any later endpoint when the
 //! owner died.
 
+mod bulk;
 pub mod cma;
 mod endpoint;
 mod error;
@@ -46,7 +47,7 @@ pub mod topology;
 pub mod xpmem;
 
 pub use endpoint::{
-    Arrival, ArrivalData, CopyPath, Endpoint, EndpointConfig, PullTicket, Received, SendRequest,
-    ANY_TAG,
+    eager_whole_max, ring_cells_for, Arrival, ArrivalData, CopyPath, Endpoint, EndpointConfig,
+    PullTicket, Received, SendRequest, ANY_TAG, RING_BYTES_PER_PROCESS,
 };
 pub use error::ShmError;

@@ -27,3 +27,30 @@ pub(crate) fn cell(cell: &Cell) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = cell;
 }
+
+/// Asks for the four cache lines of `cell` in the exclusive state, ahead of writing them
+/// (`prefetchw`): the requests for ownership of a batch's lines, which the receiver holds
+/// from reading them a lap ago, go out together instead of one store-buffer stall at a
+/// time. Never faults, never waits; on processors without the instruction it decodes as
+/// a no-op (it lies in x86's no-op space); a no-op on other architectures.
+#[inline(always)]
+pub(crate) fn cell_for_write(cell: &Cell) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let p = cell.words.as_ptr().cast::<u8>();
+        // SAFETY: a prefetch is a hint that never faults, reads or writes memory; the
+        // four addresses lie inside `cell` (256 bytes).
+        unsafe {
+            core::arch::asm!(
+                "prefetchw byte ptr [{p}]",
+                "prefetchw byte ptr [{p} + 64]",
+                "prefetchw byte ptr [{p} + 128]",
+                "prefetchw byte ptr [{p} + 192]",
+                p = in(reg) p,
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = cell;
+}

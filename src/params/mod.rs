@@ -519,7 +519,7 @@ mod tests {
         assert_eq!(p.bind(), Bind::Auto);
         assert_eq!(p.yield_when_idle(), YieldWhenIdle::Auto);
         assert!(!p.progress_thread());
-        assert_eq!(p.shm_eager_max(), 4096);
+        assert_eq!(p.shm_eager_max(), 65536);
         assert!(p.shm_split_copy());
     }
 

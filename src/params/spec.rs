@@ -249,8 +249,8 @@ pub const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "shm_eager_max",
-        default: "4096",
-        doc: "largest message copied through the shared-memory ring (larger: single copy)",
+        default: "65536",
+        doc: "largest message copied through the shared-memory ring (larger: single copy); at most what a ring holds whole (about 124 KiB up to 33 local ranks, less beyond)",
         kind: Kind::Number {
             min: 0,
             max: SHM_EAGER_MAX_MAX,

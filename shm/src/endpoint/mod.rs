@@ -29,6 +29,8 @@ pub use arrivals::{Arrival, ArrivalData, PullTicket};
 use peers::{peer_gone, Waiter};
 
 use crate::error::ShmError;
+use crate::message::{EAGER_CONT, EAGER_FIRST};
+use crate::ring::CELL_BYTES;
 use crate::ring::{ConsumerPos, ProducerPos};
 use crate::segment::SPLIT_SLOTS;
 use crate::segment::{remove_stale, Geometry, Segment, SegmentError};
@@ -56,8 +58,10 @@ pub struct EndpointConfig {
     /// Give up a wait after this long (`None`: only a dead peer ends a wait).
     pub operation_timeout: Option<Duration>,
     /// Largest message copied through the ring cell by cell; larger ones are read by
-    /// the receiver straight from the sender's memory (single copy). Default 4 KiB (see
-    /// [`EndpointConfig::new`]).
+    /// the receiver straight from the sender's memory (single copy). Default 64 KiB (see
+    /// [`EndpointConfig::new`]); [`Endpoint::open`] lowers it to the largest message a
+    /// ring holds whole ([`eager_whole_max`]), so an eager send never waits for the
+    /// receiver in the middle of a message.
     pub eager_max: usize,
     /// Whether this process reads large messages straight from senders' memory. When
     /// off (or when the kernel refuses, e.g. a yama ptrace policy), senders are asked to
@@ -77,6 +81,43 @@ pub struct EndpointConfig {
     pub generation: u32,
 }
 
+/// Ring memory a process's segment holds for all its senders at most (rings are cut
+/// down to fit it as local ranks grow; the pages are touched only by pairs that talk).
+pub const RING_BYTES_PER_PROCESS: usize = 4 << 20;
+
+/// Cells per ring for `ranks` local ranks: 512 (128 KiB) when the process's rings fit
+/// [`RING_BYTES_PER_PROCESS`], halved until they do, never below 64 (16 KiB). Every
+/// local rank computes the same value (a segment of another geometry is refused).
+///
+/// ```
+/// use steadfast_shm::ring_cells_for;
+/// assert_eq!(ring_cells_for(2), 512);
+/// assert_eq!(ring_cells_for(64), 256);
+/// assert_eq!(ring_cells_for(1024), 64);
+/// ```
+pub fn ring_cells_for(ranks: u32) -> u32 {
+    let senders = (ranks as usize).saturating_sub(1).max(1);
+    let mut cells = 512u32;
+    while cells > 64 && senders * cells as usize * CELL_BYTES > RING_BYTES_PER_PROCESS {
+        cells /= 2;
+    }
+    cells
+}
+
+/// The largest eager message a ring of `ring_cells` holds whole (its first cell and
+/// every continuation at once).
+///
+/// ```
+/// use steadfast_shm::eager_whole_max;
+/// assert_eq!(eager_whole_max(64), 232 + 63 * 248);
+/// ```
+pub fn eager_whole_max(ring_cells: u32) -> usize {
+    EAGER_FIRST + (ring_cells as usize).saturating_sub(1) * EAGER_CONT
+}
+
+/// `test_send` calls without a FIN between two checks of the receiver's process.
+const SEND_TESTS_PER_CHECK: u32 = 1024;
+
 /// How large messages travel to a peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyPath {
@@ -88,18 +129,26 @@ pub enum CopyPath {
 }
 
 impl EndpointConfig {
-    /// Defaults for rank `rank` of `ranks` in `job`: 64 cells per ring (16 KiB), eager
-    /// up to 4 KiB (measured here: 4 KiB one-way 1.35 µs eager against 2.15 µs by
-    /// single copy; 8 KiB eager stalls on the 16 KiB ring).
+    /// Defaults for rank `rank` of `ranks` in `job`: rings sized by
+    /// [`ring_cells_for`] (512 cells, 128 KiB, per sender up to 33 local ranks), eager
+    /// up to 64 KiB. Measured on the 2-core machine (one-way, µs): 8 KiB 0.70 eager
+    /// against 3.0 by single copy, 32 KiB 1.9 against 4.7, 64 KiB 3.4-3.8 against 6.9;
+    /// from 128 KiB single copy (shared by both sides) wins.
+    ///
+    /// ```
+    /// use steadfast_shm::EndpointConfig;
+    /// let c = EndpointConfig::new(7, 0, 4);
+    /// assert_eq!((c.ring_cells, c.eager_max), (512, 64 << 10));
+    /// ```
     pub fn new(job: u64, rank: u32, ranks: u32) -> Self {
         EndpointConfig {
             job,
             rank,
             ranks,
-            ring_cells: 64,
+            ring_cells: ring_cells_for(ranks),
             connect_timeout: Duration::from_secs(30),
             operation_timeout: None,
-            eager_max: 4 << 10,
+            eager_max: 64 << 10,
             single_copy: true,
             numa_place: true,
             xpmem: true,
@@ -219,6 +268,10 @@ pub struct Endpoint {
     offers: Vec<Offer>,
     /// Chunks of our large sends that this process wrote itself (split copy).
     split_chunks_written: u64,
+    /// `test_send` calls that found no FIN: the receiver's process is checked every
+    /// [`SEND_TESTS_PER_CHECK`]-th (a system call per test was a third of a waiting
+    /// sender's time, and slowed its reply to the message's answer).
+    unanswered_tests: u32,
 }
 
 /// Every split slot free.
@@ -244,7 +297,7 @@ impl Endpoint {
     /// # Errors
     /// [`ShmError::InvalidArgument`] for a rank outside `ranks` or a bad ring size;
     /// [`ShmError::Segment`] when the segment cannot be created.
-    pub fn open(config: EndpointConfig) -> Result<Self, ShmError> {
+    pub fn open(mut config: EndpointConfig) -> Result<Self, ShmError> {
         if config.rank >= config.ranks {
             return Err(ShmError::InvalidArgument(format!(
                 "rank {} outside {} local ranks",
@@ -257,6 +310,7 @@ impl Endpoint {
                 config.ring_cells
             )));
         }
+        config.eager_max = config.eager_max.min(eager_whole_max(config.ring_cells));
         remove_stale(None);
         let geometry = Geometry {
             senders: config.ranks,
@@ -298,6 +352,7 @@ impl Endpoint {
             split_free: vec![split_all_free(); n],
             offers: Vec::new(),
             split_chunks_written: 0,
+            unanswered_tests: 0,
             config,
         })
     }

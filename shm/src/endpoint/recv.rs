@@ -2,17 +2,23 @@
 //! messages read cell by cell (partial ones kept per ring), FINs, single-copy reads
 //! (CMA, XPMEM or a split copy) and the RESEND fallback.
 
+use super::send::EAGER_BATCH;
 use super::{
     matches, peer_gone, Body, Dst, EagerInto, Endpoint, PartialEager, Popped, Received, Unexpected,
     Waiter,
 };
 use crate::error::ShmError;
 use crate::message::{
-    Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND, FIN_TRUNCATED,
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND,
+    FIN_TRUNCATED,
 };
 use crate::segment::SPLIT_SLOTS;
 use crate::{cma, split};
 use std::collections::VecDeque;
+
+/// Polls of a missing continuation cell before an eager message is kept as partial
+/// (about 0.1-0.2 ms when the sender has stopped).
+const CONTINUATION_POLLS: u32 = 2048;
 
 impl Endpoint {
     /// Receives a message from `source` (any when `None`) whose tag equals `tag` on the
@@ -282,6 +288,33 @@ impl Endpoint {
         }
     }
 
+    /// Prefetches the next `cells` cells of `ring` (at most a batch; the first is
+    /// prefetched by every pop already).
+    fn prefetch_batch(&self, ring: u32, cells: usize) {
+        let c = self.own.consumer_at(ring, self.rx[ring as usize]);
+        c.prefetch(1, cells.min(EAGER_BATCH) as u64);
+    }
+
+    /// [`pop_continuation`](Self::pop_continuation), polling up to
+    /// [`CONTINUATION_POLLS`] times for a cell not there yet: for a message whose
+    /// sender took room for all of it before publishing its first cell and publishes
+    /// the rest batch by batch while we copy (`try_push_reserved`), so the next batch
+    /// is normally a few lines away. `false` past the bound (a sender descheduled,
+    /// dead, or misbehaving): the caller keeps the message as partial.
+    fn await_continuation(
+        &mut self,
+        ring: u32,
+        mut dst: Option<&mut [u8]>,
+    ) -> Result<bool, ShmError> {
+        for _ in 0..CONTINUATION_POLLS {
+            if self.pop_continuation(ring, dst.as_deref_mut())? {
+                return Ok(true);
+            }
+            std::hint::spin_loop();
+        }
+        self.pop_continuation(ring, dst)
+    }
+
     /// Reads the continuation cells of an eager message whose first cell was just
     /// popped: into the destination (`EagerInto::Dst`), into a queue copy, or nowhere
     /// (`Drop`: truncated receive). A message that fits the ring was published whole
@@ -301,8 +334,23 @@ impl Endpoint {
         len: usize,
         mut into: EagerInto,
     ) -> Result<Popped, ShmError> {
+        // A message the ring holds whole had its room taken before its first cell was
+        // published (`push_eager`, `try_send`): its sender is writing the rest and never
+        // waits for us, so the next batch is worth a short wait. A larger one is
+        // streamed as we free room, and its sender may be waiting for room in our ring
+        // while draining ours into this very call: never wait for it.
+        let reserved = eager_continuations(len) < self.own.geometry().ring_cells as usize;
         let mut offset = EAGER_FIRST;
+        let mut cell = 1;
         while offset < len {
+            if reserved && cell % EAGER_BATCH == 0 {
+                // Cell `cell` starts a batch: once it is published the whole batch is.
+                self.prefetch_batch(ring, eager_continuations(len) + 1 - cell);
+            } else if reserved && cell == 1 {
+                // The first batch is published with the first cell: fetch it together.
+                self.prefetch_batch(ring, eager_continuations(len).min(EAGER_BATCH - 1));
+            }
+            cell += 1;
             let n = EAGER_CONT.min(len - offset);
             let dst = match &mut into {
                 // SAFETY: the contract above.
@@ -310,7 +358,12 @@ impl Endpoint {
                 EagerInto::Drop => None,
                 EagerInto::Queue(v) => Some(&mut v[offset..offset + n]),
             };
-            if !self.pop_continuation(ring, dst)? {
+            let arrived = if reserved {
+                self.await_continuation(ring, dst)?
+            } else {
+                self.pop_continuation(ring, dst)?
+            };
+            if !arrived {
                 // Keep what was read; the rest comes with later pops.
                 let kept = match into {
                     EagerInto::Dst(d) => {

@@ -3,7 +3,7 @@
 //! shared through a split slot while we wait; a receiver that cannot read our memory
 //! answers RESEND and the message is streamed eagerly.
 
-use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter};
+use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter, SEND_TESTS_PER_CHECK};
 use crate::error::ShmError;
 use crate::message::{
     eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_RESEND, INLINE_MAX,
@@ -96,6 +96,29 @@ impl Endpoint {
         Ok(pushed)
     }
 
+    /// Fills and pushes `n` consecutive cells to `dest` when all are free, published
+    /// [`EAGER_BATCH`] at a time (see
+    /// [`Producer::try_push_reserved`](crate::ring::Producer::try_push_reserved));
+    /// `Ok(false)` (nothing written) when fewer are free.
+    fn try_push_reserved(
+        &mut self,
+        dest: u32,
+        n: usize,
+        fill: impl FnMut(usize, &Cell),
+    ) -> Result<bool, ShmError> {
+        if !self.ready_to_push(dest)? {
+            return Ok(false);
+        }
+        let me = self.config.rank;
+        let peer = self.peers[dest as usize]
+            .as_mut()
+            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        let mut p = peer.segment.producer_at(me, peer.tx);
+        let pushed = p.try_push_reserved(n, EAGER_BATCH, fill);
+        peer.tx = p.pos();
+        Ok(pushed)
+    }
+
     pub(super) fn try_push(
         &mut self,
         dest: u32,
@@ -128,11 +151,12 @@ impl Endpoint {
     }
 
     /// Copies a medium message through consecutive cells. A message that fits the ring
-    /// waits for room for all its cells and publishes them at once: the receiver reads
-    /// it whole, straight into its destination, instead of catching up with us inside
-    /// it (then it would poll the very lines we write, and keep the message as partial,
-    /// to be copied twice). A larger one (streamed after a RESEND) goes in as many cells
-    /// as are free at a time.
+    /// waits for room for all its cells, then writes and publishes them
+    /// [`EAGER_BATCH`] at a time (`try_push_reserved`): the receiver copies one batch
+    /// straight into its destination while we write the next, and since the room was
+    /// taken first we never wait for it inside the message, so its wait for the next
+    /// batch is short (`await_continuation`). A larger one (streamed after a RESEND)
+    /// goes in up to a batch of cells at a time as room frees.
     pub(super) fn push_eager(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
         let h = Header::Eager {
             tag,
@@ -144,9 +168,17 @@ impl Endpoint {
         let mut done = 0;
         let mut waiter = Waiter::new(self.config.operation_timeout);
         while done < cells {
+            if whole {
+                if self.try_push_reserved(dest, cells, &fill)? {
+                    return Ok(());
+                }
+                self.progress()?;
+                waiter.wait(|| self.peer_dead(dest), dest)?;
+                continue;
+            }
             let left = cells - done;
-            let min = if whole { left } else { 1 };
-            let n = self.try_push_cells(dest, min, left, |i, cell| fill(done + i, cell))?;
+            let most = left.min(EAGER_BATCH);
+            let n = self.try_push_cells(dest, 1, most, |i, cell| fill(done + i, cell))?;
             if n > 0 {
                 done += n;
                 waiter = Waiter::new(self.config.operation_timeout);
@@ -257,8 +289,15 @@ impl Endpoint {
             token: 0,
             unread: false,
         };
-        if data.len() <= self.config.eager_max || pipelined {
+        if pipelined {
+            // Streamed through the ring: waits for room as the receiver drains it.
             self.send(dest, tag, data)?;
+            return Ok(req);
+        }
+        if data.len() <= self.config.eager_max {
+            // Whole or not at all (never waiting: a full ring is the caller's to retry,
+            // as for a descriptor below).
+            self.try_send(dest, tag, data)?;
             return Ok(req);
         }
         let token = self.next_token;
@@ -295,7 +334,11 @@ impl Endpoint {
         }
         self.progress()?;
         let Some(i) = self.fins.iter().position(|f| f.0 == request.token) else {
-            if self.peer_dead(request.dest) {
+            // The known verdict at every test; the process itself now and then (a
+            // system call: callers poll this in their wait loops).
+            self.unanswered_tests = self.unanswered_tests.wrapping_add(1);
+            let check = self.unanswered_tests % SEND_TESTS_PER_CHECK == 0;
+            if self.dead[request.dest as usize] || (check && self.peer_dead(request.dest)) {
                 return Err(ShmError::PeerDead(request.dest));
             }
             return Ok(false);
@@ -370,8 +413,7 @@ impl Endpoint {
             tag,
             len: data.len(),
         };
-        let pushed = self.try_push_cells(dest, cells, cells, eager_fill(h, data))?;
-        if pushed == cells {
+        if self.try_push_reserved(dest, cells, eager_fill(h, data))? {
             Ok(())
         } else {
             Err(ShmError::WouldBlock)
@@ -445,6 +487,11 @@ impl Endpoint {
     }
 }
 
+/// Cells of an eager message published at a time (4 KiB): the receiver copies one batch
+/// while the next is written. Publishing a 32 KiB message whole made its one-way
+/// latency 3.1 µs, by batches of 16 cells 2.0 (8 cells: the same within the noise).
+pub(super) const EAGER_BATCH: usize = 16;
+
 /// Fills cell `i` of an eager message: the header and the first bytes in cell 0, then
 /// `EAGER_CONT` bytes per continuation cell.
 fn eager_fill(h: Header, data: &[u8]) -> impl Fn(usize, &Cell) + '_ {
@@ -464,8 +511,14 @@ mod tests {
 
     fn pair(salt: u64) -> (Endpoint, Endpoint) {
         let job = 0x7e57_0000_0000_0000 | (salt << 32) | u64::from(std::process::id());
-        let mut a = Endpoint::open(EndpointConfig::new(job, 0, 2)).unwrap();
-        let mut b = Endpoint::open(EndpointConfig::new(job, 1, 2)).unwrap();
+        // 64-cell rings (the default for many local ranks): eager is then limited to
+        // what such a ring holds whole.
+        let config = |rank| EndpointConfig {
+            ring_cells: 64,
+            ..EndpointConfig::new(job, rank, 2)
+        };
+        let mut a = Endpoint::open(config(0)).unwrap();
+        let mut b = Endpoint::open(config(1)).unwrap();
         a.connect().unwrap();
         b.connect().unwrap();
         (a, b)
@@ -503,12 +556,30 @@ mod tests {
     }
 
     #[test]
-    fn try_send_refuses_what_needs_single_copy_and_sends_nothing() {
-        let (mut a, mut b) = pair(2);
-        let big = vec![1u8; (4 << 10) + 1];
-        assert!(matches!(a.try_send(1, 1, &big), Err(ShmError::WouldBlock)));
+    fn isend_of_an_eager_message_never_waits_for_room() {
+        let (mut a, mut b) = pair(3);
+        // 10 000 B is 41 cells: one fits the 64-cell ring, the second must not wait.
+        let msg: Vec<u8> = (0..10_000u32).map(|i| (i * 31 + 1) as u8).collect();
+        // SAFETY: `msg` outlives the requests (both complete at once or are refused).
+        let first = unsafe { a.isend(1, 4, &msg) }.expect("room for the first");
+        assert!(a.test_send(&mut { first }).unwrap());
+        // SAFETY: as above.
+        let second = unsafe { a.isend(1, 4, &msg) };
+        assert!(matches!(second, Err(ShmError::WouldBlock)), "{second:?}");
+        let mut buf = vec![0u8; msg.len()];
+        let mut dst = |_: u32, _: u64, _: usize| Some((buf.as_mut_ptr(), buf.len()));
+        // SAFETY: `buf` outlives the calls and no reference to it is alive meanwhile.
+        let got = unsafe { b.next_arrival(&mut dst) }
+            .unwrap()
+            .expect("the first");
+        assert!(matches!(got.data, ArrivalData::Placed { truncated: false }));
+        assert_eq!(buf, msg);
         let mut none = |_: u32, _: u64, _: usize| None;
         // SAFETY: the chooser names no destination.
-        assert!(unsafe { b.next_arrival(&mut none) }.unwrap().is_none());
+        let after = unsafe { b.next_arrival(&mut none) }.unwrap();
+        assert!(after.is_none(), "nothing of the refused one");
+        // SAFETY: as above.
+        let again = unsafe { a.isend(1, 4, &msg) };
+        assert!(again.is_ok(), "room again once read");
     }
 }
