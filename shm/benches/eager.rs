@@ -2,7 +2,10 @@
 //! stream of 4 KiB messages (17 cells) through a 64-cell ring, the producer publishing
 //! each cell as it is filled (the consumer catching up inside a message polls the lines
 //! being written) against publishing a message's cells together
-//! (`Producer::try_push_cells`: the consumer finds it whole). Both ends wait as the
+//! (`Producer::try_push_cells`: the consumer finds it whole), and taking room for the
+//! whole message first, then publishing it 16 cells at a time
+//! (`Producer::try_push_reserved`, what the endpoint does: the consumer follows batch by
+//! batch); the last also with 16 KiB messages (65 cells). Both ends wait as the
 //! endpoint's waits do (spin, then yield), so on a loaded machine this measures the
 //! scheduler as much as the hand-off: compare the two on free cores.
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
@@ -13,7 +16,13 @@ use steadfast_os::SpinWait;
 use steadfast_shm::message::{eager_continuations, Header, EAGER_CONT, EAGER_FIRST};
 use steadfast_shm::ring::{Cell, Consumer, Producer, RingHeader};
 
-const LEN: usize = 4096;
+/// How the producer publishes a message's cells.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    CellByCell,
+    Together,
+    Reserved,
+}
 
 fn fill(data: &[u8], i: usize, cell: &Cell) {
     if i == 0 {
@@ -30,15 +39,15 @@ fn fill(data: &[u8], i: usize, cell: &Cell) {
 
 /// Streams `messages` messages; returns the producer's elapsed time once the consumer
 /// has read the last byte.
-fn stream(messages: u64, together: bool) -> Duration {
+fn stream(messages: u64, mode: Mode, len: usize) -> Duration {
     let header = RingHeader::new();
-    let cells: Vec<Cell> = (0..64).map(|_| Cell::new()).collect();
-    let data: Vec<u8> = (0..LEN).map(|i| i as u8).collect();
-    let n = 1 + eager_continuations(LEN);
+    let cells: Vec<Cell> = (0..128).map(|_| Cell::new()).collect();
+    let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    let n = 1 + eager_continuations(len);
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut c = Consumer::new(&header, &cells);
-            let mut out = vec![0u8; LEN];
+            let mut out = vec![0u8; len];
             for _ in 0..messages {
                 for i in 0..n {
                     let (from, first) = if i == 0 {
@@ -46,7 +55,7 @@ fn stream(messages: u64, together: bool) -> Duration {
                     } else {
                         (EAGER_FIRST + (i - 1) * EAGER_CONT, 0)
                     };
-                    let to = LEN.min(if i == 0 {
+                    let to = len.min(if i == 0 {
                         EAGER_FIRST
                     } else {
                         from + EAGER_CONT
@@ -60,15 +69,20 @@ fn stream(messages: u64, together: bool) -> Duration {
                         spin.pause();
                     }
                 }
-                assert_eq!(out[LEN - 1], (LEN - 1) as u8);
+                assert_eq!(out[len - 1], (len - 1) as u8);
             }
         });
         let start = Instant::now();
         let mut p = Producer::new(&header, &cells);
         for _ in 0..messages {
-            if together {
+            if mode == Mode::Together {
                 let mut spin = SpinWait::default();
                 while p.try_push_cells(n, n, |i, cell| fill(&data, i, cell)) == 0 {
+                    spin.pause();
+                }
+            } else if mode == Mode::Reserved {
+                let mut spin = SpinWait::default();
+                while !p.try_push_reserved(n, 16, |i, cell| fill(&data, i, cell)) {
                     spin.pause();
                 }
             } else {
@@ -88,10 +102,19 @@ fn stream(messages: u64, together: bool) -> Duration {
 
 fn eager(c: &mut Criterion) {
     let mut g = c.benchmark_group("eager_4k_stream");
-    g.throughput(Throughput::Bytes(LEN as u64));
-    g.bench_function("cell_by_cell", |b| b.iter_custom(|it| stream(it, false)));
-    g.bench_function("published_together", |b| {
-        b.iter_custom(|it| stream(it, true))
+    g.throughput(Throughput::Bytes(4096));
+    for (name, mode) in [
+        ("cell_by_cell", Mode::CellByCell),
+        ("published_together", Mode::Together),
+        ("reserved_in_batches", Mode::Reserved),
+    ] {
+        g.bench_function(name, |b| b.iter_custom(|it| stream(it, mode, 4096)));
+    }
+    g.finish();
+    let mut g = c.benchmark_group("eager_16k_stream");
+    g.throughput(Throughput::Bytes(16384));
+    g.bench_function("reserved_in_batches", |b| {
+        b.iter_custom(|it| stream(it, Mode::Reserved, 16384))
     });
     g.finish();
 }

@@ -346,7 +346,7 @@ impl std::fmt::Debug for Comm {
 /// poll).
 /// When the node runs more ranks than cores, waits yield at once: the peer a rank
 /// waits for may need its core.
-pub(crate) struct Spin(SpinWait);
+pub(crate) struct Spin(SpinWait, bool);
 
 impl Spin {
     pub(crate) fn new(e: &Engine) -> Self {
@@ -356,11 +356,21 @@ impl Spin {
     /// As [`new`](Self::new), given the engine's idle policy (`Shared::yield_when_idle`,
     /// readable without the engine).
     pub(crate) fn with_policy(yield_when_idle: bool) -> Self {
-        Spin(if yield_when_idle {
-            SpinWait::new(0)
-        } else {
-            SpinWait::default()
-        })
+        Spin(
+            if yield_when_idle {
+                SpinWait::new(0)
+            } else {
+                SpinWait::default()
+            },
+            yield_when_idle,
+        )
+    }
+
+    /// Whether every pause yields the core (more ranks than cores): a wait loop that
+    /// pauses only every so many polls must pause at each poll then, or the rank it
+    /// waits for does not run meanwhile.
+    pub(crate) fn yields_at_once(&self) -> bool {
+        self.1
     }
 
     /// Calls `test` until it yields a value, pausing between calls; `comm` gives the

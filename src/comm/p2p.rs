@@ -252,7 +252,8 @@ impl Comm {
                 }
             }
             self.engine.make_way();
-            if polls % RECV_POLLS_PER_PROGRESS == 0 {
+            // As in `recv_direct`: at every poll when ranks outnumber cores.
+            if spin.yields_at_once() || polls % RECV_POLLS_PER_PROGRESS == 0 {
                 spin.pause();
             }
         }

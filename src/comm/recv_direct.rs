@@ -101,14 +101,17 @@ impl Comm {
                 if polls % RECV_POLLS_PER_PROGRESS == 0 {
                     // Failures and revocations learnt here are seen at the next hold.
                     e.progress();
-                } else {
+                } else if !spin.yields_at_once() {
                     // Between drains, watch only the peer's ring (under a
-                    // microsecond, with the engine held).
+                    // microsecond, with the engine held). Not with more ranks than
+                    // cores: the peer may need this core to write it.
                     e.await_direct(d, AWAIT_SPINS);
                 }
             }
             self.engine.make_way();
-            if polls % RECV_POLLS_PER_PROGRESS == 0 {
+            // With more ranks than cores, yield at every poll (the sender may be waiting
+            // for this core); else only between progress rounds.
+            if spin.yields_at_once() || polls % RECV_POLLS_PER_PROGRESS == 0 {
                 spin.pause();
             }
         }
