@@ -414,6 +414,13 @@ impl<'a> Producer<'a> {
         true
     }
 
+    /// Whether this ring has been written all the way round at least once (every cell
+    /// written before).
+    #[inline]
+    pub fn lapped(&self) -> bool {
+        self.head > self.mask
+    }
+
     /// Cells pushed and not yet popped, as last seen.
     pub fn in_flight(&self) -> u64 {
         self.head.wrapping_sub(self.cached_tail)

@@ -19,6 +19,7 @@
 //! above (the runtime's), `peers` liveness (death verdicts, the bounded waiter).
 
 mod arrivals;
+mod eager_cost;
 mod peers;
 mod recv;
 mod rejoin;
@@ -244,6 +245,8 @@ struct Peer {
     /// This process is a restarted incarnation and the peer's segment is older: push
     /// only once the peer admits us (its ring then starts past the dead one's cells).
     awaiting_admission: bool,
+    /// The recent cost of writing large eager messages to it (ring or single copy).
+    eager_cost: eager_cost::EagerCost,
 }
 
 /// The shared-memory endpoint of one local rank.
@@ -455,6 +458,7 @@ impl Endpoint {
                 path: CopyPath::SingleCopy,
                 apid,
                 awaiting_admission: self.config.generation > 0,
+                eager_cost: Default::default(),
             });
         }
         Ok(())

@@ -103,6 +103,7 @@ impl Endpoint {
             // whatever is in the ring then (two ranks restarted at once; found under the
             // PMIx spawner, whose rejoin news is slower: `tests/restart_pmix.rs`).
             awaiting_admission: self.config.generation > 0,
+            eager_cost: Default::default(),
         });
         self.dead[r] = false;
         log::debug!(

@@ -3,6 +3,7 @@
 //! shared through a split slot while we wait; a receiver that cannot read our memory
 //! answers RESEND and the message is streamed eagerly.
 
+use super::eager_cost::EagerCost;
 use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter, SEND_TESTS_PER_CHECK};
 use crate::error::ShmError;
 use crate::message::{
@@ -10,6 +11,7 @@ use crate::message::{
 };
 use crate::ring::Cell;
 use crate::split::{self, SPLIT_MIN};
+use std::time::Instant;
 
 impl Endpoint {
     /// Whether this process may push into `dest`'s ring: `Ok(false)` while a restarted
@@ -100,10 +102,13 @@ impl Endpoint {
     /// [`EAGER_BATCH`] at a time (see
     /// [`Producer::try_push_reserved`](crate::ring::Producer::try_push_reserved));
     /// `Ok(false)` (nothing written) when fewer are free.
+    /// A message of more than `eager_cost::ALWAYS_EAGER` bytes (`len`) is timed, for the
+    /// choice between the ring and single copy (`eager_cost.rs`).
     fn try_push_reserved(
         &mut self,
         dest: u32,
         n: usize,
+        len: usize,
         fill: impl FnMut(usize, &Cell),
     ) -> Result<bool, ShmError> {
         if !self.ready_to_push(dest)? {
@@ -113,10 +118,25 @@ impl Endpoint {
         let peer = self.peers[dest as usize]
             .as_mut()
             .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        let start = EagerCost::times(len).then(Instant::now);
         let mut p = peer.segment.producer_at(me, peer.tx);
         let pushed = p.try_push_reserved(n, EAGER_BATCH, fill);
         peer.tx = p.pos();
+        // Not before the ring's first lap: its pages were being touched for the first
+        // time (faults, not crossings).
+        if let (true, Some(start), true) = (pushed, start, p.lapped()) {
+            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            peer.eager_cost.record(len, ns);
+        }
         Ok(pushed)
+    }
+
+    /// Whether a message of `len` bytes (within `eager_max`) to `dest` goes through the
+    /// ring rather than by single copy (`eager_cost.rs`); counts the decision.
+    fn ring_takes(&mut self, dest: u32, len: usize) -> bool {
+        self.peers[dest as usize]
+            .as_mut()
+            .is_none_or(|p| p.eager_cost.wants_ring(len))
     }
 
     pub(super) fn try_push(
@@ -169,7 +189,7 @@ impl Endpoint {
         let mut waiter = Waiter::new(self.config.operation_timeout);
         while done < cells {
             if whole {
-                if self.try_push_reserved(dest, cells, &fill)? {
+                if self.try_push_reserved(dest, cells, data.len(), &fill)? {
                     return Ok(());
                 }
                 self.progress()?;
@@ -211,7 +231,7 @@ impl Endpoint {
         let pipelined = self.peers[dest as usize]
             .as_ref()
             .is_some_and(|p| p.path == CopyPath::Pipelined);
-        if data.len() <= self.config.eager_max || pipelined {
+        if pipelined || (data.len() <= self.config.eager_max && self.ring_takes(dest, data.len())) {
             return self.push_eager(dest, tag, data);
         }
         let token = self.next_token;
@@ -294,10 +314,12 @@ impl Endpoint {
             self.send(dest, tag, data)?;
             return Ok(req);
         }
-        if data.len() <= self.config.eager_max {
+        if data.len() <= self.config.eager_max
+            && (data.len() <= INLINE_MAX || self.ring_takes(dest, data.len()))
+        {
             // Whole or not at all (never waiting: a full ring is the caller's to retry,
             // as for a descriptor below).
-            self.try_send(dest, tag, data)?;
+            self.try_send_ring(dest, tag, data)?;
             return Ok(req);
         }
         let token = self.next_token;
@@ -377,7 +399,9 @@ impl Endpoint {
     /// Sends a small or medium message without waiting, all of it copied into the
     /// ring when this returns `Ok`: [`ShmError::WouldBlock`] when the ring has no room
     /// for all its cells, or the message needs the single-copy path (larger than
-    /// `eager_max`) or is streamed to this peer (the pipelined path).
+    /// `eager_max`, or than 8 KiB while writing into this peer's ring has been costing
+    /// more than single copy: `eager_cost.rs`) or is streamed to this peer (the
+    /// pipelined path).
     ///
     /// # Errors
     /// As [`send`](Self::send), plus `WouldBlock`.
@@ -397,23 +421,40 @@ impl Endpoint {
                 false => Err(ShmError::WouldBlock),
             };
         }
+        if data.len() > self.config.eager_max || !self.ring_takes(dest, data.len()) {
+            return Err(ShmError::WouldBlock);
+        }
+        self.try_send_ring(dest, tag, data)
+    }
+
+    /// [`try_send`](Self::try_send) once the message is to go through the ring: whole
+    /// or not at all, or `WouldBlock` when the ring is too small or the peer is
+    /// streamed to (or has no room now).
+    fn try_send_ring(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
+        if data.len() <= INLINE_MAX {
+            let h = Header::Inline {
+                tag,
+                len: data.len(),
+            };
+            return match self.try_push(dest, h, data)? {
+                true => Ok(()),
+                false => Err(ShmError::WouldBlock),
+            };
+        }
         let cells = 1 + eager_continuations(data.len());
         let streamed = self.peers[dest as usize]
             .as_ref()
             .is_some_and(|p| p.path == CopyPath::Pipelined);
-        if data.len() > self.config.eager_max
-            || streamed
-            || cells > self.own.geometry().ring_cells as usize
-        {
+        if streamed || cells > self.own.geometry().ring_cells as usize {
             return Err(ShmError::WouldBlock);
         }
-        // All the cells or none, published together (as `push_eager` for a message
-        // that fits the ring).
+        // All the cells or none, published batch by batch (as `push_eager` for a
+        // message that fits the ring).
         let h = Header::Eager {
             tag,
             len: data.len(),
         };
-        if self.try_push_reserved(dest, cells, eager_fill(h, data))? {
+        if self.try_push_reserved(dest, cells, data.len(), eager_fill(h, data))? {
             Ok(())
         } else {
             Err(ShmError::WouldBlock)
@@ -558,8 +599,8 @@ mod tests {
     #[test]
     fn isend_of_an_eager_message_never_waits_for_room() {
         let (mut a, mut b) = pair(3);
-        // 10 000 B is 41 cells: one fits the 64-cell ring, the second must not wait.
-        let msg: Vec<u8> = (0..10_000u32).map(|i| (i * 31 + 1) as u8).collect();
+        // 8000 B is 33 cells: one fits the 64-cell ring, the second must not wait.
+        let msg: Vec<u8> = (0..8000u32).map(|i| (i * 31 + 1) as u8).collect();
         // SAFETY: `msg` outlives the requests (both complete at once or are refused).
         let first = unsafe { a.isend(1, 4, &msg) }.expect("room for the first");
         assert!(a.test_send(&mut { first }).unwrap());
