@@ -4,12 +4,12 @@
 //! answers RESEND and the message is streamed eagerly.
 
 use super::eager_cost::EagerCost;
-use super::{CopyPath, Endpoint, Offer, SendRequest, Waiter, SEND_TESTS_PER_CHECK};
+use super::{CopyPath, Endpoint, Offer, Peer, SendRequest, Waiter, SEND_TESTS_PER_CHECK};
 use crate::error::ShmError;
 use crate::message::{
     eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_RESEND, INLINE_MAX,
 };
-use crate::ring::Cell;
+use crate::ring::{Cell, Producer};
 use crate::split::{self, SPLIT_MIN};
 use std::time::Instant;
 
@@ -56,23 +56,41 @@ impl Endpoint {
         Ok(false)
     }
 
+    /// Runs `push` on this process's producer end of `dest`'s ring (with `dest`'s record
+    /// of what eager writes cost), saving the producer's position after; `Ok(None)`
+    /// while `dest` has not admitted this restarted process (nothing pushed).
+    fn with_producer<R>(
+        &mut self,
+        dest: u32,
+        push: impl FnOnce(&mut Producer<'_>, &mut EagerCost) -> R,
+    ) -> Result<Option<R>, ShmError> {
+        if !self.ready_to_push(dest)? {
+            return Ok(None);
+        }
+        let me = self.config.rank;
+        let Peer {
+            segment,
+            tx,
+            eager_cost,
+            ..
+        } = self.peers[dest as usize]
+            .as_mut()
+            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
+        let mut p = segment.producer_at(me, *tx);
+        let out = push(&mut p, eager_cost);
+        *tx = p.pos();
+        Ok(Some(out))
+    }
+
     /// Fills and pushes one cell to `dest`; `Ok(false)` when its ring is full.
     pub(super) fn try_push_with(
         &mut self,
         dest: u32,
         fill: impl FnOnce(&Cell),
     ) -> Result<bool, ShmError> {
-        if !self.ready_to_push(dest)? {
-            return Ok(false);
-        }
-        let me = self.config.rank;
-        let peer = self.peers[dest as usize]
-            .as_mut()
-            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
-        let mut p = peer.segment.producer_at(me, peer.tx);
-        let pushed = p.try_push(fill);
-        peer.tx = p.pos();
-        Ok(pushed)
+        Ok(self
+            .with_producer(dest, |p, _| p.try_push(fill))?
+            .unwrap_or(false))
     }
 
     /// Fills and pushes between `min` and `max` consecutive cells to `dest`, published
@@ -85,17 +103,9 @@ impl Endpoint {
         max: usize,
         fill: impl FnMut(usize, &Cell),
     ) -> Result<usize, ShmError> {
-        if !self.ready_to_push(dest)? {
-            return Ok(0);
-        }
-        let me = self.config.rank;
-        let peer = self.peers[dest as usize]
-            .as_mut()
-            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
-        let mut p = peer.segment.producer_at(me, peer.tx);
-        let pushed = p.try_push_cells(min, max, fill);
-        peer.tx = p.pos();
-        Ok(pushed)
+        Ok(self
+            .with_producer(dest, |p, _| p.try_push_cells(min, max, fill))?
+            .unwrap_or(0))
     }
 
     /// Fills and pushes `n` consecutive cells to `dest` when all are free, published
@@ -111,24 +121,18 @@ impl Endpoint {
         len: usize,
         fill: impl FnMut(usize, &Cell),
     ) -> Result<bool, ShmError> {
-        if !self.ready_to_push(dest)? {
-            return Ok(false);
-        }
-        let me = self.config.rank;
-        let peer = self.peers[dest as usize]
-            .as_mut()
-            .ok_or_else(|| ShmError::InvalidArgument(format!("rank {dest} not connected")))?;
-        let start = EagerCost::times(len).then(Instant::now);
-        let mut p = peer.segment.producer_at(me, peer.tx);
-        let pushed = p.try_push_reserved(n, EAGER_BATCH, fill);
-        peer.tx = p.pos();
-        // Not before the ring's first lap: its pages were being touched for the first
-        // time (faults, not crossings).
-        if let (true, Some(start), true) = (pushed, start, p.lapped()) {
-            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            peer.eager_cost.record(len, ns);
-        }
-        Ok(pushed)
+        let pushed = self.with_producer(dest, |p, cost| {
+            let start = EagerCost::times(len).then(Instant::now);
+            let pushed = p.try_push_reserved(n, EAGER_BATCH, fill);
+            // Not before the ring's first lap: its pages were being touched for the
+            // first time (faults, not crossings).
+            if let (true, Some(start), true) = (pushed, start, p.lapped()) {
+                let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                cost.record(len, ns);
+            }
+            pushed
+        })?;
+        Ok(pushed.unwrap_or(false))
     }
 
     /// Whether a message of `len` bytes (within `eager_max`) to `dest` goes through the
