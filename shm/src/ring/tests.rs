@@ -41,6 +41,7 @@ fn admitting_a_restarted_producer_drops_the_dead_ones_cells() {
             }
             if lagging_head {
                 // Died between the stamp and the counter.
+                // ORDERING: Relaxed; one thread here, and `admit` reads it after.
                 h.head.store(pushed - 1, Ordering::Relaxed);
             }
             // ... and in the middle of filling the next cell.
