@@ -317,12 +317,14 @@ impl Endpoint {
 
     /// Reads the continuation cells of an eager message whose first cell was just
     /// popped: into the destination (`EagerInto::Dst`), into a queue copy, or nowhere
-    /// (`Drop`: truncated receive). A message that fits the ring was published whole
-    /// (`push_eager`), so its cells are all there. Never waits: when a cell is missing
-    /// (a message larger than the ring, whose sender may itself be blocked on a full
-    /// ring toward us, draining it into this very call; or a misbehaving sender),
-    /// the message is kept as partial and finished by later pops of the ring; a partial
-    /// message is always queued, whoever wanted it.
+    /// (`Drop`: truncated receive). A message that fits the ring had room taken for all
+    /// its cells before its first was published, and the rest come batch by batch
+    /// (`push_eager`, `try_send`): a missing batch is waited for, boundedly
+    /// (`await_continuation`). A larger one (whose sender may itself be blocked on a
+    /// full ring toward us, draining it into this very call) is never waited for. When
+    /// a cell is still missing (that case, or a descheduled, dead or misbehaving
+    /// sender), the message is kept as partial and finished by later pops of the ring;
+    /// a partial message is always queued, whoever wanted it.
     ///
     /// # Safety
     /// A destination in `into` is valid for writes of its `cap` (at least `len`) bytes
