@@ -394,6 +394,27 @@ impl Spin {
     pub(crate) fn pause(&mut self) {
         self.0.pause();
     }
+
+    /// Calls `poll` with this thread's turn at `shared`'s engine until it yields a
+    /// value, pausing between calls and, when the last call got the engine, giving way
+    /// to a thread waiting for it (`Shared::make_way`): the wait of every request that
+    /// only tries the engine.
+    pub(crate) fn until_polled<T>(
+        shared: &Shared,
+        mut poll: impl FnMut(&mut crate::world::shared::Turn<'_>) -> Result<Option<T>, CommError>,
+    ) -> Result<T, CommError> {
+        let mut spin = Spin::with_policy(shared.yield_when_idle());
+        let mut turn = shared.turn();
+        loop {
+            if let Some(v) = poll(&mut turn)? {
+                return Ok(v);
+            }
+            if !turn.waiting() {
+                shared.make_way();
+            }
+            spin.pause();
+        }
+    }
 }
 
 /// The id of the `child`-th communicator of `kind` derived from `key` (equal on every

@@ -91,17 +91,8 @@ impl RecvRequest<'_> {
     /// As [`Comm::recv`] (a wildcard receive reports `ProcFailedPending` while a
     /// failure is not acknowledged; the request is consumed, so it is cancelled).
     pub fn wait(mut self) -> Result<Status, CommError> {
-        let mut spin = Spin::with_policy(self.comm.engine.yield_when_idle());
-        let mut turn = self.comm.engine.turn();
-        loop {
-            if let Some(status) = self.st.poll(&self.comm, &mut turn)? {
-                return Ok(status);
-            }
-            if !turn.waiting() {
-                self.comm.engine.make_way();
-            }
-            spin.pause();
-        }
+        let comm = &self.comm;
+        Spin::until_polled(&comm.engine, |turn| self.st.poll(comm, turn))
     }
 }
 
@@ -263,17 +254,8 @@ impl AgreeRequest {
     /// # Errors
     /// [`CommError::Excluded`].
     pub fn wait(mut self) -> Result<Agreement, CommError> {
-        let mut spin = Spin::with_policy(self.comm.engine.yield_when_idle());
-        let mut turn = self.comm.engine.turn();
-        loop {
-            if let Some(a) = self.st.poll(&self.comm, &mut turn)? {
-                return Ok(a);
-            }
-            if !turn.waiting() {
-                self.comm.engine.make_way();
-            }
-            spin.pause();
-        }
+        let comm = &self.comm;
+        Spin::until_polled(&comm.engine, |turn| self.st.poll(comm, turn))
     }
 }
 

@@ -342,17 +342,7 @@ impl SendRequest<'_> {
     #[inline(never)]
     fn wait_unfinished(mut self) -> Result<(), CommError> {
         let shared = std::sync::Arc::clone(&self.comm().engine);
-        let mut spin = Spin::with_policy(shared.yield_when_idle());
-        let mut turn = shared.turn();
-        loop {
-            if self.poll(&mut turn)? {
-                return Ok(());
-            }
-            if !turn.waiting() {
-                shared.make_way();
-            }
-            spin.pause();
-        }
+        Spin::until_polled(&shared, |turn| Ok(self.poll(turn)?.then_some(())))
     }
 }
 

@@ -415,17 +415,9 @@ impl Endpoint {
         if self.dead[dest as usize] {
             return Err(ShmError::PeerDead(dest));
         }
-        if data.len() <= INLINE_MAX {
-            let h = Header::Inline {
-                tag,
-                len: data.len(),
-            };
-            return match self.try_push(dest, h, data)? {
-                true => Ok(()),
-                false => Err(ShmError::WouldBlock),
-            };
-        }
-        if data.len() > self.config.eager_max || !self.ring_takes(dest, data.len()) {
+        if data.len() > INLINE_MAX
+            && (data.len() > self.config.eager_max || !self.ring_takes(dest, data.len()))
+        {
             return Err(ShmError::WouldBlock);
         }
         self.try_send_ring(dest, tag, data)
@@ -434,6 +426,7 @@ impl Endpoint {
     /// [`try_send`](Self::try_send) once the message is to go through the ring: whole
     /// or not at all, or `WouldBlock` when the ring is too small or the peer is
     /// streamed to (or has no room now).
+    #[inline]
     fn try_send_ring(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), ShmError> {
         if data.len() <= INLINE_MAX {
             let h = Header::Inline {
