@@ -103,7 +103,7 @@ sf_value() { awk -v s="$1" '$1 == s { print $2 }'; }
 
 echo "# steadfast comparison, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
 
-head_ "libfabric fi_pingpong, 8 B one-way latency (us) / 1 MiB bandwidth (MB/s)" "fi_pingpong"
+head_ "libfabric fi_pingpong, 8 B one-way latency (us) / 1 MiB ping-pong bandwidth (MB/s)" "fi_pingpong"
 if command -v fi_pingpong >/dev/null; then
     for prov in "tcp;ofi_rxm" net shm; do
         for what in lat bw; do
@@ -119,7 +119,8 @@ if command -v fi_pingpong >/dev/null; then
                 if [ $what = lat ]; then
                     sf+=("$(STEADFAST_PROVIDER=$prov $run -n 2 $bench latency "${args[@]}" --min 8 --max 8 --iterations $iters --repetitions 3 | sf_value 8)")
                 else
-                    sf+=("$(STEADFAST_PROVIDER=$prov $run -n 2 $bench bw "${args[@]}" --min $size --max $size --iterations 1280 --repetitions 3 | sf_value $size)")
+                    # Like fi_pingpong's MB/sec: size / one-way time of a ping-pong.
+                    sf+=("$(STEADFAST_PROVIDER=$prov $run -n 2 $bench latency "${args[@]}" --min $size --max $size --iterations $iters --repetitions 3 | sf_value $size | awk -v s=$size '$1 > 0 { printf "%.0f", s / $1 }')")
                 fi
             }
             fi_once() {
@@ -144,7 +145,7 @@ if command -v fi_pingpong >/dev/null; then
             if [ $what = lat ]; then
                 row libfabric "$prov 8 B one-way latency (us)" "$a" "fi_pingpong" "$b" lower
             else
-                row libfabric "$prov 1 MiB bandwidth (MB/s)" "$a" "fi_pingpong" "$b" higher
+                row libfabric "$prov 1 MiB ping-pong bandwidth (MB/s)" "$a" "fi_pingpong" "$b" higher
             fi
         done
     done
@@ -297,7 +298,8 @@ if command -v fi_pingpong >/dev/null; then
                     if (n >= 1 && pow2(n)) print n, $c }' "$work/cli"
         }
         sizes 7 | curve "libfabric $prov (fi_pingpong)" lat
-        sizes 6 | curve "libfabric $prov (fi_pingpong, ping-pong)" bw
+        # Its MB/sec is a ping-pong's (size / usec/xfer): compared with ours as such.
+        sizes 6 | curve "libfabric $prov (fi_pingpong)" ppbw
     done
 fi
 if [ -x "$venv/bin/mpicc" ]; then
@@ -308,6 +310,11 @@ if [ -x "$venv/bin/mpicc" ]; then
     same_host "Open MPI sm mbw_mr"
     { mpiexec -n 2 "$work/ompi_mbw_mr" || true; } | awk '$1 == "mbw_mr" {print $2, $4}' | curve "Open MPI sm" mr
 fi
+# Ping-pong bandwidth of steadfast and Open MPI: size / one-way time of their latency
+# sweeps, the quotient fi_pingpong reports as MB/sec (one message in flight).
+awk -F'\t' '$2 == "lat" && ($1 ~ /^steadfast / || $1 == "Open MPI sm") && $4 > 0 {
+    printf "%s\tppbw\t%s\t%.2f\n", $1, $3, $3 / $4 }' "$results/curves.tsv" >"$work/ppbw"
+cat "$work/ppbw" >>"$results/curves.tsv"
 echo "$(wc -l <"$results/curves.tsv") points in $results/curves.tsv"
 
 echo

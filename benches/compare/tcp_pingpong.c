@@ -1,8 +1,13 @@
-/* The loopback TCP floor: two processes, one TCP connection over 127.0.0.1 with
- * TCP_NODELAY, 8-byte ping-pong, receives polled (MSG_DONTWAIT in a loop: a sleeping
- * reader's wake-up would dominate, as it would for any transport that blocks);
- * prints "tcp_loopback_8B <us>" (half the round trip, median of 5 repetitions of
- * 20000). Processes pinned to cores 0 and 1. */
+/* The loopback TCP floors: two processes, one TCP connection over 127.0.0.1 with
+ * TCP_NODELAY, receives polled (MSG_DONTWAIT in a loop: a sleeping reader's wake-up
+ * would dominate, as it would for any transport that blocks). Processes pinned to
+ * cores 0 and 1. Prints, each the median of 5 repetitions:
+ *   tcp_loopback_8B <us>              8-byte ping-pong, half the round trip (20000)
+ *   tcp_loopback_pingpong_4MiB <MB/s> 4 MiB ping-pong: 4 MiB / half the round trip (100)
+ *   tcp_loopback_stream_4MiB <MB/s>   windows of 64 one-way 4 MiB writes, each window
+ *                                     acknowledged by one byte (3 windows)
+ * The last two bound what any transport over kernel TCP moves on this host: a
+ * ping-pong and a one-way stream of large messages. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,12 +34,12 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void full(int fd, char *b, int n, int rd) {
-    for (int k = 0; k < n;) {
+static void full(int fd, char *b, long n, int rd) {
+    for (long k = 0; k < n;) {
         ssize_t r = rd ? recv(fd, b + k, n - k, MSG_DONTWAIT) : write(fd, b + k, n - k);
         if (r < 0 && rd && errno == EAGAIN) continue;
         if (r <= 0) exit(1);
-        k += (int)r;
+        k += (long)r;
     }
 }
 
@@ -53,6 +58,10 @@ int main(void) {
     pid_t child = fork();
     char b[8] = {0};
     int reps = 5, iters = 20000;
+    const long big = 4L << 20;
+    const int pp_iters = 100, windows = 3, window = 64;
+    char *buf = calloc(1, big);
+    if (!buf) return 1;
     if (child == 0) {
         pin(1);
         int c = socket(AF_INET, SOCK_STREAM, 0);
@@ -61,6 +70,14 @@ int main(void) {
         for (int i = 0; i < reps * (iters + 1000); i++) {
             full(c, b, 8, 1);
             full(c, b, 8, 0);
+        }
+        for (int i = 0; i < reps * (pp_iters + 10); i++) {
+            full(c, buf, big, 1);
+            full(c, buf, big, 0);
+        }
+        for (int i = 0; i < reps * (windows + 1); i++) {
+            for (int w = 0; w < window; w++) full(c, buf, big, 1);
+            full(c, b, 1, 0);
         }
         return 0;
     }
@@ -77,8 +94,30 @@ int main(void) {
         }
         res[r] = (now() - t0) * 1e6 / iters / 2;
     }
-    waitpid(child, NULL, 0);
     qsort(res, 5, sizeof(double), cmp);
     printf("tcp_loopback_8B %.3f\n", res[2]);
+    for (int r = 0; r < reps; r++) {
+        double t0 = 0;
+        for (int i = -10; i < pp_iters; i++) {
+            if (i == 0) t0 = now();
+            full(s, buf, big, 0);
+            full(s, buf, big, 1);
+        }
+        res[r] = big * 2.0 * pp_iters / (now() - t0) / 1e6;
+    }
+    qsort(res, 5, sizeof(double), cmp);
+    printf("tcp_loopback_pingpong_4MiB %.0f\n", res[2]);
+    for (int r = 0; r < reps; r++) {
+        double t0 = 0;
+        for (int i = -1; i < windows; i++) {
+            if (i == 0) t0 = now();
+            for (int w = 0; w < window; w++) full(s, buf, big, 0);
+            full(s, b, 1, 1);
+        }
+        res[r] = big * (double)window * windows / (now() - t0) / 1e6;
+    }
+    qsort(res, 5, sizeof(double), cmp);
+    printf("tcp_loopback_stream_4MiB %.0f\n", res[2]);
+    waitpid(child, NULL, 0);
     return 0;
 }

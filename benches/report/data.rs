@@ -7,7 +7,8 @@ use std::path::Path;
 pub struct Point {
     /// Series name ("steadfast shm", "Open MPI sm", ...).
     pub series: String,
-    /// "lat" (µs) or "bw" (MB/s).
+    /// "lat" (µs), "bw" (MB/s, window of 64), "ppbw" (MB/s, ping-pong) or "mr"
+    /// (messages/s).
     pub metric: String,
     /// Message size in bytes.
     pub size: u64,

@@ -1,7 +1,9 @@
 //! `steadfast-report DIR`: turns the raw results `benches/compare/run.sh` writes into
 //! DIR (`meta.tsv`, `curves.tsv`, `pairs.tsv`, `floors.txt`, `sim.txt`) into the
 //! plots (`slowdown.svg`: steadfast against each peer at every size, `latency.svg`,
-//! `bandwidth.svg`, `rate.svg` when the run measured message rates, `phases.svg`) and the Markdown (`comparison.md`) the README shows: a summary
+//! `bandwidth.svg` (window of 64), `pingpong.svg` (ping-pong bandwidth) and `rate.svg`
+//! when the run measured them, `phases.svg`) and the Markdown (`comparison.md`) the
+//! README shows: a summary
 //! line per metric with the worst ratio to each peer, the ratio at every size, the
 //! ULFM phases by rank count.
 
@@ -22,7 +24,7 @@ type Plot = (
     fn(&Results, &Path) -> Result<(), String>,
 );
 
-const PLOTS: [Plot; 5] = [
+const PLOTS: [Plot; 6] = [
     (
         "slowdown.svg",
         "how many times slower steadfast is than each peer at each size (above 1: behind)",
@@ -35,8 +37,13 @@ const PLOTS: [Plot; 5] = [
     ),
     (
         "bandwidth.svg",
-        "bandwidth against message size",
+        "bandwidth (window of 64) against message size",
         plots::bandwidth,
+    ),
+    (
+        "pingpong.svg",
+        "ping-pong bandwidth (one message in flight) against message size",
+        plots::pingpong,
     ),
     ("rate.svg", "message rate against message size", plots::rate),
     (
@@ -61,8 +68,14 @@ fn main() -> ExitCode {
     let mut ok = true;
     let mut written = Vec::new();
     for (file, alt, draw) in PLOTS {
-        // The message rate is optional: older runs did not measure it.
-        if file == "rate.svg" && results.series("mr").is_empty() {
+        // The message rate and ping-pong bandwidth are optional: older runs did not
+        // measure them.
+        let optional = match file {
+            "rate.svg" => Some("mr"),
+            "pingpong.svg" => Some("ppbw"),
+            _ => None,
+        };
+        if optional.is_some_and(|m| results.series(m).is_empty()) {
             continue;
         }
         match draw(&results, &dir.join(file)) {

@@ -150,9 +150,20 @@ pub fn latency(results: &Results, out: &Path) -> Result<(), String> {
     )
 }
 
-/// Bandwidth against size, every series.
+/// Streaming bandwidth (a window of 64) against size, every series.
 pub fn bandwidth(results: &Results, out: &Path) -> Result<(), String> {
-    curves(results, "bw", "Bandwidth", "MB/s", out)
+    curves(results, "bw", "Bandwidth, window of 64", "MB/s", out)
+}
+
+/// Ping-pong bandwidth (one message in flight) against size, every series.
+pub fn pingpong(results: &Results, out: &Path) -> Result<(), String> {
+    curves(
+        results,
+        "ppbw",
+        "Bandwidth, ping-pong (size / one-way time)",
+        "MB/s",
+        out,
+    )
 }
 
 /// Message rate against size (osu_mbw_mr's shape), every series.

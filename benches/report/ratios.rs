@@ -13,21 +13,30 @@ use crate::data::{Pair, Results};
 pub enum Metric {
     /// One-way latency, µs (`lat`).
     Latency,
-    /// Bandwidth, MB/s (`bw`).
+    /// Streaming bandwidth, MB/s (`bw`): a window of 64 messages in flight.
     Bandwidth,
+    /// Ping-pong bandwidth, MB/s (`ppbw`): the size over the one-way time of a
+    /// ping-pong, one message in flight (what `fi_pingpong` reports as MB/sec).
+    PingPong,
     /// Message rate, messages/s (`mr`).
     Rate,
 }
 
 impl Metric {
     /// Every metric, in the report's order.
-    pub const ALL: [Metric; 3] = [Metric::Latency, Metric::Bandwidth, Metric::Rate];
+    pub const ALL: [Metric; 4] = [
+        Metric::Latency,
+        Metric::Bandwidth,
+        Metric::PingPong,
+        Metric::Rate,
+    ];
 
     /// Its name in `curves.tsv`.
     pub fn key(self) -> &'static str {
         match self {
             Metric::Latency => "lat",
             Metric::Bandwidth => "bw",
+            Metric::PingPong => "ppbw",
             Metric::Rate => "mr",
         }
     }
@@ -36,7 +45,8 @@ impl Metric {
     pub fn title(self) -> &'static str {
         match self {
             Metric::Latency => "latency",
-            Metric::Bandwidth => "bandwidth",
+            Metric::Bandwidth => "bandwidth, window of 64",
+            Metric::PingPong => "bandwidth, ping-pong",
             Metric::Rate => "message rate",
         }
     }
@@ -45,7 +55,7 @@ impl Metric {
     pub fn unit(self) -> &'static str {
         match self {
             Metric::Latency => "µs",
-            Metric::Bandwidth => "MB/s",
+            Metric::Bandwidth | Metric::PingPong => "MB/s",
             Metric::Rate => "messages/s",
         }
     }
@@ -326,13 +336,14 @@ mod tests {
              libfabric shm (fi_pingpong)\tlat\t8\t0.3\n\
              libfabric shm (fi_pingpong)\tlat\t16\t0.4\n\
              libfabric tcp;ofi_rxm (fi_pingpong)\tlat\t8\t9\n\
-             steadfast tcp;ofi_rxm\tbw\t8\t100\n\
-             libfabric tcp;ofi_rxm (fi_pingpong, ping-pong)\tbw\t8\t200\n\
+             steadfast tcp;ofi_rxm\tbw\t8\t300\n\
+             steadfast tcp;ofi_rxm\tppbw\t8\t100\n\
+             libfabric tcp;ofi_rxm (fi_pingpong)\tppbw\t8\t200\n\
              steadfast shm\tmr\t8\t1000000\n",
             "",
         );
         let t = size_tables(&r);
-        assert_eq!(t.len(), 3);
+        assert_eq!(t.len(), 4);
         let shm = &t[0];
         assert_eq!((shm.metric, shm.path.as_str()), (Metric::Latency, "shm"));
         assert_eq!(shm.peers, ["Open MPI sm", "libfabric shm (fi_pingpong)"]);
@@ -346,15 +357,22 @@ mod tests {
             Some((2.0, 4, 1))
         );
         assert_eq!(shm.worst(1).map(|w| (w.ratio, w.at)), Some((2.0, 8)));
+        // The window's bandwidth is not compared with a ping-pong's.
         let bw = &t[1];
         assert_eq!(
             (bw.metric, bw.path.as_str()),
             (Metric::Bandwidth, "tcp;ofi_rxm")
         );
-        assert_eq!(bw.worst(0).map(|w| w.ratio), Some(0.5));
+        assert!(bw.peers.is_empty());
+        let pp = &t[2];
+        assert_eq!(
+            (pp.metric, pp.path.as_str()),
+            (Metric::PingPong, "tcp;ofi_rxm")
+        );
+        assert_eq!(pp.worst(0).map(|w| w.ratio), Some(0.5));
         // Our rate without a peer: a table, no ratio.
-        assert_eq!(t[2].metric, Metric::Rate);
-        assert!(t[2].peers.is_empty());
+        assert_eq!(t[3].metric, Metric::Rate);
+        assert!(t[3].peers.is_empty());
     }
 
     #[test]

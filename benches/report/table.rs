@@ -6,7 +6,9 @@
 use std::fmt::Write;
 
 use crate::data::Results;
-use crate::ratios::{behind, phase_table, ratio, size_tables, PhaseTable, SizeTable, Worst};
+use crate::ratios::{
+    behind, phase_table, ratio, size_tables, Metric, PhaseTable, SizeTable, Worst,
+};
 
 fn value(v: Option<f64>) -> String {
     match v {
@@ -108,11 +110,18 @@ fn size_table(md: &mut String, t: &SizeTable) {
         md.push('\n');
     }
     md.push('\n');
-    if t.peers.iter().any(|p| p.contains("ping-pong")) {
-        md.push_str(
-            "fi_pingpong's bandwidth is a ping-pong's (one message in flight), steadfast's \
-             a window of 64: against it the ratio favours steadfast at small sizes.\n\n",
-        );
+    match t.metric {
+        Metric::Bandwidth => md.push_str(
+            "A window of 64 non-blocking sends, received one by one and acknowledged by one \
+             byte (osu_bw's shape); fi_pingpong measures no window, so its bandwidth is in \
+             the ping-pong table.\n\n",
+        ),
+        Metric::PingPong => md.push_str(
+            "The size over the one-way time (half the round trip) of a ping-pong, one \
+             message in flight: fi_pingpong's MB/sec, and for steadfast and Open MPI the \
+             same quotient from their latency sweeps.\n\n",
+        ),
+        _ => {}
     }
 }
 
@@ -249,8 +258,8 @@ mod tests {
                  steadfast shm\tlat\t4096\t4.4\n\
                  Open MPI sm\tlat\t1\t0.5\n\
                  Open MPI sm\tlat\t4096\t2.2\n\
-                 steadfast shm\tbw\t1\t10\n\
-                 libfabric shm (fi_pingpong, ping-pong)\tbw\t1\t5\n",
+                 steadfast shm\tppbw\t1\t10\n\
+                 libfabric shm (fi_pingpong)\tppbw\t1\t5\n",
             )
             .unwrap(),
             pairs: Results::parse_pairs(
@@ -272,7 +281,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| bandwidth | shm | libfabric shm (fi_pingpong, ping-pong) | 2.00 | 1 B | ahead at all 1 sizes |"),
+            md.contains("| bandwidth, ping-pong | shm | libfabric shm (fi_pingpong) | 2.00 | 1 B | ahead at all 1 sizes |"),
             "{md}"
         );
         assert!(
