@@ -28,6 +28,7 @@ fn main() {
         "wildcard" => wildcard(&mut m),
         "truncate" => truncate(&mut m),
         "rma" => rma(&mut m),
+        "burst" => burst(&mut m),
         "sink" => loop {
             let mut buf = vec![0u8; BIG];
             if m.recv(Some(0), 0, ANY_TAG, &mut buf).is_err() {
@@ -63,6 +64,30 @@ fn echo(m: &mut Messenger) {
             .expect("echo send");
         std::mem::swap(&mut current, &mut next);
     }
+}
+
+/// Messages of the `burst` scenario, each [`BURST_LEN`] bytes.
+const BURST: u64 = 24;
+const BURST_LEN: usize = (2 << 20) + 1;
+
+/// After GO, sends [`BURST`] rendezvous messages at once (tag i, pattern seed i), waits
+/// for them all, then for STOP.
+fn burst(m: &mut Messenger) {
+    let mut go = [0u8; 1];
+    m.recv(Some(0), tag::GO, 0, &mut go).expect("burst go");
+    let messages: Vec<Vec<u8>> = (0..BURST).map(|i| pattern(BURST_LEN, i)).collect();
+    // SAFETY: every message outlives its request, each waited for below.
+    let requests: Vec<_> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, data)| unsafe { m.isend(0, i as u64, data) }.expect("burst send"))
+        .collect();
+    for r in requests.into_iter().flatten() {
+        m.wait(r).expect("burst send completes");
+    }
+    let mut stop = [0u8; 1];
+    m.recv(Some(0), tag::STOP, 0, &mut stop)
+        .expect("burst stop");
 }
 
 /// Sends 200 messages cycling through 4 tags (payload: the message's index), then

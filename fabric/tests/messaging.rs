@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{connect, pattern, tag, HangGuard, HANG_LIMIT};
+use common::{connect, connect_with, messenger_config, pattern, tag, HangGuard, HANG_LIMIT};
 use steadfast_fabric::{Error, ANY_TAG};
 
 /// Every size across the inject, eager and rendezvous boundaries goes to the echo
@@ -141,3 +141,46 @@ fn truncation(provider: &str) {
     peer.expect_success();
 }
 per_provider!(short_buffers_give_truncated, super::truncation);
+
+/// 24 rendezvous messages of 2 MiB + 1 land in 24 receives posted at once, each read
+/// in 256 KiB reads, 8 in flight per receive, with room for only 16 reads in flight
+/// over all of them (256 request slots): receives that find the budget spent wait
+/// for it (deferred, retried from progress) and every byte arrives, on every
+/// provider.
+fn receives_share_the_read_budget(provider: &str) {
+    let _guard = HangGuard::new(format!("read budget on {provider}"), HANG_LIMIT);
+    let mut config = messenger_config(provider, 0);
+    config.rendezvous_chunk = Some(256 << 10);
+    config.rendezvous_pipeline = Some(8);
+    config.request_slots = 256;
+    let (mut m, peer) = connect_with(config, provider, "burst");
+    const MESSAGES: u64 = 24;
+    const LEN: usize = (2 << 20) + 1;
+    let mut buffers: Vec<Vec<u8>> = (0..MESSAGES).map(|_| vec![0u8; LEN]).collect();
+    // SAFETY: every buffer outlives its request, each waited for below.
+    let requests: Vec<_> = buffers
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| unsafe { m.irecv(Some(1), i as u64, 0, b) }.unwrap())
+        .collect();
+    m.send(1, tag::GO, &[1]).unwrap();
+    // Waited for last to first: completions come in any order.
+    for (i, r) in requests.into_iter().enumerate().rev() {
+        let status = m
+            .wait(r)
+            .unwrap_or_else(|e| panic!("{provider}: message {i}: {e}"));
+        assert_eq!((status.tag, status.len), (i as u64, LEN), "{provider}");
+    }
+    for (i, b) in buffers.iter().enumerate() {
+        assert!(
+            b[..] == pattern(LEN, i as u64)[..],
+            "{provider}: content of message {i}"
+        );
+    }
+    m.send(1, tag::STOP, &[1]).unwrap();
+    peer.expect_success();
+}
+per_provider!(
+    many_receives_share_the_read_budget,
+    super::receives_share_the_read_budget
+);

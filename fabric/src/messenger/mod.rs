@@ -48,6 +48,7 @@ use crate::shm_lock_rescue::LockRescue;
 use steadfast_os::{host_identity, ProcessWatch};
 
 pub use arrivals::{Arrival, ArrivalData, RemoteMessage, DEFAULT_ARRIVAL_POOL};
+use rendezvous::ReadPlan;
 pub use rma::{ExposedBuffer, Exposure, RemoteRegion};
 pub use slots::Completion;
 use slots::SlotTable;
@@ -92,10 +93,14 @@ pub struct MessengerConfig {
     pub control_receives: usize,
     /// Registrations kept cached.
     pub registration_cache: usize,
-    /// Largest single RMA read of a rendezvous transfer.
-    pub rendezvous_chunk: usize,
-    /// Rendezvous reads in flight at once per message.
-    pub rendezvous_pipeline: u32,
+    /// Largest single RMA read of a rendezvous transfer (every message larger than it
+    /// is read in reads of this size). `None`: chosen for the provider at open
+    /// (`ReadPlan::for_provider` in `rendezvous.rs`: over `tcp;ofi_rxm`, messages up to
+    /// 1 MiB in one read and larger ones in 256 KiB reads; elsewhere 8 MiB).
+    pub rendezvous_chunk: Option<usize>,
+    /// Rendezvous reads in flight at once per message. `None`: chosen for the provider
+    /// at open (8 over `tcp;ofi_rxm`, 4 elsewhere).
+    pub rendezvous_pipeline: Option<u32>,
     /// How often a blocked operation checks that its peer is alive.
     pub liveness_interval: Duration,
     /// Give up on a blocking operation after this long (`None`: wait while the peer
@@ -126,8 +131,8 @@ impl MessengerConfig {
             request_slots: 1024,
             control_receives: 32,
             registration_cache: 128,
-            rendezvous_chunk: 8 << 20,
-            rendezvous_pipeline: 4,
+            rendezvous_chunk: None,
+            rendezvous_pipeline: None,
             liveness_interval: Duration::from_millis(50),
             operation_timeout: None,
             admission_timeout: DEFAULT_ADMISSION_TIMEOUT,
@@ -243,6 +248,10 @@ pub struct Messenger {
     cq_batch: [CqEntry; progress::CQ_BATCH],
     /// Rendezvous receives whose reads met back-pressure with nothing in flight.
     deferred_reads: Vec<u32>,
+    /// How rendezvous receives read the sender's buffer (sizes, depth, budget).
+    read_plan: ReadPlan,
+    /// Read chunks posted and not yet completed, over every receive.
+    reads_in_flight: usize,
     /// Regions exposed so far (for requested keys).
     exposed_count: u64,
     /// Tells this messenger's exposures from another's.
@@ -354,6 +363,12 @@ impl Messenger {
         let shm_rescue = (config.shm_lock_rescue && rescue_needed)
             .then(LockRescue::start_system)
             .and_then(std::io::Result::ok);
+        let read_plan = ReadPlan::for_provider(
+            &info.provider_name(),
+            config.rendezvous_chunk,
+            config.rendezvous_pipeline,
+            config.request_slots,
+        );
         let mut messenger = Messenger {
             cache: RegistrationCache::new(config.registration_cache),
             slots_mr,
@@ -371,6 +386,8 @@ impl Messenger {
             stats: MessengerStats::default(),
             cq_batch: [CqEntry::default(); progress::CQ_BATCH],
             deferred_reads: Vec::with_capacity(config.request_slots),
+            read_plan,
+            reads_in_flight: 0,
             exposed_count: 0,
             exposures: Vec::new(),
             id: next_messenger_id(),

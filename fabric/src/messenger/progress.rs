@@ -418,6 +418,12 @@ impl Messenger {
             Op::Recv if slot.chunks_in_flight > 0 => {
                 slot.pending_error.get_or_insert(error);
             }
+            Op::Recv if slot.rts.is_some() => {
+                // A rendezvous receive whose reads wait for the budget: the sender
+                // still waits for its FIN, as after a failed read.
+                self.deferred_reads.retain(|&i| i != index);
+                self.fail_rendezvous_recv(index, error);
+            }
             Op::Recv => self.finish(index, Outcome::Failed(error)),
             Op::ReadChunk => {
                 let parent = slot.parent;

@@ -90,7 +90,16 @@ pub fn remove_shm_regions_of(pid: u32) {
 
 /// Opens our messenger (id 0), starts the peer with `scenario`, exchanges addresses.
 pub fn connect(provider: &str, scenario: &str) -> (Messenger, PeerProcess) {
-    let mut messenger = Messenger::open(messenger_config(provider, 0)).expect("open messenger");
+    connect_with(messenger_config(provider, 0), provider, scenario)
+}
+
+/// [`connect`] with our messenger opened from `config` (id 0).
+pub fn connect_with(
+    config: steadfast_fabric::MessengerConfig,
+    provider: &str,
+    scenario: &str,
+) -> (Messenger, PeerProcess) {
+    let mut messenger = Messenger::open(config).expect("open messenger");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fabric-test-peer"));
     cmd.arg(provider)
         .arg(scenario)
