@@ -32,11 +32,12 @@ impl ReadPlan {
     /// core, which becomes the bottleneck (97% of its time in the kernel for a stream
     /// of 4 MiB messages). Between 256 KiB reads it lets the socket go, and the
     /// receiver's core carries part of that work. Measured on the 2-core loopback host
-    /// (`steadfast-bench bw` / `latency --route fabric`, interleaved, 3 rounds):
-    /// window-of-64 bandwidth at 2 and 4 MiB 4.3-5.5 GB/s in one read, 4.8-6.1 in
-    /// 256 KiB reads with 8 in flight; 4 MiB one-way 690-698 µs against 652-658. Two
-    /// or four in flight were slower than one read (the read requests' turn-around
-    /// shows), and at 512 KiB-1 MiB one read stays best. Over `net` (a 1-3% loss in
+    /// (`steadfast-bench bw` / `latency --route fabric`, interleaved rounds):
+    /// window-of-64 bandwidth at 2 and 4 MiB 4.4-6.2 GB/s in one read, 5.3-9.3 in
+    /// 256 KiB reads with 8 in flight (the higher figures in the host's fast state);
+    /// 4 MiB one-way 601-737 µs against 441-687. Two or four in flight were slower
+    /// than one read (the read requests' turn-around shows), and at 512 KiB-1 MiB one
+    /// read stays best. Over `net` (a 1-3% loss in
     /// ping-pong) and on RDMA providers a message is read whole up to 8 MiB.
     pub fn for_provider(
         provider: &str,
