@@ -83,9 +83,10 @@ curve() { awk -v s="$1" -v m="$2" 'NF >= 2 && $1 ~ /^[0-9]+$/ { printf "%s\t%s\t
 head_() { printf '\n## %s\n%-44s %12s %12s %8s\n' "$1" "what" "steadfast" "$2" "ratio"; }
 # This 2-core VM flips between a fast state (a cache line crosses the cores in ~40 ns)
 # and a slow one (~190 ns) every few minutes, which moves every shared-memory figure by
-# 2-3x. Before each curve series, wait (up to STEADFAST_COMPARE_WAIT seconds, default
-# 300; 0: never) for the fast state, and log the floor the series started at, so that
-# both sides of a row meet the same host.
+# 2-3x and loopback TCP's by up to 1.4x (8 B: 4.7 against 6.6 us). Before each curve
+# series, wait (up to STEADFAST_COMPARE_WAIT seconds, default 300; 0: never) for the
+# fast state, and log the floor the series started at, so that both sides of a row
+# meet the same host.
 same_host() {
     local f deadline=$((SECONDS + ${STEADFAST_COMPARE_WAIT:-300}))
     while :; do
@@ -274,7 +275,7 @@ for path in shm "tcp;ofi_rxm" net; do
     route=fabric; prov=$path; [ "$path" = shm ] && { route=shm; prov="tcp;ofi_rxm"; }
     for what in latency bw; do
         metric=lat; [ $what = bw ] && metric=bw
-        [ "$path" = shm ] && same_host "steadfast $path $what"
+        same_host "steadfast $path $what"
         STEADFAST_PROVIDER="$prov" $run -n 2 $bench $what --route $route --min 1 --repetitions 3 | curve "steadfast $path" $metric
     done
 done
@@ -285,7 +286,7 @@ if command -v fi_pingpong >/dev/null; then
     for prov in shm "tcp;ofi_rxm" net; do
         port=$((20000 + RANDOM % 20000))
         dom=(); [ $prov != shm ] && dom=(-d lo)
-        [ $prov = shm ] && same_host "fi_pingpong shm"
+        same_host "fi_pingpong $prov"
         taskset -c 0 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -B $port -I 1000 -S all >"$work/srv" 2>&1 &
         srv=$!
         sleep 0.5
