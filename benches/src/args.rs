@@ -28,7 +28,8 @@ pub struct Common {
     #[arg(long, default_value_t = 10_000)]
     pub iterations: usize,
     /// Operations before measuring, 0 to 10^9 (at each size at most that size's
-    /// operations per repetition).
+    /// operations per repetition). Windowed sweeps (bw, bibw, mbw_mr) also start
+    /// with up to 1000 windows of their first size.
     #[arg(long, default_value_t = 1_000)]
     pub warmup: usize,
     /// Repetitions, 1 to 10 000: the median, min and max over them are reported.

@@ -9,7 +9,9 @@ use std::time::Instant;
 use steadfast::World;
 
 use crate::args::SizeRange;
-use crate::p2p::{await_ack, describe, drain_window, max_buffer, slowest_secs, window, WINDOW};
+use crate::p2p::{
+    await_ack, describe, drain_window, max_buffer, slowest_secs, warm_start_windows, window, WINDOW,
+};
 use crate::report::{iterations_for, sizes, Report, Stats};
 use crate::{fail, Common, OrFail};
 
@@ -53,8 +55,26 @@ pub fn mbw_mr(world: &World, c: &Common) {
         );
     }
     report.fact("window", WINDOW);
+    report.fact(
+        "warm start",
+        format!(
+            "{} windows of the first size",
+            warm_start_windows(c.range.0)
+        ),
+    );
     let data = max_buffer(c, 0x5a, me);
     let mut buf = max_buffer(c, 0, me);
+    let mut step = |size: usize| {
+        if me < pairs {
+            window(&comm, peer, &data[..size], None, &mut buf[..size]);
+            await_ack(&comm, peer);
+        } else {
+            drain_window(&comm, peer, &mut buf[..size]);
+        }
+    };
+    for _ in 0..warm_start_windows(c.range.0) {
+        step(c.range.0);
+    }
     if me == 0 {
         report.start();
     }
@@ -65,22 +85,14 @@ pub fn mbw_mr(world: &World, c: &Common) {
         let mut samples = Vec::with_capacity(c.repetitions);
         for rep in 0..c.repetitions {
             let warm = if rep == 0 { warmup } else { 0 };
-            let mut step = || {
-                if me < pairs {
-                    window(&comm, peer, &data[..size], None, &mut buf[..size]);
-                    await_ack(&comm, peer);
-                } else {
-                    drain_window(&comm, peer, &mut buf[..size]);
-                }
-            };
             for _ in 0..warm {
-                step();
+                step(size);
             }
             comm.barrier()
                 .or_fail(me, format_args!("barrier before {size} B"));
             let t = Instant::now();
             for _ in 0..windows {
-                step();
+                step(size);
             }
             let secs = t.elapsed().as_secs_f64();
             // The slowest sender's time bounds the whole exchange.
