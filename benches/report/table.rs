@@ -15,7 +15,8 @@ fn value(v: Option<f64>) -> String {
         None => "–".into(),
         Some(v) if v >= 100.0 => format!("{v:.0}"),
         Some(v) if v >= 10.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.2}"),
+        Some(v) if v >= 1.0 => format!("{v:.2}"),
+        Some(v) => format!("{v:.3}"),
     }
 }
 
@@ -293,7 +294,7 @@ mod tests {
             md.contains("| size | steadfast | Open MPI sm | ratio |"),
             "{md}"
         );
-        assert!(md.contains("| 1 B | 0.30 | 0.50 | 0.60 |"), "{md}");
+        assert!(md.contains("| 1 B | 0.300 | 0.500 | 0.60 |"), "{md}");
         assert!(md.contains("| 4 KiB | 4.40 | 2.20 | **2.00** |"), "{md}");
         // Phases by rank count.
         assert!(
@@ -304,7 +305,9 @@ mod tests {
         );
         // Headline pairs without the ULFM rows.
         assert!(
-            md.contains("| libfabric | shm 8 B (us) | 0.12 | fi_pingpong | 0.30 | 0.40 | ahead |"),
+            md.contains(
+                "| libfabric | shm 8 B (us) | 0.120 | fi_pingpong | 0.300 | 0.40 | ahead |"
+            ),
             "{md}"
         );
         assert!(md.contains(

@@ -206,12 +206,25 @@ fn print_line(line: &str) {
     }
 }
 
+/// A table value right-aligned in `width`: 3 decimals below 10 (sub-µs latencies
+/// differ in the third), 2 from there.
+fn cell(v: f64, width: usize) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:>width$.3}")
+    } else {
+        format!("{v:>width$.2}")
+    }
+}
+
 /// One table row: label, median, min, max (and the second column, without decimals).
 fn table_line(row: &Row) -> String {
     let s = &row.stats;
     let mut line = format!(
-        "{:<20}{:>16.2}{:>12.2}{:>12.2}",
-        row.label, s.median, s.min, s.max
+        "{:<20}{}{}{}",
+        row.label,
+        cell(s.median, 16),
+        cell(s.min, 12),
+        cell(s.max, 12)
     );
     if let Some(v) = row.second {
         line.push_str(&format!("{v:>16.0}"));
@@ -305,7 +318,19 @@ mod tests {
         };
         assert_eq!(
             table_line(&row),
-            "1024                            1.50        1.25        2.00"
+            "1024                           1.500       1.250       2.000"
+        );
+        let wide = Row {
+            stats: Stats {
+                median: 1234.5,
+                min: 10.0,
+                max: 0.1015,
+            },
+            ..row.clone()
+        };
+        assert_eq!(
+            table_line(&wide),
+            "1024                         1234.50       10.00       0.102"
         );
         let with = Row {
             second: Some(1234.4),
