@@ -235,6 +235,7 @@ fn report_writes_plots_and_table() {
         "steadfast shm\tlat\t1\t0.12\nsteadfast shm\tlat\t1024\t0.5\n\
          Open MPI sm\tlat\t1024\t0.25\n\
          steadfast shm\tbw\t1024\t3000\nsteadfast shm\tbw\t1048576\t14000\n\
+         steadfast shm\tppbw\t1024\t2048\nlibfabric shm (fi_pingpong)\tppbw\t1024\t1024\n\
          steadfast shm\tmr\t8\t1000000\nOpen MPI sm\tmr\t8\t2000000\n",
     )
     .unwrap();
@@ -255,6 +256,7 @@ fn report_writes_plots_and_table() {
         "slowdown.svg",
         "latency.svg",
         "bandwidth.svg",
+        "pingpong.svg",
         "rate.svg",
         "phases.svg",
     ] {
@@ -263,8 +265,8 @@ fn report_writes_plots_and_table() {
     }
     let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
     // The ratio at every size, and the worst per metric and peer.
-    assert!(md.contains("| 1 B | 0.12 | – | – |"), "{md}");
-    assert!(md.contains("| 1 KiB | 0.50 | 0.25 | **2.00** |"), "{md}");
+    assert!(md.contains("| 1 B | 0.120 | – | – |"), "{md}");
+    assert!(md.contains("| 1 KiB | 0.500 | 0.250 | **2.00** |"), "{md}");
     assert!(
         md.contains(
             "| latency | shm | Open MPI sm | **2.00** | 1 KiB | **behind at 1 of 1 sizes** |"
