@@ -280,7 +280,7 @@ fn report_writes_plots_and_table() {
         "{md}"
     );
     assert!(
-        md.contains("| agree failure free (us) | Open MPI ULFM | 0.35 | 0.72 | 0.49 |"),
+        md.contains("| agree failure free (us) | Open MPI ULFM | 0.350 | 0.720 | 0.49 |"),
         "{md}"
     );
     assert!(
@@ -290,6 +290,12 @@ fn report_writes_plots_and_table() {
         "{md}"
     );
     assert!(md.contains("](benches/results/rate.svg)"), "{md}");
+    assert!(
+        md.contains(
+            "| bandwidth, ping-pong | shm | libfabric shm (fi_pingpong) | 2.00 | 1 KiB | ahead at all 1 sizes |"
+        ),
+        "{md}"
+    );
     let slowdown = std::fs::read_to_string(dir.join("slowdown.svg")).unwrap();
     assert!(
         slowdown.contains("latency shm vs Open MPI sm"),
