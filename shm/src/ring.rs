@@ -502,6 +502,47 @@ impl<'a> Consumer<'a> {
         Ok(Some(r))
     }
 
+    /// Pops up to `n` consecutive cells while each is there, reading cell `i` of the
+    /// run with `read(i, cell)`, and frees them together (one store of the counter,
+    /// one look-ahead hint): for a reader that knows the cells belong together, such
+    /// as an eager message's batch. Returns how many were popped (0: the next is not
+    /// there yet).
+    ///
+    /// # Errors
+    /// [`Corrupted`] when a cell's stamp is impossible; the cells popped before it
+    /// stay popped (and freed), the ring is not touched further.
+    pub fn try_pop_run(
+        &mut self,
+        n: usize,
+        mut read: impl FnMut(usize, &Cell),
+    ) -> Result<usize, Corrupted> {
+        let mut popped = 0;
+        let mut failed = None;
+        while popped < n {
+            match self.ready() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            read(popped, &self.cells[(self.tail & self.mask) as usize]);
+            self.tail = self.tail.wrapping_add(1);
+            popped += 1;
+        }
+        if popped > 0 {
+            crate::prefetch::cell(&self.cells[(self.tail & self.mask) as usize]);
+            // ORDERING: Release; pairs with the Acquire load of `tail` in `try_push`,
+            // as in `try_pop`: the producer reuses these cells only after our reads.
+            self.header.tail.store(self.tail, Ordering::Release);
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(popped),
+        }
+    }
+
     /// Asks the processor for the cells `from..to` places past the next one to pop
     /// (a hint: never faults, never waits). A consumer that knows a message's cells are
     /// published (a batch of `Producer::try_push_reserved` is, once its first cell is)

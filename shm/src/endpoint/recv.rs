@@ -288,6 +288,30 @@ impl Endpoint {
         }
     }
 
+    /// Pops up to `run` continuation cells of `ring` that are there, in one run
+    /// ([`Consumer::try_pop_run`](crate::ring::Consumer::try_pop_run)), cell `i` into
+    /// `dst[i * EAGER_CONT..]` (`None`: read and drop them); how many were popped.
+    fn pop_run(
+        &mut self,
+        ring: u32,
+        run: usize,
+        mut dst: Option<&mut [u8]>,
+    ) -> Result<usize, ShmError> {
+        let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
+        let got = c.try_pop_run(run, |i, cell| {
+            if let Some(d) = dst.as_deref_mut() {
+                let from = i * EAGER_CONT;
+                let to = (from + EAGER_CONT).min(d.len());
+                cell.read_bytes(0, &mut d[from..to]);
+            }
+        });
+        self.rx[ring as usize] = c.pos();
+        got.map_err(|e| ShmError::Corrupt {
+            rank: ring,
+            what: e.to_string(),
+        })
+    }
+
     /// Prefetches the next `cells` cells of `ring` (at most a batch; the first is
     /// prefetched by every pop already).
     fn prefetch_batch(&self, ring: u32, cells: usize) {
@@ -351,6 +375,27 @@ impl Endpoint {
             } else if reserved && cell == 1 {
                 // The first batch is published with the first cell: fetch it together.
                 self.prefetch_batch(ring, eager_continuations(len).min(EAGER_BATCH - 1));
+            }
+            if reserved {
+                // The rest of this batch is normally published: take what is there
+                // in one run (one counter store), then wait below for what is not.
+                let run =
+                    (EAGER_BATCH - cell % EAGER_BATCH).min((len - offset).div_ceil(EAGER_CONT));
+                let dst = match &mut into {
+                    // SAFETY: the contract above.
+                    EagerInto::Dst(d) => Some(&mut unsafe { d.slice() }[offset..len]),
+                    EagerInto::Drop => None,
+                    EagerInto::Queue(v) => Some(&mut v[offset..len]),
+                };
+                let popped = self.pop_run(ring, run, dst)?;
+                cell += popped;
+                offset = (offset + popped * EAGER_CONT).min(len);
+                if offset >= len {
+                    break;
+                }
+                if popped > 0 {
+                    continue;
+                }
             }
             cell += 1;
             let n = EAGER_CONT.min(len - offset);

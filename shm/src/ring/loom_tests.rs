@@ -119,3 +119,33 @@ fn a_batch_is_visible_whole_once_its_first_cell_is() {
         );
     });
 }
+
+#[test]
+fn a_run_reads_every_cell_of_its_batch_once_in_order() {
+    loom::model(|| {
+        two_cells(
+            |p| {
+                for message in 0..2u64 {
+                    while !p.try_push_reserved(2, 2, |i, cell| cell.set(0, message * 2 + i as u64))
+                    {
+                        loom::thread::yield_now();
+                    }
+                }
+            },
+            |c| {
+                let mut next = 0u64;
+                while next < 4 {
+                    let popped = c
+                        .try_pop_run(2, |_, cell| {
+                            assert_eq!(cell.get(0), next);
+                            next += 1;
+                        })
+                        .unwrap();
+                    if popped == 0 {
+                        loom::thread::yield_now();
+                    }
+                }
+            },
+        );
+    });
+}

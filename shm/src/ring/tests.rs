@@ -235,3 +235,50 @@ fn threads_stream_a_million_cells_in_order() {
         }
     });
 }
+
+#[test]
+fn a_run_pops_only_what_is_there_and_frees_it_together() {
+    let (h, cells) = ring(8);
+    let mut tx = Producer::new(&h, &cells);
+    let mut rx = Consumer::new(&h, &cells);
+    assert_eq!(rx.try_pop_run(4, |_, _| panic!("nothing there")), Ok(0));
+    for k in 0..3 {
+        assert!(tx.try_push(|cell| cell.set(0, 10 + k)));
+    }
+    let mut seen = Vec::new();
+    assert_eq!(
+        rx.try_pop_run(5, |i, cell| seen.push((i, cell.get(0)))),
+        Ok(3)
+    );
+    assert_eq!(seen, [(0, 10), (1, 11), (2, 12)]);
+    // Freed together: the producer sees all eight cells free again.
+    assert!(tx.try_push_reserved(8, 8, |i, cell| cell.set(0, i as u64)));
+    let mut got = Vec::new();
+    assert_eq!(rx.try_pop_run(2, |_, cell| got.push(cell.get(0))), Ok(2));
+    assert_eq!(rx.try_pop_run(9, |_, cell| got.push(cell.get(0))), Ok(6));
+    assert_eq!(got, (0..8).collect::<Vec<u64>>());
+    assert!(rx.is_empty());
+}
+
+#[test]
+fn a_run_stops_at_a_corrupt_stamp_keeping_what_it_popped() {
+    let (h, cells) = ring(4);
+    let mut tx = Producer::new(&h, &cells);
+    let mut rx = Consumer::new(&h, &cells);
+    for k in 0..2 {
+        assert!(tx.try_push(|cell| cell.set(0, k)));
+    }
+    // A stamp from no lap of this ring, where the third cell would be.
+    // ORDERING: Relaxed; one thread here.
+    cells[2].words[0].store(99, Ordering::Relaxed);
+    let mut got = Vec::new();
+    assert!(rx.try_pop_run(4, |_, cell| got.push(cell.get(0))).is_err());
+    assert_eq!(got, [0, 1]);
+    assert_eq!(rx.pos().tail, 2);
+    // ORDERING: Relaxed; one thread here.
+    assert_eq!(
+        h.tail.load(Ordering::Relaxed),
+        2,
+        "the two popped are freed"
+    );
+}
