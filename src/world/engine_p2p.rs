@@ -362,6 +362,11 @@ impl Engine {
     /// The shm half of [`Engine::drain_arrivals`] (`draining` is set): how many,
     /// whether control messages came, and the outcome of `direct` if its message came
     /// (the drain stops there); `stop_at_placed` as in `drain_for_receive`.
+    ///
+    /// Inlined into both drains: returned through memory, its tuple was written field
+    /// by field and read back 16 bytes at a time, a store-forwarding stall per message
+    /// (`Comm::recv` 37% of a receiving rank's samples at 8 B, 13% inlined).
+    #[inline(always)]
     fn drain_shm(
         &mut self,
         stop_at_placed: bool,
