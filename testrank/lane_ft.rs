@@ -23,9 +23,10 @@ const UNMATCHED: u32 = 77;
 /// Ends the engine's bias towards one thread before a thread holds the engine (a
 /// revocation waits for the bias owner's round in flight: `docs/threads.md`).
 fn end_the_bias(comm: &Comm) {
-    let _ = comm.rank();
+    // `failure_ack` takes the engine when it is free (`rank` no longer does: a field).
+    comm.failure_ack();
     std::thread::scope(|s| {
-        s.spawn(|| comm.rank());
+        s.spawn(|| comm.failure_ack());
     });
 }
 
