@@ -24,6 +24,7 @@ mod nonblocking;
 mod owned;
 mod p2p;
 mod post;
+mod probe;
 mod queries;
 mod recv_direct;
 mod refound;
