@@ -330,11 +330,11 @@ pub struct Comm {
     pub(crate) engine: Arc<Shared>,
     pub(crate) id: CommId,
     /// Its group and this rank (fixed while it lives) and its published flags, read
-    /// without the engine (`src/world/engine/published.rs`).
+    /// without the engine (`src/world/engine/published.rs`). Shared by every handle to
+    /// this communicator and by the engine's registry of it (one reference, until it
+    /// is freed): [`Comm::free`] refuses while other handles exist
+    /// ([`other_handles`](Self::other_handles)).
     facts: Arc<CommFacts>,
-    /// Shared by every handle to this communicator: [`Comm::free`] refuses while others
-    /// exist.
-    handles: Arc<()>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -444,8 +444,16 @@ impl Comm {
             engine,
             id: facts.id,
             facts,
-            handles: Arc::new(()),
         }
+    }
+
+    /// How many other handles to this communicator exist (clones, requests, windows,
+    /// an inter-communicator over it): the references to its facts but this one and
+    /// the engine's registry's. (The facts are shared this way rather than through a
+    /// second reference count of their own: a request that keeps a handle then pays
+    /// one atomic increment, as before.)
+    pub(crate) fn other_handles(&self) -> usize {
+        Arc::strong_count(&self.facts).saturating_sub(2)
     }
 
     /// Revokes the communicator on every rank (`MPIX_Comm_revoke`): a reliable

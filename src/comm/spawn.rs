@@ -254,7 +254,10 @@ impl Comm {
                 self.size()
             )));
         }
-        let world = Comm::new(Arc::clone(&self.engine), self.engine.world_facts());
+        let world = Comm::new(
+            Arc::clone(&self.engine),
+            Arc::clone(self.engine.world_facts()),
+        );
         let children = if self.rank() == root {
             let children = match ask {
                 Ok((count, command)) => self.start_children(&world, root, count, command.as_ref()),

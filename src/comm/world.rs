@@ -10,7 +10,10 @@ use crate::world::World;
 impl World {
     /// The communicator of every rank.
     pub fn comm(&self) -> Comm {
-        Comm::new(Arc::clone(self.shared()), self.shared().world_facts())
+        Comm::new(
+            Arc::clone(self.shared()),
+            Arc::clone(self.shared().world_facts()),
+        )
     }
 
     /// Tears the world down, collectively: an agreement on the world communicator

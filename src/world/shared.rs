@@ -135,8 +135,8 @@ impl Shared {
     }
 
     /// The world communicator's facts, without the token.
-    pub fn world_facts(&self) -> Arc<CommFacts> {
-        Arc::clone(&self.world)
+    pub fn world_facts(&self) -> &Arc<CommFacts> {
+        &self.world
     }
 
     /// Queues `op` for the next holder of the token, without waiting (`posts.rs`).

@@ -74,7 +74,8 @@ impl Engine {
         Arc::clone(&self.published.board)
     }
 
-    /// The published facts of a registered communicator.
+    /// The published facts of a registered communicator, for a new `Comm` handle (the
+    /// reference counts as one: `Comm::other_handles`).
     ///
     /// # Panics
     /// If `id` is not registered: a `Comm` handle is only made for a registered one.
@@ -168,14 +169,16 @@ impl Engine {
     /// with), so the acknowledged set is a prefix of the context's failure order, as
     /// the matcher counts it.
     pub fn ack_up_to(&mut self, id: CommId, n: usize) -> Option<usize> {
-        let facts = Arc::clone(self.published.comms.get(&id)?);
+        // No clone of the facts (their reference count is the handles' count that
+        // `Comm::free` reads without the engine).
+        let facts = self.published.comms.get(&id)?;
         let n = n.max(facts.flags.acked());
         let acked = RankSet::from_ranks(facts.failed_within(&self.published.board, n).map(Rank));
         let count = acked.len();
+        facts.flags.set_acked(n);
         let c = self.control.comm_mut(id)?;
         c.set_acked(acked);
         let ctx = c.context();
-        facts.flags.set_acked(n);
         if ctx != 0 {
             self.matching.ack_first(ctx, count);
         }
