@@ -94,11 +94,6 @@ impl FailureBoard {
             .get(w as usize)
             .map_or(0, |s| s.load(Ordering::Relaxed))
     }
-
-    /// How many of `group`'s world ranks are failed within the first `n` failures.
-    pub fn count_within(&self, group: &[u32], n: usize) -> usize {
-        group.iter().filter(|&&w| self.failed_within(w, n)).count()
-    }
 }
 
 /// One communicator's published state: whether it is revoked, and the prefix of the
@@ -218,7 +213,7 @@ mod tests {
         assert_eq!(b.known(), 2);
         assert!(b.failed_within(2, 1));
         assert!(!b.failed_within(0, 1), "learnt second");
-        assert_eq!(b.count_within(&[0, 1, 2, 3], 2), 2);
+        assert_eq!((0..4).filter(|&w| b.failed_within(w, 2)).count(), 2);
         b.readmitted(2);
         assert!(!b.failed_within(2, 2));
         assert_eq!(b.learnt(2), 3, "failed again: a new position");

@@ -167,7 +167,9 @@ impl Engine {
     /// before it (a readmitted rank that fails again gets a new one), and a matching
     /// context lists its failures in that order (`open_context` sorts those it starts
     /// with), so the acknowledged set is a prefix of the context's failure order, as
-    /// the matcher counts it.
+    /// the matcher counts it. (The matcher is told of a failure in the round that
+    /// published it, at the latest when that round's drain of the rings ends: an
+    /// acknowledgement, applied between rounds, never finds the board ahead of it.)
     pub fn ack_up_to(&mut self, id: CommId, n: usize) -> Option<usize> {
         // No clone of the facts (their reference count is the handles' count that
         // `Comm::free` reads without the engine).
