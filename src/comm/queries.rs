@@ -12,8 +12,9 @@
 //! - `get_failed`: exact with the engine free; else the published acknowledged prefix.
 //!
 //! **The one-way guarantee** (what the calling thread's next operation sees): a
-//! failure or a revocation is published by the holder's round that learnt it, before
-//! that round ends, and after the matcher was told. So if `failed_ranks` lists a rank,
+//! failure or a revocation is published by the holder's round that learnt it, and the
+//! matcher is told in that same round (at the latest when its drain of the rings
+//! ends). So if `failed_ranks` lists a rank,
 //! or `is_revoked` says `true`, this thread's next operation sees it too (it takes the
 //! engine after that round, or is queued and applied after it): a receive from that
 //! rank fails `ProcFailed` (once its earlier messages are taken), a receive on the
