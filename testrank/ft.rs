@@ -31,6 +31,8 @@
 //!   VICTIM (or `none`) SIGKILLed mid-exchange (`threads.rs`).
 //! - `lane-ft`: an agreement start and a revoke queued while another thread holds the
 //!   engine return at once and take effect once it lets go (`lane_ft.rs`).
+//! - `lane-queries`: rank 1 dies; rank 0's queries, `ack_failed` and a wildcard
+//!   receive while another thread holds its engine return at once (`lane_ft.rs`).
 //! - `exhaust`: dups without freeing until `ContextsExhausted`; prints `EXHAUSTED after
 //!   <n>: <error>`, then frees one and dups again (`REUSED`).
 //!
@@ -113,6 +115,7 @@ fn main() {
         Some("mprobe") => ssend::mprobe(&world, &comm),
         Some("threads") => threads::threads(&world, &comm, &args),
         Some("lane-ft") => lane_ft::lane_ft(&world, &comm),
+        Some("lane-queries") => lane_ft::lane_queries(&comm),
         other => {
             eprintln!("unknown scenario {other:?}");
             std::process::exit(2)

@@ -23,9 +23,10 @@ const UNMATCHED: u32 = 77;
 /// Ends the engine's bias towards one thread before a thread holds the engine (a
 /// revocation waits for the bias owner's round in flight: `docs/threads.md`).
 fn end_the_bias(comm: &Comm) {
-    let _ = comm.rank();
+    // `failure_ack` takes the engine when it is free (`rank` no longer does: a field).
+    comm.failure_ack();
     std::thread::scope(|s| {
-        s.spawn(|| comm.rank());
+        s.spawn(|| comm.failure_ack());
     });
 }
 
@@ -80,4 +81,82 @@ pub(crate) fn lane_ft(_world: &World, comm: &Comm) {
     assert!(d.is_revoked());
     d.free().unwrap();
     println!("LANE FT {rank} {:#x} {}", decided.value, took.as_micros());
+}
+
+/// Runs `f` on this thread while another thread holds the engine; returns its result
+/// and how long it took. Panics if `f` had not returned after 30 s (the holder lets go
+/// then: `f` waited for it).
+fn while_held<T>(comm: &Comm, f: impl FnOnce() -> T) -> (T, Duration) {
+    let (held_tx, held_rx) = channel();
+    let (done_tx, done_rx) = channel::<()>();
+    let holder = {
+        let comm = comm.clone();
+        std::thread::spawn(move || {
+            let hold = comm.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            drop(hold);
+            in_time
+        })
+    };
+    held_rx.recv().unwrap();
+    let start = Instant::now();
+    let out = f();
+    let took = start.elapsed();
+    done_tx.send(()).unwrap();
+    assert!(holder.join().unwrap(), "waited for the holder ({took:?})");
+    (out, took)
+}
+
+/// `lane-queries` on 2 ranks: rank 1 SIGKILLs itself after an agreement; rank 0 learns
+/// it from a receive, then, while a thread holds its engine, reads `failed_ranks`,
+/// `any_failed` and `ack_failed` (1, queued) without the engine and posts a wildcard
+/// receive (queued behind the acknowledgement). Once the holder lets go, that receive
+/// does not report `ProcFailedPending` (a control receive posted before the
+/// acknowledgement did) and gets rank 0's message to itself. Prints
+/// `LANE QUERIES 0 <µs the calls took>`.
+pub(crate) fn lane_queries(comm: &Comm) {
+    let rank = comm.rank();
+    // Before the failure: `end_the_bias` acknowledges the failures known.
+    end_the_bias(comm);
+    comm.agree(1).unwrap();
+    if rank == 1 {
+        crate::die_now();
+    }
+    let mut b = [0u8; 8];
+    match comm.recv(Some(1), Some(3), &mut b) {
+        Err(CommError::ProcFailed { ranks }) => assert_eq!(ranks, vec![1]),
+        other => panic!("a receive from the dead rank: {other:?}"),
+    }
+    // Unacknowledged: a wildcard receive reports it (and stays posted: dropped here).
+    let mut control = comm.irecv_owned(None, Some(6), vec![0u8; 8]).unwrap();
+    match control.test() {
+        Err(CommError::ProcFailedPending { ranks }) => assert_eq!(ranks, vec![1]),
+        other => panic!("a wildcard receive before the acknowledgement: {other:?}"),
+    }
+    drop(control);
+    let ((failed, any, acked, mut wildcard), took) = while_held(comm, || {
+        let failed = comm.failed_ranks();
+        let any = comm.any_failed();
+        let acked = comm.ack_failed();
+        let mut r = comm.irecv_owned(None, Some(5), vec![0u8; 8]).unwrap();
+        assert!(r.test().unwrap().is_none(), "completed while held");
+        (failed, any, acked, r)
+    });
+    assert_eq!(failed, vec![1], "failed_ranks while held");
+    assert!(any, "any_failed while held");
+    assert_eq!(acked, 1, "ack_failed's count while held");
+    assert_eq!(
+        comm.get_failed(),
+        vec![1],
+        "the queued acknowledgement applied"
+    );
+    match wildcard.test() {
+        Ok(None) => {}
+        other => panic!("the wildcard receive after the queued acknowledgement: {other:?}"),
+    }
+    comm.send(0, 5, &[5u8; 8]).unwrap();
+    let (buf, st) = wildcard.wait();
+    assert_eq!((st.unwrap().source, buf[0]), (0, 5));
+    println!("LANE QUERIES {rank} {}", took.as_micros());
 }

@@ -9,7 +9,9 @@
 //! them their messages (fails, at its 60 s limit, when a wait holds the engine). While a
 //! thread holds the engine, other threads' posts and fault-tolerance calls (`revoke`,
 //! `failure_ack`, `iagree`) return at once and take effect in each thread's order once
-//! it lets go: in process, and on 2 ranks (`testrank/lane_ft.rs`).
+//! it lets go: in process, and on 2 ranks (`testrank/lane_ft.rs`). So do the queries
+//! (`rank`, `is_revoked`, `failed_ranks`, ...), `ack_failed` and the probes, also after
+//! a peer was SIGKILLed (`lane-queries`).
 //!
 //! `STEADFAST_THREADS_RUNS` (default 1) repeats each kill run (the issue's acceptance is
 //! 20 runs in a row on a 2-core machine).
@@ -284,9 +286,10 @@ fn threads_blocked_in_recv_leave_the_engine_to_the_senders() {
 /// started a long hold would wait for that hold (once in the process's life); these
 /// tests are about every later take.
 fn end_the_bias(comm: &steadfast::Comm) {
-    let _ = comm.rank();
+    // `failure_ack` takes the engine when it is free (`rank` no longer does: a field).
+    comm.failure_ack();
     std::thread::scope(|s| {
-        s.spawn(|| comm.rank());
+        s.spawn(|| comm.failure_ack());
     });
 }
 
@@ -566,4 +569,111 @@ fn a_revoke_after_a_full_lane_waits_for_the_holder_and_comes_after_the_lane() {
     d.free().unwrap();
     drop(comm);
     std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
+/// Runs `f` while another thread holds `comm`'s engine; its result and how long it
+/// took (the holder lets go when `f` returned, or after 30 s: then `f` waited for it,
+/// and this panics).
+fn while_held<T>(comm: &steadfast::Comm, f: impl FnOnce() -> T) -> (T, Duration) {
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let comm = comm.clone();
+        std::thread::spawn(move || {
+            let hold = comm.hold_engine_for_test();
+            held_tx.send(()).unwrap();
+            let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+            drop(hold);
+            in_time
+        })
+    };
+    held_rx.recv().unwrap();
+    let start = Instant::now();
+    let out = f();
+    let took = start.elapsed();
+    done_tx.send(()).unwrap();
+    assert!(holder.join().unwrap(), "waited for the holder ({took:?})");
+    (out, took)
+}
+
+/// Issue 15, point 3, for the queries and probes: while one thread holds the engine,
+/// another thread's `rank`, `size`, `world_rank`, `is_revoked`, `failed_ranks`,
+/// `any_failed`, `get_failed`, `ack_failed`, `iprobe` and `improbe` return at once
+/// (the probes find nothing then, as MPI allows, but still refuse a bad tag); once
+/// the holder lets go, `iprobe` finds the waiting message. A `revoke` queued while the
+/// engine is held shows in this thread's `is_revoked` and probes at once (`Revoked`),
+/// and once applied the waiting message is gone with the revoke.
+#[test]
+fn queries_and_probes_return_at_once_while_another_thread_holds_the_engine() {
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    let world = std::mem::ManuallyDrop::new(world);
+    let comm = world.comm();
+    let d = comm.dup().unwrap();
+    end_the_bias(&d);
+    d.send(0, 4, &[9u8; 8]).unwrap();
+    let (probed, took) = while_held(&d, || {
+        assert_eq!((d.rank(), d.size(), d.world_rank(0)), (0, 1, Some(0)));
+        assert!(!d.is_revoked() && !d.any_failed());
+        assert!(d.failed_ranks().is_empty() && d.get_failed().is_empty());
+        assert_eq!(d.ack_failed(), 0);
+        assert!(matches!(
+            d.iprobe(None, Some(u32::MAX)),
+            Err(steadfast::CommError::InvalidArgument(_))
+        ));
+        let m = d.improbe(Some(0), Some(4)).unwrap();
+        assert!(m.is_none(), "a message taken while the engine is held");
+        d.iprobe(Some(0), Some(4)).unwrap()
+    });
+    assert_eq!(
+        probed, None,
+        "a probe looked at the matcher while it was held"
+    );
+    let st = d
+        .iprobe(Some(0), Some(4))
+        .unwrap()
+        .expect("found once free");
+    assert_eq!((st.source, st.tag, st.len), (0, 4, 8));
+    let (revoked, took_revoke) = while_held(&d, || {
+        d.revoke();
+        (d.is_revoked(), d.iprobe(Some(0), Some(4)))
+    });
+    assert!(revoked.0, "is_revoked after this thread's queued revoke");
+    assert_eq!(revoked.1, Err(steadfast::CommError::Revoked));
+    assert_eq!(d.iprobe(None, None), Err(steadfast::CommError::Revoked));
+    d.free().unwrap();
+    println!("queries and probes in {took:?}, revoke and probe in {took_revoke:?} while held");
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
+/// On 2 ranks (`testrank/lane_ft.rs`, `lane-queries`): after rank 1 is SIGKILLed and
+/// rank 0 learnt it, rank 0's `failed_ranks`, `any_failed` and `ack_failed` report it
+/// while another thread holds the engine, and the wildcard receive it posts after the
+/// queued acknowledgement proceeds (not `ProcFailedPending`) once both are applied.
+fn lane_queries(env: &[(&str, &str)]) {
+    let _one = one_job_at_a_time();
+    let mark = marker();
+    let job = run(2, env, &["lane-queries", &mark], LIMIT);
+    let left = steadfast_testsupport::processes_with(&["ft-test-rank", &mark]);
+    assert!(
+        left.is_empty(),
+        "processes left: {left:?}\n{}",
+        job.context()
+    );
+    // The victim's death makes the launcher report a failed rank.
+    assert_eq!(job.code, Some(1), "{}", job.context());
+    let lines = job.lines("LANE QUERIES ");
+    assert_eq!(lines.len(), 1, "{}", job.context());
+    assert_eq!(lines[0].0, 0, "{}", job.context());
+}
+
+#[test]
+fn queries_and_ack_failed_report_a_killed_rank_while_the_engine_is_held_over_shm() {
+    lane_queries(SHM);
+}
+
+#[test]
+fn queries_and_ack_failed_report_a_killed_rank_while_the_engine_is_held_over_tcp() {
+    lane_queries(TCP);
 }

@@ -300,6 +300,14 @@ impl<R, P> Context<R, P> {
         self.acked
     }
 
+    /// Acknowledges the first `count` failures of the reported order (those known, if
+    /// fewer); never fewer than acknowledged already. Returns how many are
+    /// acknowledged.
+    pub(crate) fn ack_first(&mut self, count: usize) -> usize {
+        self.acked = self.acked.max(count.min(self.failed_order.len()));
+        self.acked
+    }
+
     /// Revokes (idempotent): every posted receive fails with `Revoked`, every waiting
     /// message is dropped (handed out so the transport can release it).
     pub(crate) fn revoke(&mut self, events: &mut VecDeque<Event<R, P>>) {

@@ -389,6 +389,20 @@ impl<R, P> Engine<R, P> {
         Ok(self.ctx_mut(context)?.ack())
     }
 
+    /// `MPIX_Comm_ack_failed` with a count: acknowledges the first `count` failures of
+    /// `context` in the order they were reported (all known, if fewer), never
+    /// un-acknowledging one. Returns how many failures are acknowledged.
+    ///
+    /// # Errors
+    /// `UnknownContext`.
+    pub fn ack_first_failures(
+        &mut self,
+        context: ContextId,
+        count: usize,
+    ) -> Result<usize, MatchError> {
+        Ok(self.ctx_mut(context)?.ack_first(count))
+    }
+
     /// Whether `context` has a failure not yet acknowledged (a pending wildcard-source
     /// receive's waiter reports `ProcFailedPending` while it does).
     ///

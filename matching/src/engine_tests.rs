@@ -382,3 +382,23 @@ fn a_readmitted_rank_is_live_again_and_its_old_messages_are_dropped() {
         }
     );
 }
+
+#[test]
+fn ack_first_acknowledges_a_prefix_of_the_failure_order_and_never_less() {
+    let mut e = engine();
+    e.notify_failure(C, Rank(2)).unwrap();
+    e.notify_failure(C, Rank(0)).unwrap();
+    assert_eq!(e.ack_first_failures(C, 1).unwrap(), 1);
+    assert!(e.failure_pending(C).unwrap(), "rank 0's failure is second");
+    assert_eq!(
+        e.ack_first_failures(C, 0).unwrap(),
+        1,
+        "never un-acknowledged"
+    );
+    assert_eq!(
+        e.ack_first_failures(C, 5).unwrap(),
+        2,
+        "at most the known ones"
+    );
+    assert!(!e.failure_pending(C).unwrap());
+}

@@ -44,6 +44,8 @@ enum Op {
     Cancel(usize),
     Fail(u32, u32),
     Ack(u32),
+    /// Acknowledge the first n failures (`ack_first_failures`).
+    AckFirst(u32, usize),
     Revoke(u32),
     Open(u32),
     Close(u32),
@@ -70,6 +72,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(Op::Cancel),
         1 => (ctx(), 0u32..4).prop_map(|(c, r)| Op::Fail(c, r)),
         1 => ctx().prop_map(Op::Ack),
+        1 => (ctx(), 0usize..4).prop_map(|(c, n)| Op::AckFirst(c, n)),
         1 => ctx().prop_map(Op::Revoke),
         1 => ctx().prop_map(Op::Open),
         1 => ctx().prop_map(Op::Close),
@@ -401,6 +404,13 @@ impl Model {
                 }
                 None => Err(MatchError::UnknownContext(ContextId(c))),
             }),
+            Op::AckFirst(c, n) => Obs::Ack(match self.open.get_mut(&c) {
+                Some(x) => {
+                    x.acked = x.acked.max(n.min(x.failed.len()));
+                    Ok(x.acked)
+                }
+                None => Err(MatchError::UnknownContext(ContextId(c))),
+            }),
             Op::Revoke(c) => Obs::Unit(match self.open.get_mut(&c) {
                 Some(x) if x.revoked => Ok(()),
                 Some(x) => {
@@ -490,6 +500,7 @@ fn engine_step(
         ),
         Op::Fail(c, r) => Obs::Unit(e.notify_failure(ContextId(c), Rank(r))),
         Op::Ack(c) => Obs::Ack(e.ack_failures(ContextId(c))),
+        Op::AckFirst(c, n) => Obs::Ack(e.ack_first_failures(ContextId(c), n)),
         Op::Revoke(c) => Obs::Unit(e.revoke(ContextId(c))),
         Op::Open(c) => Obs::Unit(e.open_context(ContextId(c), size_of(c))),
         Op::Close(c) => Obs::Unit(e.close_context(ContextId(c))),

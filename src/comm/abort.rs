@@ -46,7 +46,7 @@ impl Comm {
     /// The process ids of the live members other than this process, all on this host.
     fn abort_targets(&self) -> Result<Vec<u32>, CommError> {
         let me = self.rank();
-        let group = self.with(|c| c.group().to_vec());
+        let group = self.group().to_vec();
         let mut e = self.engine.lock();
         let my_world = group[me as usize];
         let value = |e: &mut crate::world::engine::Engine, w: u32, key: &str| {

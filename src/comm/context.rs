@@ -234,7 +234,7 @@ impl Comm {
                 "the world communicator cannot be freed".into(),
             ));
         }
-        let others = std::sync::Arc::strong_count(&self.handles) - 1;
+        let others = self.other_handles();
         if others > 0 {
             return Err(CommError::InvalidArgument(format!(
                 "communicator {:#x} still has {others} other handle(s) (clones, requests, \
@@ -262,7 +262,7 @@ impl Comm {
 /// Forgets `comm` here after its closing barrier (`clean` if it succeeded) when `comm` is
 /// its only handle (a window's own communicator); otherwise leaves it registered.
 pub(super) fn release_sole_handle(comm: &Comm, clean: bool) {
-    if std::sync::Arc::strong_count(&comm.handles) == 1 {
+    if comm.other_handles() == 0 {
         release(comm, comm.id, clean);
     }
 }

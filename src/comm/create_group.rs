@@ -109,8 +109,9 @@ impl Comm {
             let _ = e.contexts_mut().release((ctx as u32).into());
             return Err(CommError::Excluded);
         }
+        let facts = e.facts(id);
         drop(e);
-        Ok(Comm::new(Arc::clone(&self.engine), id))
+        Ok(Comm::new(Arc::clone(&self.engine), facts))
     }
 }
 

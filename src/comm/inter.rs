@@ -62,7 +62,7 @@ const PAIR_ACK: u8 = 2;
 
 impl Comm {
     fn world_group(&self) -> Vec<u32> {
-        self.with(|c| c.group().to_vec())
+        self.group().to_vec()
     }
 
     /// Creates an inter-communicator with the group whose leader is `remote_leader` of
@@ -275,6 +275,7 @@ impl Comm {
         }
         e.add_comm(key, super::context::UNAGREED, union)
             .ok_or(CommError::Excluded)?;
+        let facts = e.facts(id);
         drop(e);
         let (local_offset, remote_offset) = if low_side {
             (0, local_len)
@@ -282,7 +283,7 @@ impl Comm {
             (remote_len, 0)
         };
         Ok(InterComm {
-            union: Comm::new(Arc::clone(&self.engine), id),
+            union: Comm::new(Arc::clone(&self.engine), facts),
             local_size: local_len,
             remote_size: remote_len,
             remote_offset,

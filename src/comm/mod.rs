@@ -24,6 +24,8 @@ mod nonblocking;
 mod owned;
 mod p2p;
 mod post;
+mod probe;
+mod queries;
 mod recv_direct;
 mod refound;
 mod rejoin;
@@ -53,7 +55,7 @@ use std::sync::Arc;
 use steadfast_agreement::{CommId, CommKey, Outcome};
 use steadfast_os::SpinWait;
 
-use crate::world::engine::Engine;
+use crate::world::engine::{CommFacts, Engine};
 use crate::world::shared::Shared;
 
 // The thread-safety contract (docs/threads.md), checked at compile time: every
@@ -327,9 +329,12 @@ impl From<steadfast_agreement::Decision> for Agreement {
 pub struct Comm {
     pub(crate) engine: Arc<Shared>,
     pub(crate) id: CommId,
-    /// Shared by every handle to this communicator: [`Comm::free`] refuses while others
-    /// exist.
-    handles: Arc<()>,
+    /// Its group and this rank (fixed while it lives) and its published flags, read
+    /// without the engine (`src/world/engine/published.rs`). Shared by every handle to
+    /// this communicator and by the engine's registry of it (one reference, until it
+    /// is freed): [`Comm::free`] refuses while other handles exist
+    /// ([`other_handles`](Self::other_handles)).
+    facts: Arc<CommFacts>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -432,95 +437,23 @@ fn derive(key: CommKey, kind: u8, child: u64) -> CommId {
 }
 
 impl Comm {
-    pub(crate) fn new(engine: Arc<Shared>, id: CommId) -> Self {
+    /// A handle to the registered communicator whose published `facts` are given
+    /// (`Engine::facts`, taken with the engine held when it was registered).
+    pub(crate) fn new(engine: Arc<Shared>, facts: Arc<CommFacts>) -> Self {
         Comm {
             engine,
-            id,
-            handles: Arc::new(()),
+            id: facts.id,
+            facts,
         }
     }
 
-    fn with<T>(&self, f: impl FnOnce(&steadfast_agreement::control::CommFt) -> T) -> T {
-        let e = self.engine.lock();
-        f(e.comm(self.id))
-    }
-
-    /// Whether this is the world communicator ([`World::comm`]'s), whatever its epoch.
-    ///
-    /// [`World::comm`]: crate::World::comm
-    pub fn is_world(&self) -> bool {
-        self.id == crate::world::WORLD_COMM
-    }
-
-    /// This process's rank in the communicator.
-    pub fn rank(&self) -> u32 {
-        self.with(|c| c.me())
-    }
-
-    /// Number of ranks (failed ones included, until a shrink).
-    pub fn size(&self) -> u32 {
-        self.with(|c| c.group().len() as u32)
-    }
-
-    /// The world rank of comm rank `r`.
-    pub fn world_rank(&self, r: u32) -> Option<u32> {
-        self.with(|c| c.group().get(r as usize).copied())
-    }
-
-    /// Whether the communicator is revoked here.
-    pub fn is_revoked(&self) -> bool {
-        self.with(|c| c.revoked())
-    }
-
-    /// Ranks of this communicator known failed here (acknowledged or not).
-    pub fn failed_ranks(&self) -> Vec<u32> {
-        let e = self.engine.lock();
-        let c = e.comm(self.id);
-        (0..c.group().len() as u32)
-            .filter(|&r| e.is_failed(c.group()[r as usize]))
-            .collect()
-    }
-
-    /// Whether some rank of this communicator is known failed here (acknowledged or
-    /// not). Cheap enough for a wait loop: one lock, no allocation.
-    pub fn any_failed(&self) -> bool {
-        let e = self.engine.lock();
-        let c = e.comm(self.id);
-        c.group().iter().any(|&w| e.is_failed(w))
-    }
-
-    /// Acknowledges every failure known now (`MPIX_Comm_ack_failed`): wildcard
-    /// receives proceed again and agreements count them as acknowledged. Returns how
-    /// many ranks are acknowledged failed.
-    ///
-    /// Takes the engine for one round (waiting for another thread's round in flight),
-    /// since it reports the count; [`failure_ack`](Self::failure_ack) never waits.
-    pub fn ack_failed(&self) -> usize {
-        self.engine.lock().ack_failed(self.id).unwrap_or(0)
-    }
-
-    /// Acknowledges every failure known now, as [`ack_failed`](Self::ack_failed)
-    /// without the count (`MPIX_Comm_failure_ack`).
-    ///
-    /// Never waits for another thread: when another thread holds the engine, the
-    /// acknowledgement is queued in this thread's lane (`src/world/posts.rs`) and
-    /// applied by the next holder before anything else, after this thread's earlier
-    /// operations; this thread's later operations take effect after it (they take the
-    /// engine, which applies the queue first, or queue behind it). It then acknowledges
-    /// the failures known when applied: those the holder's round in flight learnt too,
-    /// as when this call had waited for that round.
-    pub fn failure_ack(&self) {
-        match self.engine.try_lock() {
-            Some(mut e) => {
-                let _ = e.ack_failed(self.id);
-            }
-            None => self.post_or_apply(Post::Ack { id: self.id }),
-        }
-    }
-
-    /// The failures acknowledged so far (`MPIX_Comm_failure_get_acked`).
-    pub fn get_failed(&self) -> Vec<u32> {
-        self.with(|c| c.acked().iter().map(|r| r.0).collect())
+    /// How many other handles to this communicator exist (clones, requests, windows,
+    /// an inter-communicator over it): the references to its facts but this one and
+    /// the engine's registry's. (The facts are shared this way rather than through a
+    /// second reference count of their own: a request that keeps a handle then pays
+    /// one atomic increment, as before.)
+    pub(crate) fn other_handles(&self) -> usize {
+        Arc::strong_count(&self.facts).saturating_sub(2)
     }
 
     /// Revokes the communicator on every rank (`MPIX_Comm_revoke`): a reliable
@@ -540,7 +473,12 @@ impl Comm {
     pub fn revoke(&self) {
         match self.engine.try_lock() {
             Some(mut e) => e.revoke(self.id),
-            None => self.post_or_apply(Post::Revoke { id: self.id }),
+            None => {
+                self.post_or_apply(Post::Revoke { id: self.id });
+                // Queued (or applied): `is_revoked` says so from now on, as this
+                // thread's later operations see it (`queries.rs`).
+                self.facts.flags.set_revoked(true);
+            }
         }
     }
 
@@ -729,18 +667,22 @@ impl Comm {
                     let _ = e.contexts_mut().release((ctx as u32).into());
                     return Err(CommError::Excluded);
                 }
+                let facts = e.facts(id);
+                drop(e);
+                Ok(Comm::new(Arc::clone(&self.engine), facts))
             }
             None => {
-                self.engine
-                    .lock()
-                    .add_comm(key, context::UNAGREED, group)
-                    .ok_or(CommError::Excluded)?;
-                let child = Comm::new(Arc::clone(&self.engine), id);
+                let facts = {
+                    let mut e = self.engine.lock();
+                    e.add_comm(key, context::UNAGREED, group)
+                        .ok_or(CommError::Excluded)?;
+                    e.facts(id)
+                };
+                let child = Comm::new(Arc::clone(&self.engine), facts);
                 context::set_agreed_context(&child, op)?;
-                return Ok(child);
+                Ok(child)
             }
         }
-        Ok(Comm::new(Arc::clone(&self.engine), id))
     }
 }
 

@@ -12,6 +12,7 @@
 use steadfast_matching::Envelope;
 
 use super::{Comm, CommError, Spin, Status};
+use crate::world::engine::Engine;
 use crate::world::matching::Payload;
 
 /// A message taken by [`Comm::improbe`]/[`Comm::mprobe`], to be received with
@@ -38,20 +39,43 @@ impl Message {
 
     /// Receives the message into `buf` (`MPI_Mrecv`).
     ///
+    /// The copy needs the engine (a message in a shared-memory ring or a large one
+    /// still in its sender's memory is reached through the transports, which only the
+    /// holder may drive), so this waits for it, by trying each turn
+    /// (`Spin::until_polled`), never for another thread's whole operation.
+    ///
     /// # Errors
     /// [`CommError::Truncated`] when it is longer than `buf` (it is consumed);
     /// [`CommError::ProcFailed`] when its sender died before a large message was pulled.
     pub fn recv(mut self, buf: &mut [u8]) -> Result<Status, CommError> {
-        let env = self.env.take().expect("a message is received once");
-        let out = self.comm.engine.lock().receive_taken(env, buf);
-        super::p2p::outcome_result(out)
+        let mut env = self.env.take();
+        Spin::until_polled(&self.comm.engine, |turn| {
+            let Some(mut e) = turn.try_lock() else {
+                return Ok(None);
+            };
+            match env.take() {
+                Some(env) => super::p2p::outcome_result(e.receive_taken(env, buf)).map(Some),
+                None => Err(CommError::InvalidArgument(
+                    "a matched message is received once".into(),
+                )),
+            }
+        })
     }
 }
 
 impl Drop for Message {
     fn drop(&mut self) {
         if let Some(env) = self.env.take() {
-            self.comm.engine.lock().release_taken(env);
+            // Releasing needs the engine too (a synchronous sender is answered, a large
+            // message's sender let go): tried each turn, as `recv`.
+            let mut env = Some(env);
+            let _ = Spin::until_polled(&self.comm.engine, |turn| {
+                Ok(turn.try_lock().map(|mut e| {
+                    if let Some(env) = env.take() {
+                        e.release_taken(env);
+                    }
+                }))
+            });
         }
     }
 }
@@ -60,6 +84,9 @@ impl Comm {
     /// `MPI_Improbe`: takes the earliest message a receive `(source, tag)` posted now
     /// would get; `None` when none has arrived.
     ///
+    /// Never waits for another thread: while another thread holds the engine, `None`
+    /// at once, as [`Comm::iprobe`] (whose doc says which errors are reported then).
+    ///
     /// # Errors
     /// As [`Comm::iprobe`].
     pub fn improbe(
@@ -67,8 +94,19 @@ impl Comm {
         source: Option<u32>,
         tag: Option<u32>,
     ) -> Result<Option<Message>, CommError> {
-        let mut guard = self.engine.lock();
-        let e = &mut *guard;
+        match self.engine.try_lock() {
+            Some(mut guard) => self.improbe_in(&mut guard, source, tag),
+            None => self.probe_busy(source, tag).map(|()| None),
+        }
+    }
+
+    /// [`improbe`](Self::improbe) with the engine held.
+    fn improbe_in(
+        &self,
+        e: &mut Engine,
+        source: Option<u32>,
+        tag: Option<u32>,
+    ) -> Result<Option<Message>, CommError> {
         let ctx = self.probe_plan(e, source, tag)?;
         match e.take_envelope(ctx, source, tag) {
             Ok(found) => Ok(found.map(|env| Message {
@@ -84,21 +122,23 @@ impl Comm {
         }
     }
 
-    /// `MPI_Mprobe`: waits until [`improbe`](Self::improbe) takes a message.
+    /// `MPI_Mprobe`: waits until [`improbe`](Self::improbe) takes a message, trying the
+    /// engine each turn as [`Comm::probe`] (a try that gets it and finds nothing runs
+    /// a round of progress).
     ///
     /// # Errors
     /// As [`Comm::probe`].
     pub fn mprobe(&self, source: Option<u32>, tag: Option<u32>) -> Result<Message, CommError> {
-        let found = Spin::until(self, || {
-            let m = self.improbe(source, tag);
-            if matches!(m, Ok(None)) {
-                self.engine.lock().progress();
+        let found = Spin::until_polled(&self.engine, |turn| match turn.try_lock() {
+            Some(mut e) => {
+                let m = self.improbe_in(&mut e, source, tag);
+                if matches!(m, Ok(None)) {
+                    e.progress();
+                }
+                m
             }
-            m
+            None => self.probe_busy(source, tag).map(|()| None),
         });
-        match found {
-            Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
-            other => other,
-        }
+        super::probe::blocking_error(found)
     }
 }

@@ -3,7 +3,6 @@
 //! engine learns the reason.
 
 use steadfast_agreement::Rank;
-use steadfast_matching::MatchError;
 
 use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{Engine, Route};
@@ -288,84 +287,6 @@ impl Comm {
             None => Err(err),
             Some(out) => outcome_result(out),
         })
-    }
-
-    /// `MPI_Iprobe`: the status of the earliest message a receive `(source, tag)` posted
-    /// now would get, left waiting; `None` when none has arrived (from any path: self,
-    /// shared memory or the fabric).
-    ///
-    /// # Errors
-    /// [`CommError::ProcFailed`] when `source` has failed and none of its messages
-    /// waits; [`CommError::ProcFailedPending`] for a wildcard source while a failure is
-    /// not acknowledged; [`CommError::Revoked`]; [`CommError::InvalidArgument`] for a
-    /// bad rank or tag.
-    pub fn iprobe(
-        &self,
-        source: Option<u32>,
-        tag: Option<u32>,
-    ) -> Result<Option<Status>, CommError> {
-        let mut guard = self.engine.lock();
-        let e = &mut *guard;
-        let ctx = self.probe_plan(e, source, tag)?;
-        match e.probe(ctx, source, tag) {
-            Ok(found) => Ok(found.map(|g| Status {
-                source: g.source,
-                tag: g.tag,
-                len: g.len,
-            })),
-            Err(err) => Err(self.probe_error(e, err)),
-        }
-    }
-
-    /// Checks before a probe of `(source, tag)` (also `improbe`): the matcher's
-    /// context, after taking what arrived.
-    pub(crate) fn probe_plan(
-        &self,
-        e: &mut Engine,
-        source: Option<u32>,
-        tag: Option<u32>,
-    ) -> Result<u64, CommError> {
-        let plan = self.plan_recv(e, source, tag)?;
-        e.drain_arrivals();
-        e.tick();
-        if let Some(err) = self.interrupted(e, None, false) {
-            return Err(err);
-        }
-        Ok(plan.ctx)
-    }
-
-    /// The caller's view of the matcher's refusal of a probe.
-    pub(crate) fn probe_error(&self, e: &Engine, err: MatchError) -> CommError {
-        match err {
-            MatchError::ProcFailed { rank, .. } => CommError::ProcFailed {
-                ranks: vec![rank.0],
-            },
-            MatchError::ProcFailedPending(_) => self
-                .interrupted(e, None, true)
-                .unwrap_or(CommError::ProcFailedPending { ranks: Vec::new() }),
-            MatchError::Revoked(_) => CommError::Revoked,
-            other => CommError::InvalidArgument(other.to_string()),
-        }
-    }
-
-    /// `MPI_Probe`: waits until [`iprobe`](Self::iprobe) finds a message.
-    ///
-    /// # Errors
-    /// As [`iprobe`](Self::iprobe), except that a wildcard probe with an unacknowledged
-    /// failure fails with [`CommError::ProcFailed`] (a blocking wildcard operation).
-    pub fn probe(&self, source: Option<u32>, tag: Option<u32>) -> Result<Status, CommError> {
-        let mut polls: u32 = 0;
-        let found = Spin::until(self, || {
-            polls = polls.wrapping_add(1);
-            if polls % RECV_POLLS_PER_PROGRESS == 0 {
-                self.engine.lock().progress();
-            }
-            self.iprobe(source, tag)
-        });
-        match found {
-            Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
-            other => other,
-        }
     }
 
     /// Where a receive may find its message.

@@ -67,6 +67,9 @@ pub(crate) enum Post {
     Revoke { id: CommId },
     /// `failure_ack` (`MPIX_Comm_failure_ack`): the failures known when applied.
     Ack { id: CommId },
+    /// `ack_failed` (`MPIX_Comm_ack_failed`): the failures among the first `n` of the
+    /// process's failure order, read when it was queued (`Engine::ack_up_to`).
+    AckUpTo { id: CommId, n: usize },
     /// The start of `iagree` or `agree`: this rank's contribution `flag`; `agree`
     /// refuses the world communicator of a restarted process not yet rejoined
     /// (`refuse_restored`).
@@ -136,6 +139,9 @@ impl Post {
             Post::Revoke { id } => e.revoke(id),
             Post::Ack { id } => {
                 let _ = e.ack_failed(id);
+            }
+            Post::AckUpTo { id, n } => {
+                let _ = e.ack_up_to(id, n);
             }
             Post::Agree {
                 id,

@@ -411,10 +411,11 @@ impl World {
         e.boot_mut()
             .put(&saved_key(name), &record.encode())
             .map_err(launcher)?;
+        let facts = e.facts(id);
         drop(e);
         self.announce(record.id, RejoinState::Member)
             .map_err(launcher)?;
-        Ok(Comm::new(std::sync::Arc::clone(shared), id))
+        Ok(Comm::new(std::sync::Arc::clone(shared), facts))
     }
 
     /// Waits (progressing) until this process knows every other member of `record` at

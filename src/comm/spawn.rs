@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use super::{Comm, CommError, InterComm};
 use crate::bootstrap::{SpawnCommand, SLOT_TAKEN, SPAWNED_BY_KEY, SPAWN_COMMAND_KEY};
 use crate::world::shared::Shared;
-use crate::world::{spares, World, WORLD_COMM};
+use crate::world::{spares, World};
 
 /// Tag of the spawn's own messages and of its creations (that of `create_group` and
 /// `split`, whose exchanges name their source and run in program order, as a spawn's).
@@ -254,7 +254,10 @@ impl Comm {
                 self.size()
             )));
         }
-        let world = Comm::new(Arc::clone(&self.engine), WORLD_COMM);
+        let world = Comm::new(
+            Arc::clone(&self.engine),
+            Arc::clone(self.engine.world_facts()),
+        );
         let children = if self.rank() == root {
             let children = match ask {
                 Ok((count, command)) => self.start_children(&world, root, count, command.as_ref()),
@@ -346,7 +349,7 @@ impl Comm {
         let Ok(s) = started(&children) else {
             return children;
         };
-        let parents: Vec<u32> = self.with(|c| c.group().to_vec());
+        let parents: Vec<u32> = self.group().to_vec();
         let record = encode_group(&parents, root, &s);
         for (i, &w) in s.iter().enumerate() {
             let put = self.engine.lock().boot_mut().put(&key_group(w), &record);

@@ -5,12 +5,15 @@
 use std::sync::Arc;
 
 use super::Comm;
-use crate::world::{World, WORLD_COMM};
+use crate::world::World;
 
 impl World {
     /// The communicator of every rank.
     pub fn comm(&self) -> Comm {
-        Comm::new(Arc::clone(self.shared()), WORLD_COMM)
+        Comm::new(
+            Arc::clone(self.shared()),
+            Arc::clone(self.shared().world_facts()),
+        )
     }
 
     /// Tears the world down, collectively: an agreement on the world communicator

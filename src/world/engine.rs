@@ -23,8 +23,10 @@ use control_held::{send_if_admitted, ControlHeld};
 use rejoin::RestartState;
 
 mod control_held;
+mod published;
 mod rejoin;
 use crate::bootstrap::Bootstrap;
+pub(crate) use published::CommFacts;
 
 /// How a peer is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +160,8 @@ pub(crate) struct Engine {
     /// This process is a restarted incarnation whose world communicator is still the
     /// fresh one of its init (not rejoined: `Engine::rejoin_world`).
     world_restored: bool,
+    /// What readers without the token see (`engine/published.rs`).
+    published: published::Published,
 }
 
 /// What [`Engine::new`] needs.
@@ -224,6 +228,7 @@ impl Engine {
             restart: None,
             restart_answered: vec![0; parts.size as usize],
             world_restored: false,
+            published: published::Published::new(parts.size),
         };
         e.world_restored = e.generation() > 0;
         for (w, &g) in e.generations.iter().enumerate() {
@@ -361,6 +366,9 @@ impl Engine {
     /// handled now. Its comm rank here, `None` when not a member.
     pub fn add_comm(&mut self, key: CommKey, ctx: u64, group: Vec<u32>) -> Option<u32> {
         let me = self.control.add_comm(key, ctx, group);
+        if me.is_some() {
+            self.publish_comm(key.comm);
+        }
         self.drive();
         if me.is_some() && ctx != 0 {
             self.open_context(key.comm);
@@ -381,11 +389,14 @@ impl Engine {
         let ctx = c.context();
         let group = c.group().to_vec();
         let revoked = c.revoked();
-        let failed: Vec<u32> = group
+        // In the order they were learnt, as later failures are notified
+        // (`Engine::ack_up_to` acknowledges a prefix of that order).
+        let mut failed: Vec<u32> = group
             .iter()
             .copied()
             .filter(|&w| self.control.is_failed(w))
             .collect();
+        failed.sort_by_key(|&w| self.failure_position(w));
         self.matching.open(ctx, &group, &failed, revoked);
         self.retry_held();
         self.release_dropped();
@@ -402,6 +413,7 @@ impl Engine {
     /// arriving for it are dropped too).
     pub fn remove_comm(&mut self, id: CommId, ctx: u64, retire: bool) -> usize {
         self.control.remove_comm(id);
+        self.unpublish_comm(id);
         let dropped = if ctx != 0 {
             self.matching.close(ctx, retire)
         } else {
@@ -575,6 +587,7 @@ impl Engine {
                     }
                     Output::Failed { rank, how } => {
                         log::debug!("rank {rank} failed here: {how}");
+                        self.publish_failure(rank);
                         match self.routes[rank as usize] {
                             Route::Shm(l) => {
                                 if let Some(shm) = self.shm.as_mut() {
@@ -591,6 +604,7 @@ impl Engine {
                         self.to_notify.push(rank);
                     }
                     Output::Revoked { comm } => {
+                        self.publish_revoked(comm);
                         if let Some(c) = self.control.comm(comm) {
                             let ctx = c.context();
                             if ctx != 0 {
@@ -665,26 +679,6 @@ impl Engine {
         let seq = self.control.start_agreement(id, value)?;
         self.drive();
         Some(seq)
-    }
-
-    /// Acknowledges every failure of communicator `id`'s ranks known now
-    /// (`MPIX_Comm_failure_ack`): wildcard receives on it proceed again and its
-    /// agreements count them as acknowledged. How many of its ranks are acknowledged
-    /// failed; `None` for an unknown communicator.
-    pub fn ack_failed(&mut self, id: CommId) -> Option<usize> {
-        let c = self.control.comm(id)?;
-        let failed = steadfast_agreement::RankSet::from_ranks(
-            (0..c.group().len() as u32)
-                .filter(|&r| self.control.is_failed(c.group()[r as usize]))
-                .map(steadfast_agreement::Rank),
-        );
-        let c = self.control.comm_mut(id)?;
-        c.set_acked(failed);
-        let (acked, ctx) = (c.acked().len(), c.context());
-        if ctx != 0 {
-            self.ack_failures(ctx);
-        }
-        Some(acked)
     }
 }
 

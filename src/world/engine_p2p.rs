@@ -98,11 +98,6 @@ impl Engine {
         self.matching.failure_pending(key)
     }
 
-    /// `MPIX_Comm_failure_ack` for the matching context `ctx`.
-    pub fn ack_failures(&mut self, ctx: u64) {
-        self.matching.ack(ctx);
-    }
-
     /// `MPI_Iprobe` over the self and shm messages of context `ctx`.
     pub fn probe(
         &self,

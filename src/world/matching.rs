@@ -631,9 +631,12 @@ impl Matching {
             .collect()
     }
 
-    /// `MPIX_Comm_failure_ack` on `ctx`.
-    pub(crate) fn ack(&mut self, ctx: u64) {
-        let _ = self.matcher.ack_failures(ContextId(ctx as u32));
+    /// `MPIX_Comm_ack_failed` of the first `count` failures of `ctx`, in the order
+    /// they were notified.
+    pub(crate) fn ack_first(&mut self, ctx: u64, count: usize) {
+        let _ = self
+            .matcher
+            .ack_first_failures(ContextId(ctx as u32), count);
     }
 
     /// The communicator of `ctx` was revoked.

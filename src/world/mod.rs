@@ -494,14 +494,15 @@ impl World {
         })
     }
 
-    /// This process's rank.
+    /// This process's rank (the world communicator's group is the world ranks in
+    /// order). Never waits for another thread.
     pub fn rank(&self) -> u32 {
-        self.engine.lock().rank()
+        self.engine.world_facts().me
     }
 
-    /// Number of ranks.
+    /// Number of ranks. Never waits for another thread.
     pub fn size(&self) -> u32 {
-        self.engine.lock().size()
+        self.engine.world_facts().group.len() as u32
     }
 
     /// Whether a wait here should yield the core at every poll rather than spin first:
@@ -516,7 +517,7 @@ impl World {
     /// # let _ = spin;
     /// ```
     pub fn yields_when_idle(&self) -> bool {
-        self.engine.lock().yield_when_idle()
+        self.engine.yield_when_idle()
     }
 
     /// This process's incarnation: 0 on first start, one more at each restart in

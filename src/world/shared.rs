@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use steadfast_agreement::shared::biased::{Attempt, BiasedGuard, BiasedToken};
 
-use super::engine::Engine;
+use steadfast_agreement::shared::FailureBoard;
+
+use super::engine::{CommFacts, Engine};
 use super::posts::Posts;
 
 /// The engine and the token that guards it.
@@ -50,6 +52,11 @@ pub(crate) struct Shared {
     posts: Arc<Posts>,
     /// The engine's idle policy (fixed at start), readable without the token.
     yield_when_idle: bool,
+    /// The failures known here, published by the token holders
+    /// (`engine/published.rs`), readable without the token.
+    board: Arc<FailureBoard>,
+    /// The world communicator's facts (registered before the engine is shared).
+    world: Arc<CommFacts>,
     engine: UnsafeCell<Engine>,
 }
 
@@ -111,6 +118,8 @@ impl Shared {
             queued: AtomicUsize::new(0),
             posts: Arc::new(Posts::new()),
             yield_when_idle: engine.yield_when_idle(),
+            board: engine.board(),
+            world: engine.facts(super::WORLD_COMM),
             engine: UnsafeCell::new(engine),
         }
     }
@@ -118,6 +127,16 @@ impl Shared {
     /// Whether waits yield the core at once (the engine's idle policy).
     pub fn yield_when_idle(&self) -> bool {
         self.yield_when_idle
+    }
+
+    /// The failures known here (`engine/published.rs`), without the token.
+    pub fn board(&self) -> &FailureBoard {
+        &self.board
+    }
+
+    /// The world communicator's facts, without the token.
+    pub fn world_facts(&self) -> &Arc<CommFacts> {
+        &self.world
     }
 
     /// Queues `op` for the next holder of the token, without waiting (`posts.rs`).

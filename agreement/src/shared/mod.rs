@@ -9,8 +9,10 @@
 //! model-checked there (`scripts/test.sh` runs `--lib shared::` under loom).
 
 pub mod biased;
+pub mod board;
 pub(crate) mod sync;
 pub mod token;
 
 pub use biased::{Attempt, BiasedGuard, BiasedToken};
+pub use board::{CommFlags, FailureBoard};
 pub use token::{ProgressGuard, ProgressToken};

@@ -54,6 +54,7 @@ impl Engine {
             if admitted {
                 self.generations[w as usize] = g;
                 self.control.readmit(w, g, now);
+                self.publish_readmitted(w);
                 // What the dead incarnation left in the matcher's unexpected queues goes
                 // too (the ring's cells were dropped by `readmit` above; over the
                 // fabric, the messenger fences them: `Messenger::replace_peer`).
@@ -250,6 +251,9 @@ impl Engine {
         incarnations: Vec<u32>,
     ) -> Option<u32> {
         let me = self.control.add_comm_at(key, ctx, group, incarnations);
+        if me.is_some() {
+            self.publish_comm(key.comm);
+        }
         self.drive();
         if me.is_some() {
             self.open_context(key.comm);
@@ -286,6 +290,9 @@ impl Engine {
             return None;
         }
         let me = self.control.add_comm_at(key, ctx, group, incarnations);
+        if me.is_some() {
+            self.publish_comm(id);
+        }
         self.drive();
         if me.is_some() {
             self.world_restored = false;
