@@ -44,6 +44,7 @@
 mod comms;
 mod direct;
 mod failures;
+mod held;
 mod lane_ft;
 mod matching;
 mod p2p;

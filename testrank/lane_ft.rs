@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use steadfast::{Comm, CommError, World};
 
+use super::held::while_held;
+
 /// The tag of the receive nobody matches.
 const UNMATCHED: u32 = 77;
 
@@ -81,31 +83,6 @@ pub(crate) fn lane_ft(_world: &World, comm: &Comm) {
     assert!(d.is_revoked());
     d.free().unwrap();
     println!("LANE FT {rank} {:#x} {}", decided.value, took.as_micros());
-}
-
-/// Runs `f` on this thread while another thread holds the engine; returns its result
-/// and how long it took. Panics if `f` had not returned after 30 s (the holder lets go
-/// then: `f` waited for it).
-fn while_held<T>(comm: &Comm, f: impl FnOnce() -> T) -> (T, Duration) {
-    let (held_tx, held_rx) = channel();
-    let (done_tx, done_rx) = channel::<()>();
-    let holder = {
-        let comm = comm.clone();
-        std::thread::spawn(move || {
-            let hold = comm.hold_engine_for_test();
-            held_tx.send(()).unwrap();
-            let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
-            drop(hold);
-            in_time
-        })
-    };
-    held_rx.recv().unwrap();
-    let start = Instant::now();
-    let out = f();
-    let took = start.elapsed();
-    done_tx.send(()).unwrap();
-    assert!(holder.join().unwrap(), "waited for the holder ({took:?})");
-    (out, took)
 }
 
 /// `lane-queries` on 2 ranks: rank 1 SIGKILLs itself after an agreement; rank 0 learns

@@ -17,8 +17,11 @@
 //! 20 runs in a row on a 2-core machine).
 
 mod ft_job;
+#[path = "../testrank/held.rs"]
+mod held;
 
 use ft_job::{run, Job};
+use held::while_held;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -230,11 +233,9 @@ impl steadfast::bootstrap::Bootstrap for JobOfOne {
 /// here every receive gets its bytes, well within the limit.
 #[test]
 fn threads_blocked_in_recv_leave_the_engine_to_the_senders() {
-    let params = steadfast::params::Params::builder().build().unwrap();
-    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
     // Not dropped on a failure below: its drop would wait for the engine, which a stuck
     // receive would hold for ever.
-    let world = std::mem::ManuallyDrop::new(world);
+    let world = world_of_one();
     let comm = world.comm();
     let start = Instant::now();
     let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -302,10 +303,8 @@ fn end_the_bias(comm: &steadfast::Comm) {
 /// after them (it would get the first one if it had been posted before the queued ones).
 #[test]
 fn posts_return_at_once_while_another_thread_holds_the_engine() {
-    let params = steadfast::params::Params::builder().build().unwrap();
-    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
     // As above: a hang must fail at a timeout, not in the drop.
-    let world = std::mem::ManuallyDrop::new(world);
+    let world = world_of_one();
     let comm = world.comm();
     end_the_bias(&comm);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
@@ -373,9 +372,7 @@ fn posts_return_at_once_while_another_thread_holds_the_engine() {
 #[test]
 fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
     const LANE: usize = 64;
-    let params = steadfast::params::Params::builder().build().unwrap();
-    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
-    let world = std::mem::ManuallyDrop::new(world);
+    let world = world_of_one();
     let comm = world.comm();
     end_the_bias(&comm);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
@@ -428,9 +425,7 @@ fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
 /// does a blocking `agree` another thread started on the world communicator meanwhile.
 #[test]
 fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_engine() {
-    let params = steadfast::params::Params::builder().build().unwrap();
-    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
-    let world = std::mem::ManuallyDrop::new(world);
+    let world = world_of_one();
     let comm = world.comm();
     let d = comm.dup().unwrap();
     end_the_bias(&d);
@@ -485,19 +480,34 @@ fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_e
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
 
-/// Runs `lane-ft` (`testrank/lane_ft.rs`) on 2 ranks: an agreement start and rank 0's
-/// revoke, queued while a thread holds each rank's engine, reach every rank: every held
-/// receive ends with `Revoked` and the agreement decides the AND of the contributions.
-fn lane_ft(env: &[(&str, &str)]) {
+/// A world of this process alone, never dropped on a failure (its drop would wait for
+/// the engine, which a stuck thread may hold: a hang must fail at the test's timeout).
+fn world_of_one() -> std::mem::ManuallyDrop<steadfast::World> {
+    let params = steadfast::params::Params::builder().build().unwrap();
+    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
+    std::mem::ManuallyDrop::new(world)
+}
+
+/// Runs `scenario` of `testrank/lane_ft.rs` on 2 ranks; checks that nothing of the
+/// job is left.
+fn two_rank_job(env: &[(&str, &str)], scenario: &str) -> Job {
     let _one = one_job_at_a_time();
     let mark = marker();
-    let job = run(2, env, &["lane-ft", &mark], LIMIT);
+    let job = run(2, env, &[scenario, &mark], LIMIT);
     let left = steadfast_testsupport::processes_with(&["ft-test-rank", &mark]);
     assert!(
         left.is_empty(),
         "processes left: {left:?}\n{}",
         job.context()
     );
+    job
+}
+
+/// Runs `lane-ft` (`testrank/lane_ft.rs`) on 2 ranks: an agreement start and rank 0's
+/// revoke, queued while a thread holds each rank's engine, reach every rank: every held
+/// receive ends with `Revoked` and the agreement decides the AND of the contributions.
+fn lane_ft(env: &[(&str, &str)]) {
+    let job = two_rank_job(env, "lane-ft");
     assert_eq!(job.code, Some(0), "{}", job.context());
     let lines = job.lines("LANE FT ");
     assert_eq!(lines.len(), 2, "{}", job.context());
@@ -525,9 +535,7 @@ fn queued_revoke_and_iagree_reach_every_rank_over_tcp() {
 #[test]
 fn a_revoke_after_a_full_lane_waits_for_the_holder_and_comes_after_the_lane() {
     const LANE: usize = 64;
-    let params = steadfast::params::Params::builder().build().unwrap();
-    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
-    let world = std::mem::ManuallyDrop::new(world);
+    let world = world_of_one();
     let comm = world.comm();
     let d = comm.dup().unwrap();
     end_the_bias(&d);
@@ -571,31 +579,6 @@ fn a_revoke_after_a_full_lane_waits_for_the_holder_and_comes_after_the_lane() {
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
 
-/// Runs `f` while another thread holds `comm`'s engine; its result and how long it
-/// took (the holder lets go when `f` returned, or after 30 s: then `f` waited for it,
-/// and this panics).
-fn while_held<T>(comm: &steadfast::Comm, f: impl FnOnce() -> T) -> (T, Duration) {
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let holder = {
-        let comm = comm.clone();
-        std::thread::spawn(move || {
-            let hold = comm.hold_engine_for_test();
-            held_tx.send(()).unwrap();
-            let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
-            drop(hold);
-            in_time
-        })
-    };
-    held_rx.recv().unwrap();
-    let start = Instant::now();
-    let out = f();
-    let took = start.elapsed();
-    done_tx.send(()).unwrap();
-    assert!(holder.join().unwrap(), "waited for the holder ({took:?})");
-    (out, took)
-}
-
 /// Issue 15, point 3, for the queries and probes: while one thread holds the engine,
 /// another thread's `rank`, `size`, `world_rank`, `is_revoked`, `failed_ranks`,
 /// `any_failed`, `get_failed`, `ack_failed`, `iprobe` and `improbe` return at once
@@ -605,9 +588,7 @@ fn while_held<T>(comm: &steadfast::Comm, f: impl FnOnce() -> T) -> (T, Duration)
 /// and once applied the waiting message is gone with the revoke.
 #[test]
 fn queries_and_probes_return_at_once_while_another_thread_holds_the_engine() {
-    let params = steadfast::params::Params::builder().build().unwrap();
-    let world = steadfast::World::init_with(Box::new(JobOfOne::default()), params).unwrap();
-    let world = std::mem::ManuallyDrop::new(world);
+    let world = world_of_one();
     let comm = world.comm();
     let d = comm.dup().unwrap();
     end_the_bias(&d);
@@ -652,15 +633,7 @@ fn queries_and_probes_return_at_once_while_another_thread_holds_the_engine() {
 /// while another thread holds the engine, and the wildcard receive it posts after the
 /// queued acknowledgement proceeds (not `ProcFailedPending`) once both are applied.
 fn lane_queries(env: &[(&str, &str)]) {
-    let _one = one_job_at_a_time();
-    let mark = marker();
-    let job = run(2, env, &["lane-queries", &mark], LIMIT);
-    let left = steadfast_testsupport::processes_with(&["ft-test-rank", &mark]);
-    assert!(
-        left.is_empty(),
-        "processes left: {left:?}\n{}",
-        job.context()
-    );
+    let job = two_rank_job(env, "lane-queries");
     // The victim's death makes the launcher report a failed rank.
     assert_eq!(job.code, Some(1), "{}", job.context());
     let lines = job.lines("LANE QUERIES ");
