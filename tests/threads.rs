@@ -307,36 +307,19 @@ fn posts_return_at_once_while_another_thread_holds_the_engine() {
     let world = world_of_one();
     let comm = world.comm();
     end_the_bias(&comm);
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (posted_tx, posted_rx) = std::sync::mpsc::channel::<()>();
-    let holder = {
-        let comm = comm.clone();
-        std::thread::spawn(move || {
-            let hold = comm.hold_engine_for_test();
-            held_tx.send(()).unwrap();
-            // Let go when the poster is done, or after 30 s (then the posts waited).
-            let posted_in_time = posted_rx.recv_timeout(Duration::from_secs(30)).is_ok();
-            drop(hold);
-            posted_in_time
-        })
-    };
-    held_rx.recv().unwrap();
-    let start = Instant::now();
-    let mut recvs: Vec<_> = (0..3)
-        .map(|_| comm.irecv_owned(Some(0), None, vec![0u8; 64]).unwrap())
-        .collect();
-    let mut sends: Vec<_> = (0..3u8)
-        .map(|i| comm.isend_owned(0, 5, vec![i; 8]).unwrap())
-        .collect();
-    // Tests while the engine is held: "not yet", at once.
-    assert_eq!(recvs[0].test().unwrap(), None);
-    assert!(!sends[0].test().unwrap());
-    let posting = start.elapsed();
-    posted_tx.send(()).unwrap();
-    assert!(
-        holder.join().unwrap(),
-        "the posts waited for the holder ({posting:?})"
-    );
+    // The holder lets go when the posts are done, or after 30 s (then they waited).
+    let ((recvs, sends), posting) = while_held(&comm, || {
+        let mut recvs: Vec<_> = (0..3)
+            .map(|_| comm.irecv_owned(Some(0), None, vec![0u8; 64]).unwrap())
+            .collect();
+        let mut sends: Vec<_> = (0..3u8)
+            .map(|i| comm.isend_owned(0, 5, vec![i; 8]).unwrap())
+            .collect();
+        // Tests while the engine is held: "not yet", at once.
+        assert_eq!(recvs[0].test().unwrap(), None);
+        assert!(!sends[0].test().unwrap());
+        (recvs, sends)
+    });
     // The engine is free: this receive is posted directly, after the queued ones.
     let direct = comm.irecv_owned(Some(0), Some(5), vec![0u8; 64]).unwrap();
     comm.send(0, 5, &[3u8; 8]).unwrap();
