@@ -28,6 +28,16 @@ pub(crate) fn warm_start_windows(size: usize) -> usize {
     (WARM_START_BYTES / (WINDOW * size.max(1))).clamp(1, WARM_START_WINDOWS)
 }
 
+/// Runs a windowed sweep's warm start: `step(first)`, one window of the first size,
+/// [`warm_start_windows`] times, and records it among the report's facts.
+pub(crate) fn warm_start(report: &mut Report, first: usize, mut step: impl FnMut(usize)) {
+    let windows = warm_start_windows(first);
+    report.fact("warm start", format!("{windows} windows of the first size"));
+    for _ in 0..windows {
+        step(first);
+    }
+}
+
 /// The sizes `latency` measures: 0 B to 4 MiB by default.
 pub const LATENCY_SIZES: SizeRange = SizeRange::new(0, 4 << 20);
 /// The sizes `bw` and `bibw` measure: 1 B to 4 MiB by default.
@@ -209,13 +219,6 @@ pub fn bandwidth(world: &World, c: &Common, bi: bool) {
     let mut report = Report::new(name, "Bandwidth", "MB/s", c.json);
     describe(world, &mut report, c);
     report.fact("window", WINDOW);
-    report.fact(
-        "warm start",
-        format!(
-            "{} windows of the first size",
-            warm_start_windows(c.range.0)
-        ),
-    );
     let data = max_buffer(c, 0x5a, me);
     let mut buf = max_buffer(c, 0, me);
     let mut step = |size: usize| -> bool {
@@ -234,9 +237,9 @@ pub fn bandwidth(world: &World, c: &Common, bi: bool) {
         }
         true
     };
-    for _ in 0..warm_start_windows(c.range.0) {
-        step(c.range.0);
-    }
+    warm_start(&mut report, c.range.0, |size| {
+        step(size);
+    });
     if me == 0 {
         report.start();
     }

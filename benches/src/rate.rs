@@ -10,7 +10,7 @@ use steadfast::World;
 
 use crate::args::SizeRange;
 use crate::p2p::{
-    await_ack, describe, drain_window, max_buffer, slowest_secs, warm_start_windows, window, WINDOW,
+    await_ack, describe, drain_window, max_buffer, slowest_secs, warm_start, window, WINDOW,
 };
 use crate::report::{iterations_for, sizes, Report, Stats};
 use crate::{fail, Common, OrFail};
@@ -55,13 +55,6 @@ pub fn mbw_mr(world: &World, c: &Common) {
         );
     }
     report.fact("window", WINDOW);
-    report.fact(
-        "warm start",
-        format!(
-            "{} windows of the first size",
-            warm_start_windows(c.range.0)
-        ),
-    );
     let data = max_buffer(c, 0x5a, me);
     let mut buf = max_buffer(c, 0, me);
     let mut step = |size: usize| {
@@ -72,9 +65,7 @@ pub fn mbw_mr(world: &World, c: &Common) {
             drain_window(&comm, peer, &mut buf[..size]);
         }
     };
-    for _ in 0..warm_start_windows(c.range.0) {
-        step(c.range.0);
-    }
+    warm_start(&mut report, c.range.0, &mut step);
     if me == 0 {
         report.start();
     }
