@@ -22,20 +22,9 @@ use super::held::while_held;
 /// The tag of the receive nobody matches.
 const UNMATCHED: u32 = 77;
 
-/// Ends the engine's bias towards one thread before a thread holds the engine (a
-/// revocation waits for the bias owner's round in flight: `docs/threads.md`).
-fn end_the_bias(comm: &Comm) {
-    // `failure_ack` takes the engine when it is free (`rank` no longer does: a field).
-    comm.failure_ack();
-    std::thread::scope(|s| {
-        s.spawn(|| comm.failure_ack());
-    });
-}
-
 pub(crate) fn lane_ft(_world: &World, comm: &Comm) {
     let (rank, size) = (comm.rank(), comm.size());
     let d = comm.dup().unwrap();
-    end_the_bias(&d);
     let (held_tx, held_rx) = channel();
     let (done_tx, done_rx) = channel::<()>();
     let holder = {
@@ -94,8 +83,6 @@ pub(crate) fn lane_ft(_world: &World, comm: &Comm) {
 /// `LANE QUERIES 0 <µs the calls took>`.
 pub(crate) fn lane_queries(comm: &Comm) {
     let rank = comm.rank();
-    // Before the failure: `end_the_bias` acknowledges the failures known.
-    end_the_bias(comm);
     comm.agree(1).unwrap();
     if rank == 1 {
         crate::die_now();

@@ -281,19 +281,6 @@ fn threads_blocked_in_recv_leave_the_engine_to_the_senders() {
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
 
-/// Ends the engine's bias towards one thread (`docs/threads.md`, section 1) before a
-/// test holds the engine: taken by this thread, then by another. A revocation waits
-/// for the bias owner's round in flight, so a thread's first take after the bias owner
-/// started a long hold would wait for that hold (once in the process's life); these
-/// tests are about every later take.
-fn end_the_bias(comm: &steadfast::Comm) {
-    // `failure_ack` takes the engine when it is free (`rank` no longer does: a field).
-    comm.failure_ack();
-    std::thread::scope(|s| {
-        s.spawn(|| comm.failure_ack());
-    });
-}
-
 /// Issue 15, point 3: while one thread holds the engine (as a thread descheduled in the
 /// middle of a round would), another thread's posts return at once (they wait in its
 /// lane, `src/world/posts.rs`), its tests answer "not yet" instead of waiting, and once
@@ -306,7 +293,6 @@ fn posts_return_at_once_while_another_thread_holds_the_engine() {
     // As above: a hang must fail at a timeout, not in the drop.
     let world = world_of_one();
     let comm = world.comm();
-    end_the_bias(&comm);
     // The holder lets go when the posts are done, or after 30 s (then they waited).
     let ((recvs, sends), posting) = while_held(&comm, || {
         let mut recvs: Vec<_> = (0..3)
@@ -348,6 +334,42 @@ fn posts_return_at_once_while_another_thread_holds_the_engine() {
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
 
+/// The engine's bias (`docs/threads.md`, section 1) never makes another thread wait:
+/// while the thread that owns it is inside a round (as an owner descheduled in the
+/// middle of one would be), a second thread's first post and test return at once (the
+/// revocation of the bias answers "busy" instead of waiting for that round), and the
+/// operation completes once the owner lets go.
+#[test]
+fn a_second_threads_first_post_does_not_wait_for_the_bias_owners_round() {
+    let world = world_of_one();
+    let comm = world.comm();
+    // This thread takes the engine first: the bias is its own.
+    comm.failure_ack();
+    let hold = comm.hold_engine_for_test();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let poster = {
+        let comm = comm.clone();
+        std::thread::spawn(move || {
+            let r = comm.irecv_owned(Some(0), Some(7), vec![0u8; 8]).unwrap();
+            let mut s = comm.isend_owned(0, 7, vec![9u8; 8]).unwrap();
+            assert!(!s.test().unwrap(), "completed while the engine was held");
+            done_tx.send(()).unwrap();
+            (r, s)
+        })
+    };
+    // The owner lets go when the posts are done, or after 30 s (then they waited).
+    let in_time = done_rx.recv_timeout(Duration::from_secs(30)).is_ok();
+    drop(hold);
+    let (r, s) = poster.join().unwrap();
+    assert!(in_time, "the first post waited for the bias owner's round");
+    s.wait().1.unwrap();
+    let (buf, st) = r.wait();
+    assert_eq!(st.unwrap().len, 8);
+    assert_eq!(buf, [9u8; 8]);
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
 /// The bound of lock-free posting: a thread's lane holds 64 operations
 /// (`src/world/posts.rs`); the 65th post while the engine is held waits for the holder
 /// instead (`Shared::lock`, which applies the lane first), and all 65 receives are
@@ -357,7 +379,6 @@ fn a_full_lane_waits_for_the_holder_and_keeps_the_order() {
     const LANE: usize = 64;
     let world = world_of_one();
     let comm = world.comm();
-    end_the_bias(&comm);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (full_tx, full_rx) = std::sync::mpsc::channel::<()>();
     let hold_after_full = Duration::from_millis(300);
@@ -411,7 +432,6 @@ fn revoke_iagree_and_failure_ack_return_at_once_while_another_thread_holds_the_e
     let world = world_of_one();
     let comm = world.comm();
     let d = comm.dup().unwrap();
-    end_the_bias(&d);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let holder = {
@@ -521,7 +541,6 @@ fn a_revoke_after_a_full_lane_waits_for_the_holder_and_comes_after_the_lane() {
     let world = world_of_one();
     let comm = world.comm();
     let d = comm.dup().unwrap();
-    end_the_bias(&d);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (full_tx, full_rx) = std::sync::mpsc::channel::<()>();
     let hold_after_full = Duration::from_millis(300);
@@ -574,7 +593,6 @@ fn queries_and_probes_return_at_once_while_another_thread_holds_the_engine() {
     let world = world_of_one();
     let comm = world.comm();
     let d = comm.dup().unwrap();
-    end_the_bias(&d);
     d.send(0, 4, &[9u8; 8]).unwrap();
     let (probed, took) = while_held(&d, || {
         assert_eq!((d.rank(), d.size(), d.world_rank(0)), (0, 1, Some(0)));

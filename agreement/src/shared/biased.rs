@@ -13,38 +13,49 @@
 //!   the plain token;
 //! - another thread revokes: `owner = REVOKING`, then a *heavy fence*
 //!   (`membarrier(MEMBARRIER_CMD_GLOBAL)`, supplied by the caller: every running thread
-//!   of the process executes a full memory barrier before it returns), then waits until
-//!   `active` reads false, and marks the bias `REVOKED` for good.
+//!   of the process executes a full memory barrier before it returns), then
+//!   `owner = FENCED`;
+//! - from `FENCED` on, any thread that wants the token *finishes* the revocation when
+//!   `active` reads false (`owner = REVOKED`, for good) and then takes the plain token;
+//!   while `active` reads true the owner's last biased round is still running and the
+//!   answer is "busy" (try again). Nobody waits for that round: a thread whose first
+//!   take meets an owner descheduled in the middle of a round gets "busy" at once, as
+//!   it would from a plain token held by that owner.
 //!
-//! Either the owner's `active = true` is visible to the revoker after the heavy fence
-//! (it was stored before the barrier it ran), so the revoker waits for the owner's
+//! Either the owner's `active = true` is visible after the heavy fence (it was stored
+//! before the barrier it ran), so the revocation is finished only after the owner's
 //! exit; or the owner's store came after that barrier, and then so does its read of
-//! `owner`, which sees `REVOKING`. The owner's exit stores `active = false` with
-//! Release and the revoker reads it with Acquire: the revoker sees the engine as the
-//! owner left it. The loom model replaces the heavy fence and the owner's compiler fence
-//! by two SeqCst fences, which is what the membarrier guarantees between them.
+//! `owner`, which sees `REVOKING` or a later state. The owner's exit stores
+//! `active = false` with Release and the finisher reads it with Acquire: it sees the
+//! engine as the owner left it. A finisher other than the revoker learns of the heavy
+//! fence through its Acquire read of `FENCED` and runs a SeqCst fence before reading
+//! `active`, so the owner's store is visible to it as it is to the revoker. The loom
+//! model replaces the heavy fence and the owner's compiler fence by two SeqCst fences,
+//! which is what the membarrier guarantees between them.
 //!
 //! A revocation costs one heavy fence (milliseconds: an RCU grace period) once in the
-//! life of the token; a caller that cannot supply one starts it revoked.
+//! life of the token, run by the first thread other than the owner that asks; a
+//! caller that cannot supply one starts the token revoked.
 
-#[cfg(loom)]
-use super::sync::fence;
-use super::sync::{AtomicBool, AtomicUsize, Ordering};
+use super::sync::{fence, AtomicBool, AtomicUsize, Ordering};
 use super::token::{ProgressGuard, ProgressToken};
 
 /// `owner`: no thread has taken the token yet; the first taker becomes the owner.
 const UNCLAIMED: usize = 0;
 /// `owner`: the bias is gone; everyone uses the plain token.
 const REVOKED: usize = 1;
-/// `owner`: a thread is revoking the bias.
+/// `owner`: a thread is revoking the bias (its heavy fence is running).
 const REVOKING: usize = 2;
+/// `owner`: the heavy fence has run; the revocation is finished by the first thread
+/// that finds the owner out of its biased round.
+const FENCED: usize = 3;
 
 /// A [`ProgressToken`] with a bias towards its first taker (see the module docs).
 #[derive(Debug)]
 pub struct BiasedToken {
     token: ProgressToken,
-    /// [`UNCLAIMED`], [`REVOKED`], [`REVOKING`], or the owner's mark (a number unique
-    /// to a live thread, above [`REVOKING`]).
+    /// [`UNCLAIMED`], [`REVOKED`], [`REVOKING`], [`FENCED`], or the owner's mark (a
+    /// number unique to a live thread, above [`FENCED`]).
     owner: AtomicUsize,
     /// The owner is inside a round it entered through the bias.
     active: AtomicBool,
@@ -75,7 +86,8 @@ impl Drop for BiasedGuard<'_> {
 pub enum Attempt<'a> {
     /// The token is the caller's.
     Held(BiasedGuard<'a>),
-    /// Another thread holds it (or is revoking the bias right now): try again.
+    /// Another thread holds it (or the bias's revocation is waiting for the owner's
+    /// round to end): try again.
     Busy,
     /// The caller, the owner, is already inside a round through the bias: a
     /// re-entrant call.
@@ -94,18 +106,20 @@ impl BiasedToken {
     }
 
     /// Tries to take the token for the thread whose mark is `me` (unique among live
-    /// threads, above 2). A thread other than the owner revokes the bias first, running
+    /// threads, above 3). A thread other than the owner revokes the bias first, running
     /// `heavy_fence` once (see the module docs); `heavy_fence` returns false when it
-    /// could not run, and then the bias stays (the caller gets `Busy`).
+    /// could not run, and then the bias stays (the caller gets `Busy`). Never waits for
+    /// another thread: while the owner is inside a biased round, `Busy`.
     ///
     /// The exclusion holds only if no two live threads pass the same `me` (the
     /// runtime passes `steadfast_os::thread_id::current()`). A leaked guard
     /// (`mem::forget`) keeps the token held for good, as a leaked [`ProgressGuard`]
-    /// does: the owner's later takes report `Reentrant`, and another thread's first
-    /// take waits for that round forever (no memory is touched either way).
+    /// does: the owner's later takes report `Reentrant` (`Busy` once another thread
+    /// has asked), and every other thread's takes report `Busy` (no memory is touched
+    /// either way).
     #[inline]
     pub fn try_acquire(&self, me: usize, heavy_fence: impl FnOnce() -> bool) -> Attempt<'_> {
-        debug_assert!(me > REVOKING, "thread mark {me} collides with a state");
+        debug_assert!(me > FENCED, "thread mark {me} collides with a state");
         // ORDERING: Relaxed; only the owner itself ever stores its own mark, and a
         // stale other value sends this thread to the slow path, which reads again.
         let owner = self.owner.load(Ordering::Relaxed);
@@ -144,8 +158,16 @@ impl BiasedToken {
         heavy_fence: impl FnOnce() -> bool,
     ) -> Attempt<'_> {
         match owner {
-            REVOKED => self.plain(),
+            REVOKED => {
+                // ORDERING: Acquire fence after the Relaxed read of `REVOKED`: pairs
+                // with the finisher's Release store of it, so this thread sees the
+                // bias owner's last round even when it takes the plain token before
+                // the finisher does (a no-op instruction on x86).
+                fence(Ordering::Acquire);
+                self.plain()
+            }
             REVOKING => Attempt::Busy,
+            FENCED => self.finish_revocation(),
             UNCLAIMED => {
                 // ORDERING: Acquire on success, so the new owner's first round sees
                 // the token's state as built; Relaxed on failure (re-read below).
@@ -159,19 +181,14 @@ impl BiasedToken {
                     Err(now) => self.acquire_slow(now, me, heavy_fence),
                 }
             }
-            other => {
-                if self.revoke(other, heavy_fence) {
-                    self.plain()
-                } else {
-                    Attempt::Busy
-                }
-            }
+            other => self.revoke(other, heavy_fence),
         }
     }
 
-    /// Ends the bias of the owner `owner`: false when another thread is revoking it or
-    /// the heavy fence failed (the bias is back then).
-    fn revoke(&self, owner: usize, heavy_fence: impl FnOnce() -> bool) -> bool {
+    /// Starts ending the bias of the owner `owner` and finishes it if the owner is out
+    /// of its round: false when another thread is revoking it or the heavy fence
+    /// failed (the bias is back then).
+    fn revoke(&self, owner: usize, heavy_fence: impl FnOnce() -> bool) -> Attempt<'_> {
         // ORDERING: Relaxed; the heavy fence below orders this store before the
         // reads of `active` (here) and after the owner's `owner` reads (there).
         if self
@@ -180,24 +197,43 @@ impl BiasedToken {
             .is_err()
         {
             // Someone else revokes, or finished: its state decides next time.
-            return false;
+            return Attempt::Busy;
         }
         if !heavy_fence() {
             // ORDERING: Relaxed; the owner never saw `REVOKING` as a reason to stay
             // out for good: it used the plain token meanwhile, which excludes.
             self.owner.store(owner, Ordering::Relaxed);
-            return false;
+            return Attempt::Busy;
         }
+        // ORDERING: Release; pairs with the Acquire read of `FENCED` by a thread that
+        // finishes the revocation: the heavy fence happened before its reads.
+        self.owner.store(FENCED, Ordering::Release);
+        self.finish_revocation()
+    }
+
+    /// With the heavy fence run: `REVOKED` and the plain token if the owner is out of
+    /// its biased round, else `Busy` (the owner's exit lets a later try finish).
+    #[cold]
+    fn finish_revocation(&self) -> Attempt<'_> {
+        // ORDERING: Acquire (the caller read `FENCED` Relaxed, or stored it): this
+        // thread comes after the heavy fence. Then SeqCst: with the owner's light
+        // fence (a membarrier for real, a SeqCst fence in the loom model) and the
+        // revoker's heavy fence ordered before this one, an owner round that missed
+        // `REVOKING` has its `active = true` visible to the read below.
+        fence(Ordering::Acquire);
+        fence(Ordering::SeqCst);
         // ORDERING: Acquire; pairs with the owner's Release clear (guard drop), so
-        // this thread sees the owner's last round. Rounds are short: spin.
-        while self.active.load(Ordering::Acquire) {
-            std::hint::spin_loop();
-            #[cfg(loom)]
-            loom::thread::yield_now();
+        // this thread sees the owner's last round.
+        if self.active.load(Ordering::Acquire) {
+            return Attempt::Busy;
         }
-        // ORDERING: Release; later readers take the plain token, which orders them.
-        self.owner.store(REVOKED, Ordering::Release);
-        true
+        // ORDERING: Release; pairs with the Acquire fence of a thread that reads
+        // `REVOKED` (`acquire_slow`), which then sees the owner's last round too.
+        // Relaxed on failure: another finisher got there first, same outcome.
+        let _ = self
+            .owner
+            .compare_exchange(FENCED, REVOKED, Ordering::Release, Ordering::Relaxed);
+        self.plain()
     }
 
     fn plain(&self) -> Attempt<'_> {
@@ -277,8 +313,11 @@ mod loom_tests {
 
     /// The owner's biased rounds and another thread's revocation never overlap (loom
     /// flags two accesses to `engine` at once) and lose no update. Fails when the
-    /// owner's fence (`light_fence`) or the revoker's (`loom_heavy_fence`) is removed,
-    /// or the guard's Release clear of `active` is weakened to Relaxed: each checked.
+    /// owner's fence (`light_fence`) is removed, the guard's Release clear of `active`
+    /// is weakened to Relaxed, or the Acquire fence after reading `REVOKED` is removed:
+    /// each checked. In the model the revoker's heavy fence and the finisher's SeqCst
+    /// fence stand for each other (both are SeqCst fences here): removing one alone
+    /// passes; the real heavy fence is what orders an owner that runs no fence.
     #[test]
     fn the_owner_and_a_revoker_never_overlap() {
         loom::model(|| {
@@ -295,6 +334,52 @@ mod loom_tests {
             // SAFETY: every other thread has finished.
             assert_eq!(s.engine.with(|e| unsafe { *e }), total);
             assert!(s.token.is_revoked());
+        });
+    }
+
+    /// Up to `tries` tries as thread `me`, yielding between them: 1 if one got the
+    /// token (and added one to the engine), else 0.
+    fn tries(s: &Shared, me: usize, tries: u32) -> u32 {
+        for _ in 0..tries {
+            match s.token.try_acquire(me, loom_heavy_fence) {
+                Attempt::Held(_g) => {
+                    // SAFETY: the guard makes this thread the only holder.
+                    s.engine.with_mut(|e| unsafe { *e += 1 });
+                    return 1;
+                }
+                Attempt::Busy => loom::thread::yield_now(),
+                Attempt::Reentrant => panic!("not re-entrant here"),
+            }
+        }
+        0
+    }
+
+    /// The owner and two other threads each try a bounded number of times at once:
+    /// either of the others may start the revocation and leave it running or
+    /// `FENCED` for the other to finish, finish it, or read `REVOKED` and take the
+    /// plain token before the finisher does; in every case no two rounds overlap
+    /// (loom flags two accesses to `engine` at once) and no update is lost. (Bounded
+    /// tries, not loops until success: threads spinning on each other's yields exceed
+    /// loom's branch bound.)
+    #[test]
+    fn a_third_thread_may_start_or_finish_the_revocation() {
+        // Three threads at once: without a bound on preemptions the model does not
+        // finish in an hour; bugs of this kind need few (loom's docs: 2-3 suffice).
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let s = Arc::new(Shared {
+                token: BiasedToken::new(true),
+                engine: UnsafeCell::new(0),
+            });
+            let first = round(&s, 8);
+            let (s2, s3) = (s.clone(), s.clone());
+            let owner = loom::thread::spawn(move || tries(&s2, 8, 2));
+            let third = loom::thread::spawn(move || tries(&s3, 24, 2));
+            let other = tries(&s, 16, 2);
+            let total = first + owner.join().unwrap() + third.join().unwrap() + other;
+            // SAFETY: every other thread has finished.
+            assert_eq!(s.engine.with(|e| unsafe { *e }), total);
         });
     }
 }
@@ -335,6 +420,43 @@ mod tests {
             t.try_acquire(8, never),
             Attempt::Held(BiasedGuard::Plain(_))
         ));
+    }
+
+    /// A second thread's first take while the owner is inside a biased round (as an
+    /// owner descheduled mid-round would be) answers `Busy` at once instead of waiting
+    /// for that round; the heavy fence runs once, and the first take after the owner's
+    /// exit, by anyone, finishes the revocation.
+    #[test]
+    fn a_revocation_never_waits_for_the_owners_round() {
+        let t = BiasedToken::new(true);
+        let owners_round = t.try_acquire(8, never);
+        assert!(matches!(
+            owners_round,
+            Attempt::Held(BiasedGuard::Biased(_))
+        ));
+        let mut fences = 0;
+        let mut fence = || {
+            fences += 1;
+            true
+        };
+        assert!(matches!(t.try_acquire(16, &mut fence), Attempt::Busy));
+        assert!(matches!(t.try_acquire(16, &mut fence), Attempt::Busy));
+        assert!(matches!(t.try_acquire(24, never), Attempt::Busy));
+        assert!(!t.is_revoked());
+        assert!(t.is_held());
+        drop(owners_round);
+        // A third thread finishes what the second started; no second heavy fence.
+        let g = t.try_acquire(24, never);
+        assert!(matches!(g, Attempt::Held(BiasedGuard::Plain(_))));
+        assert!(t.is_revoked());
+        assert!(matches!(t.try_acquire(16, &mut fence), Attempt::Busy));
+        assert!(matches!(t.try_acquire(8, never), Attempt::Busy));
+        drop(g);
+        assert!(matches!(
+            t.try_acquire(8, never),
+            Attempt::Held(BiasedGuard::Plain(_))
+        ));
+        assert_eq!(fences, 1);
     }
 
     #[test]

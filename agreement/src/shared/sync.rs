@@ -5,4 +5,4 @@
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
