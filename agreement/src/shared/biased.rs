@@ -138,7 +138,7 @@ impl BiasedToken {
             self.active.store(true, Ordering::Relaxed);
             light_fence();
             // ORDERING: Relaxed; see the module docs: after the store and fence, a
-            // revocation in flight is seen here or waits for this round.
+            // revocation in flight is seen here, or is finished only after this round.
             if self.owner.load(Ordering::Relaxed) == me {
                 return Attempt::Held(BiasedGuard::Biased(&self.active));
             }
@@ -186,8 +186,9 @@ impl BiasedToken {
     }
 
     /// Starts ending the bias of the owner `owner` and finishes it if the owner is out
-    /// of its round: false when another thread is revoking it or the heavy fence
-    /// failed (the bias is back then).
+    /// of its round: `Busy` when another thread is revoking it, the heavy fence failed
+    /// (the bias is back then), the owner is inside a round or the plain token is
+    /// held.
     fn revoke(&self, owner: usize, heavy_fence: impl FnOnce() -> bool) -> Attempt<'_> {
         // ORDERING: Relaxed; the heavy fence below orders this store before the
         // reads of `active` (here) and after the owner's `owner` reads (there).
