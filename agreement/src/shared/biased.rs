@@ -299,17 +299,7 @@ mod loom_tests {
     /// One round as thread `me`: takes the token (trying again while busy) and adds
     /// one to the engine.
     fn round(s: &Shared, me: usize) -> u32 {
-        loop {
-            match s.token.try_acquire(me, loom_heavy_fence) {
-                Attempt::Held(_g) => {
-                    // SAFETY: the guard makes this thread the only holder.
-                    s.engine.with_mut(|e| unsafe { *e += 1 });
-                    return 1;
-                }
-                Attempt::Busy => loom::thread::yield_now(),
-                Attempt::Reentrant => panic!("not re-entrant here"),
-            }
-        }
+        tries(s, me, u32::MAX)
     }
 
     /// The owner's biased rounds and another thread's revocation never overlap (loom
@@ -364,8 +354,8 @@ mod loom_tests {
     /// loom's branch bound.)
     #[test]
     fn a_third_thread_may_start_or_finish_the_revocation() {
-        // Three threads at once: without a bound on preemptions the model does not
-        // finish in an hour; bugs of this kind need few (loom's docs: 2-3 suffice).
+        // Three threads at once: without a bound on preemptions the model had not
+        // finished after 20 minutes; bugs of this kind need few (loom's docs: 2-3).
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(3);
         model.check(|| {
