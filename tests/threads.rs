@@ -370,6 +370,29 @@ fn a_second_threads_first_post_does_not_wait_for_the_bias_owners_round() {
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
 
+/// Dropping a receive that is still queued (posted while another thread holds the
+/// engine) returns at once: the request withdraws it from its lane without the
+/// engine, and the holder that applies the lane skips it, so it never takes a message
+/// (nor writes the freed buffer): the message sent afterwards goes to the receive
+/// posted after the drop.
+#[test]
+fn dropping_a_queued_receive_returns_at_once_and_it_never_matches() {
+    let world = world_of_one();
+    let comm = world.comm();
+    let ((), dropping) = while_held(&comm, || {
+        let r = comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap();
+        drop(r);
+    });
+    let later = comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap();
+    comm.send(0, 9, &[4u8; 8]).unwrap();
+    let (buf, st) = later.wait();
+    assert_eq!(st.unwrap().len, 8);
+    assert_eq!(buf, [4u8; 8], "the withdrawn receive took the message");
+    println!("posted and dropped a receive in {dropping:?} while the engine was held");
+    drop(comm);
+    std::mem::ManuallyDrop::into_inner(world).finalize();
+}
+
 /// The bound of lock-free posting: a thread's lane holds 64 operations
 /// (`src/world/posts.rs`); the 65th post while the engine is held waits for the holder
 /// instead (`Shared::lock`, which applies the lane first), and all 65 receives are

@@ -2,8 +2,11 @@
 //! tests it, exactly one thread takes it. No thread ever waits inside it.
 //!
 //! States (one atomic byte): `PENDING` -> `WRITING` (a completer won) -> `READY` (result
-//! published) -> `TAKEN` (a taker won). A separate flag carries ULFM's "failure pending"
-//! notice for a wildcard receive that stays posted.
+//! published) -> `TAKEN` (a taker won), or `PENDING` -> `WITHDRAWN` (the requester gave
+//! up before any completer started: [`Completion::withdraw`]). A completer may claim the
+//! cell before it computes the result ([`Completion::claim`]), so that a withdrawal
+//! and the work the result stands for exclude each other. A separate flag carries
+//! ULFM's "failure pending" notice for a wildcard receive that stays posted.
 //!
 //! ```
 //! use steadfast_matching::Completion;
@@ -23,6 +26,7 @@ const PENDING: u8 = 0;
 const WRITING: u8 = 1;
 const READY: u8 = 2;
 const TAKEN: u8 = 3;
+const WITHDRAWN: u8 = 4;
 
 /// A one-shot result slot shared by a request's owner and the progress owner (see the
 /// module docs).
@@ -67,22 +71,60 @@ impl<T> Completion<T> {
     /// Stores the result and makes it visible to every tester.
     ///
     /// # Errors
-    /// The value comes back if the cell was already completed.
+    /// The value comes back if the cell was already completed (or claimed, or
+    /// withdrawn).
     pub fn complete(&self, value: T) -> Result<(), T> {
-        // ORDERING: Relaxed on both sides; winning only grants the exclusive right to
-        // write the slot, nothing is read through it (publication is the Release below).
-        if self
-            .state
-            .compare_exchange(PENDING, WRITING, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            return Err(value);
+        match self.claim() {
+            Some(claim) => {
+                claim.complete(value);
+                Ok(())
+            }
+            None => Err(value),
         }
-        self.write(value);
-        // ORDERING: Release; pairs with the Acquire in `try_take` and `is_ready`, which
-        // then see the value written above.
-        self.state.store(READY, Ordering::Release);
-        Ok(())
+    }
+
+    /// Claims the right to complete the cell, before computing the result: `None` when
+    /// it is completed, claimed or withdrawn already. A claim dropped without
+    /// [`Claim::complete`] leaves the cell pending for ever (never ready, never
+    /// withdrawable): complete every claim.
+    ///
+    /// ```
+    /// use steadfast_matching::Completion;
+    /// let c: Completion<u8> = Completion::new();
+    /// let claim = c.claim().expect("pending");
+    /// assert!(!c.withdraw(), "claimed: the work goes on");
+    /// claim.complete(3);
+    /// assert_eq!(c.try_take(), Some(3));
+    /// ```
+    pub fn claim(&self) -> Option<Claim<'_, T>> {
+        // ORDERING: Relaxed on both sides; winning only grants the exclusive right to
+        // write the slot, nothing is read through it (publication is the Release in
+        // `Claim::complete`). Exactly one of a claim and a withdrawal wins the one
+        // PENDING value: the modification order of `state` decides.
+        self.state
+            .compare_exchange(PENDING, WRITING, Ordering::Relaxed, Ordering::Relaxed)
+            .ok()?;
+        Some(Claim { cell: self })
+    }
+
+    /// Gives the cell up before any completer claimed it: true if that happened (no
+    /// completer will ever claim or complete it, so the work its result stands for is
+    /// never done); false if a completer got there first (it completes, or completed).
+    ///
+    /// ```
+    /// use steadfast_matching::Completion;
+    /// let c: Completion<u8> = Completion::new();
+    /// assert!(c.withdraw());
+    /// assert!(c.claim().is_none(), "no completer after a withdrawal");
+    /// assert_eq!(c.complete(1), Err(1));
+    /// assert!(!c.is_ready());
+    /// ```
+    pub fn withdraw(&self) -> bool {
+        // ORDERING: Relaxed; see `claim`: the one PENDING value goes to one of the two,
+        // and the loser does nothing it would need to order.
+        self.state
+            .compare_exchange(PENDING, WITHDRAWN, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
     }
 
     fn write(&self, value: T) {
@@ -93,14 +135,14 @@ impl<T> Completion<T> {
 
     /// Whether the result is there (taken or not yet taken).
     pub fn is_ready(&self) -> bool {
-        // ORDERING: Acquire; pairs with the Release in `complete`, so a caller that sees
+        // ORDERING: Acquire; pairs with the Release in `Claim::complete`, so a caller that sees
         // true and then reads memory the completer wrote before (a receive buffer) sees it.
         matches!(self.state.load(Ordering::Acquire), READY | TAKEN)
     }
 
     /// Takes the result if it is there and nobody took it.
     pub fn try_take(&self) -> Option<T> {
-        // ORDERING: Acquire on success; pairs with the Release in `complete`, making the
+        // ORDERING: Acquire on success; pairs with the Release in `Claim::complete`, making the
         // value visible. Relaxed on failure: nothing is read.
         self.state
             .compare_exchange(READY, TAKEN, Ordering::Acquire, Ordering::Relaxed)
@@ -129,6 +171,23 @@ impl<T> Completion<T> {
     }
 }
 
+/// The right to complete a [`Completion`], from [`Completion::claim`].
+#[must_use = "a claim left uncompleted keeps the cell pending for ever"]
+#[derive(Debug)]
+pub struct Claim<'a, T> {
+    cell: &'a Completion<T>,
+}
+
+impl<T> Claim<'_, T> {
+    /// Stores the result and makes it visible to every tester.
+    pub fn complete(self, value: T) {
+        self.cell.write(value);
+        // ORDERING: Release; pairs with the Acquire in `try_take` and `is_ready`, which
+        // then see the value written above.
+        self.cell.state.store(READY, Ordering::Release);
+    }
+}
+
 impl<T> Drop for Completion<T> {
     fn drop(&mut self) {
         // ORDERING: Relaxed; `&mut self`: no other thread holds the cell.
@@ -154,6 +213,25 @@ mod tests {
             "complete requests report their result"
         );
         assert!(c.is_ready());
+    }
+
+    #[test]
+    fn a_withdrawn_cell_is_never_completed_and_a_claimed_one_never_withdrawn() {
+        let c: Completion<u8> = Completion::new();
+        assert!(c.withdraw());
+        assert!(!c.withdraw(), "withdrawn once");
+        assert!(c.claim().is_none());
+        assert_eq!(c.complete(1), Err(1));
+        assert!(!c.is_ready());
+        assert_eq!(c.try_take(), None);
+        let c: Completion<u8> = Completion::new();
+        let claim = c.claim().unwrap();
+        assert!(c.claim().is_none(), "claimed once");
+        assert!(!c.withdraw());
+        assert!(!c.is_ready(), "not ready before the claim completes");
+        claim.complete(2);
+        assert!(!c.withdraw());
+        assert_eq!(c.try_take(), Some(2));
     }
 
     #[test]
@@ -203,6 +281,33 @@ mod loom_tests {
             drop(rest);
             drop(c);
             assert_eq!(Arc::strong_count(&payload), 1, "no leak, no double drop");
+        });
+    }
+
+    /// A requester withdraws while a completer claims, does its work and completes:
+    /// exactly one of the two wins, and the work is done only when the completer won
+    /// (then the value is there to take); after a withdrawal nothing is ever ready.
+    #[test]
+    fn a_withdrawal_and_a_claim_exclude_each_other() {
+        loom::model(|| {
+            let c: Arc<Completion<u8>> = Arc::new(Completion::new());
+            let work = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+            let (c2, work2) = (c.clone(), work.clone());
+            let completer = loom::thread::spawn(move || match c2.claim() {
+                Some(claim) => {
+                    // ORDERING: Relaxed; read after the join, which orders it.
+                    work2.store(true, Ordering::Relaxed);
+                    claim.complete(5);
+                    true
+                }
+                None => false,
+            });
+            let withdrawn = c.withdraw();
+            let completed = completer.join().unwrap();
+            assert!(withdrawn ^ completed);
+            // ORDERING: Relaxed; the join orders the completer's store before this.
+            assert_eq!(work.load(Ordering::Relaxed), completed);
+            assert_eq!(c.try_take(), completed.then_some(5));
         });
     }
 

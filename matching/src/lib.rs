@@ -38,7 +38,7 @@ mod sync;
 mod types;
 mod unexpected;
 
-pub use completion::Completion;
+pub use completion::{Claim, Completion};
 pub use post_queue::{Drainer, Full, PostQueue, Poster};
 
 pub use context_id::{

@@ -181,8 +181,15 @@ impl Drop for RecvRequest<'_> {
         if self.st.key.is_none() && self.st.queued.is_none() {
             return;
         }
-        // Dropping may wait for the engine (it is not posting): the take applies a
-        // queued receive first, so its key is known and it is withdrawn below.
+        if let Some(cell) = &self.st.queued {
+            // Still queued: withdrawn without the engine. The holder that pops it
+            // finds the cell withdrawn and never posts (or touches) the buffer.
+            if cell.withdraw() {
+                return;
+            }
+        }
+        // Applied (posted): withdrawing it needs the engine, and dropping may wait for
+        // it (it is not posting). The take adopts the key, and it is withdrawn below.
         let mut guard = self.comm.engine.lock();
         while self.st.queued.is_some() {
             let _ = self.st.adopt();

@@ -83,8 +83,10 @@ pub(crate) enum Post {
 
 // SAFETY: the pointers are the buffers of the requests that queued them (borrowed for
 // the requests' lifetime, which the requests' drops outlast: they take the token,
-// which applies this operation first); the engine uses them only under its token,
-// whichever thread holds it. The rest (`Comm`, `Arc` of a `Sync` cell) is Send.
+// which applies this operation first, or, for a receive, withdraw its cell before it
+// is applied, and then `apply` never touches the buffer); the engine uses them only
+// under its token, whichever thread holds it. The rest (`Comm`, `Arc` of a `Sync`
+// cell) is Send.
 unsafe impl Send for Post {}
 
 impl Post {
@@ -99,11 +101,16 @@ impl Post {
                 len,
                 cell,
             } => {
+                // Claimed before the buffer is handed to the engine: a request dropped
+                // while its receive was still queued withdrew the cell, and then the
+                // buffer may be gone; the receive is not posted.
+                let Some(claim) = cell.claim() else {
+                    return;
+                };
                 let posted = comm
                     .plan_recv(e, source, tag)
                     .map(|plan| e.post_recv(plan.ctx, plan.source, plan.tag, buf, len));
-                // A cell is completed once, here: it cannot refuse.
-                let _ = cell.complete(posted);
+                claim.complete(posted);
             }
             Post::Send {
                 comm,
