@@ -370,25 +370,34 @@ fn a_second_threads_first_post_does_not_wait_for_the_bias_owners_round() {
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }
 
-/// Dropping a receive that is still queued (posted while another thread holds the
-/// engine) returns at once: the request withdraws it from its lane without the
-/// engine, and the holder that applies the lane skips it, so it never takes a message
-/// (nor writes the freed buffer): the message sent afterwards goes to the receive
-/// posted after the drop.
+/// Dropping a receive or a send that is still queued (posted while another thread
+/// holds the engine) returns at once: the request withdraws it from its lane without
+/// the engine, and the holder that applies the lane skips it. The receive never takes
+/// a message (nor writes the freed buffer) and the send is never sent: the receive
+/// posted after the drops gets the message sent after them, and nothing is left.
 #[test]
-fn dropping_a_queued_receive_returns_at_once_and_it_never_matches() {
+fn dropping_a_queued_request_returns_at_once_and_it_never_takes_effect() {
     let world = world_of_one();
     let comm = world.comm();
     let ((), dropping) = while_held(&comm, || {
         let r = comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap();
         drop(r);
+        let s = comm.isend_owned(0, 9, vec![1u8; 8]).unwrap();
+        drop(s);
     });
     let later = comm.irecv_owned(Some(0), Some(9), vec![0u8; 8]).unwrap();
     comm.send(0, 9, &[4u8; 8]).unwrap();
     let (buf, st) = later.wait();
     assert_eq!(st.unwrap().len, 8);
-    assert_eq!(buf, [4u8; 8], "the withdrawn receive took the message");
-    println!("posted and dropped a receive in {dropping:?} while the engine was held");
+    assert_eq!(
+        buf, [4u8; 8],
+        "the withdrawn receive took the message, or the withdrawn send was sent"
+    );
+    assert!(
+        comm.iprobe(Some(0), Some(9)).unwrap().is_none(),
+        "a message is left over"
+    );
+    println!("posted and dropped a receive and a send in {dropping:?} while the engine was held");
     drop(comm);
     std::mem::ManuallyDrop::into_inner(world).finalize();
 }

@@ -83,8 +83,8 @@ pub(crate) enum Post {
 
 // SAFETY: the pointers are the buffers of the requests that queued them (borrowed for
 // the requests' lifetime, which the requests' drops outlast: they take the token,
-// which applies this operation first, or, for a receive, withdraw its cell before it
-// is applied, and then `apply` never touches the buffer); the engine uses them only
+// which applies this operation first, or withdraw its cell before it is applied, and
+// then `apply` never touches the buffer); the engine uses them only
 // under its token, whichever thread holds it. The rest (`Comm`, `Arc` of a `Sync`
 // cell) is Send.
 unsafe impl Send for Post {}
@@ -121,11 +121,18 @@ impl Post {
                 sync,
                 cell,
             } => {
+                // Claimed before the data is handed to the engine, as for a receive: a
+                // request dropped while its send was still queued withdrew the cell,
+                // and the send is not started (its buffer may be gone).
+                let Some(claim) = cell.claim() else {
+                    return;
+                };
                 let slice: &[u8] = if len == 0 {
                     &[]
                 } else {
                     // SAFETY: the queuing request borrows `data..data+len` until it
-                    // completes or is dropped, both after this (see the Send note).
+                    // completes or is dropped, both after this (see the Send note; a
+                    // drop before this withdrew the cell, and the claim above failed).
                     unsafe { std::slice::from_raw_parts(data, len) }
                 };
                 // SAFETY: as above: the request outlives every use the engine makes of
@@ -141,7 +148,7 @@ impl Post {
                     }
                     s
                 });
-                let _ = cell.complete(started);
+                claim.complete(started);
             }
             Post::Revoke { id } => e.revoke(id),
             Post::Ack { id } => {

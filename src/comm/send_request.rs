@@ -348,6 +348,14 @@ impl SendRequest<'_> {
 
 impl Drop for SendRequest<'_> {
     fn drop(&mut self) {
+        if let SendState::Posted(cell) = &self.state {
+            // Still queued: withdrawn without the engine, never started (the holder
+            // that pops it finds the cell withdrawn and leaves the data alone).
+            if cell.withdraw() {
+                self.state = SendState::Done;
+                return;
+            }
+        }
         if self.is_posted() {
             self.adopt_for_drop();
         }
