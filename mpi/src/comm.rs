@@ -41,10 +41,17 @@ crate::mpi_fn! {
     }
 }
 
-/// Registers an intra-communicator made of `p2p` (its collective twin is a dup of it),
-/// with `parent`'s error handler.
+/// Registers an intra-communicator made of `p2p` (its collective twin is made with
+/// `Comm::twin`, which a revoke of `p2p` cannot interrupt: a member that returned from
+/// the creation first may revoke the new communicator while the others still make
+/// the twin), with `parent`'s error handler.
 pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
-    let coll = p2p.dup()?;
+    let coll = p2p.twin()?;
+    if p2p.is_revoked() {
+        // Revoked by a faster member already: the twin too (a remote revoke reaches
+        // the program's half only).
+        coll.revoke();
+    }
     let h = lib.new_handle();
     lib.comms.insert(
         h,

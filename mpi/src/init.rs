@@ -150,7 +150,9 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         // (`restored_solo_context`), clear of the communicators it may rejoin.
         (wc.clone(), wc.create_group(&[me], RESTORED_SELF_TAG)?)
     } else {
-        let wcoll = wc.dup()?;
+        // A twin, not a dup: a rank that returned from MPI_Init first may revoke
+        // MPI_COMM_WORLD while the others still make it (see `comm::register`).
+        let wcoll = wc.twin()?;
         let selfc = wcoll.split(me, 0)?;
         (wcoll, selfc)
     };

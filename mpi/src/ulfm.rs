@@ -44,34 +44,15 @@ crate::mpi_fn! {
     }
 }
 
-/// The survivors' communicator of `comm` and its collective twin: shrinks again if a
-/// member fails before the twin exists (each round excludes at least one more rank).
+/// The survivors' communicator of `comm` and its collective twin. The twin is made by
+/// `Comm::twin` (agreements, which neither a failure nor a revoke interrupts): a
+/// member that returned first may already revoke the new communicator, and a member
+/// that then shrank once more would hold a different communicator than the others.
 fn shrink(lib: &mut Lib, comm: Handle) -> R<Handle> {
     let (p2p, _) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
-    let mut base = p2p;
-    for _ in 0..=base.size() {
-        let s = base.shrink()?;
-        match s.dup() {
-            Ok(coll) => {
-                let h = lib.new_handle();
-                lib.comms.insert(
-                    h,
-                    crate::state::CommEntry::new(CommKind::Intra { p2p: s, coll }, errh, ""),
-                );
-                return Ok(h);
-            }
-            Err(CommError::ProcFailed { .. } | CommError::Revoked) => {
-                s.revoke();
-                base = s;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(Fail::new(
-        MPI_ERR_PROC_FAILED,
-        "MPIX_Comm_shrink: members kept failing",
-    ))
+    let s = p2p.shrink()?;
+    crate::comm::register(lib, s, errh)
 }
 
 crate::mpi_fn! {
