@@ -114,6 +114,34 @@ crate::mpi_fn! {
     }
 }
 
+crate::mpi_fn! {
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks that can share
+    /// memory, those of one host (the color is a hash of the host name), ordered by
+    /// `key`; `MPI_UNDEFINED` gives `MPI_COMM_NULL`. The hardware-guided types have no
+    /// level below the host here: `MPI_COMM_NULL`, as MPI 4.1 says when no such subset
+    /// exists or the `info` key naming one is absent (`info` is not read). Collective:
+    /// every rank passes `MPI_UNDEFINED` or the same type.
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: Handle, split_type: c_int, key: c_int, _info: Handle, newcomm: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            let color = match split_type {
+                MPI_COMM_TYPE_SHARED => {
+                    let host = crate::init::host_name()?;
+                    Some((steadfast_os::fnv1a64(host.as_bytes()) & 0x7fff_ffff) as u32)
+                }
+                MPI_UNDEFINED
+                | MPI_COMM_TYPE_HW_UNGUIDED
+                | MPI_COMM_TYPE_HW_GUIDED
+                | MPI_COMM_TYPE_RESOURCE_GUIDED => None,
+                t => return Err(Fail::new(MPI_ERR_ARG, format!("split type {t} is not one of MPI's"))),
+            };
+            *slot = split(g.lib()?, comm, color, key)?;
+            Ok(())
+        })
+    }
+}
+
 /// The group of an intra-communicator, as world ranks.
 pub(crate) fn group_of(lib: &Lib, comm: Handle) -> R<Vec<u32>> {
     let (p2p, _) = lib.comm(comm)?.intra()?;
