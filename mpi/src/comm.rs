@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use sf::Comm;
+use sf::{Comm, CommError};
 
 use crate::consts::*;
 use crate::error::{self, Fail, R};
@@ -41,15 +41,13 @@ crate::mpi_fn! {
     }
 }
 
-/// Registers an intra-communicator made of `p2p` (its collective twin is made with
-/// `Comm::twin`, which a revoke of `p2p` cannot interrupt: a member that returned from
-/// the creation first may revoke the new communicator while the others still make
-/// the twin), with `parent`'s error handler.
+/// Registers an intra-communicator made of `p2p` (and its collective half,
+/// [`collective_half`]), with `parent`'s error handler.
 pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
-    let coll = p2p.twin()?;
+    let coll = collective_half(&p2p)?;
     if p2p.is_revoked() {
-        // Revoked by a faster member already: the twin too (a remote revoke reaches
-        // the program's half only).
+        // Revoked by a member that returned already: the half too (its revoke may
+        // not have reached this half yet).
         coll.revoke();
     }
     let h = lib.new_handle();
@@ -58,6 +56,21 @@ pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle
         CommEntry::new(CommKind::Intra { p2p, coll }, errhandler, ""),
     );
     Ok(h)
+}
+
+/// The collective half of a new communicator `p2p`: a dup of it, then a barrier over
+/// the dup before any member returns. A member that returned from the creation may
+/// revoke the communicator (both halves) at once; the barrier makes that happen only
+/// after every member has made its dup (a dup over a revoked `p2p` fails, and did: the
+/// faster member's revoke made `MPI_Comm_dup` fail elsewhere with `MPI_ERR_REVOKED`).
+/// A revoke that interrupts the barrier itself therefore comes from a member past it,
+/// so every member has the half: it counts as success.
+pub(crate) fn collective_half(p2p: &Comm) -> R<Comm> {
+    let coll = p2p.dup()?;
+    match coll.barrier() {
+        Ok(()) | Err(CommError::Revoked) => Ok(coll),
+        Err(e) => Err(e.into()),
+    }
 }
 
 crate::mpi_fn! {

@@ -150,9 +150,9 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         // (`restored_solo_context`), clear of the communicators it may rejoin.
         (wc.clone(), wc.create_group(&[me], RESTORED_SELF_TAG)?)
     } else {
-        // A twin, not a dup: a rank that returned from MPI_Init first may revoke
-        // MPI_COMM_WORLD while the others still make it (see `comm::register`).
-        let wcoll = wc.twin()?;
+        // A rank that returned from MPI_Init first may revoke MPI_COMM_WORLD while the
+        // others still make its half (see `comm::collective_half`).
+        let wcoll = crate::comm::collective_half(&wc)?;
         let selfc = wcoll.split(me, 0)?;
         (wcoll, selfc)
     };

@@ -44,10 +44,10 @@ crate::mpi_fn! {
     }
 }
 
-/// The survivors' communicator of `comm` and its collective twin. The twin is made by
-/// `Comm::twin` (agreements, which neither a failure nor a revoke interrupts): a
-/// member that returned first may already revoke the new communicator, and a member
-/// that then shrank once more would hold a different communicator than the others.
+/// The survivors' communicator of `comm` and its collective half
+/// (`comm::collective_half`, which a revoke by a member that returned first cannot
+/// fail: a member that then shrank once more, as this did, held a different
+/// communicator than the others).
 fn shrink(lib: &mut Lib, comm: Handle) -> R<Handle> {
     let (p2p, _) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;

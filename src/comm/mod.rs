@@ -582,20 +582,6 @@ impl Comm {
         self.derive_comm(1, 0, Agree::OverParent, |group| group.to_vec())
     }
 
-    /// A new communicator with the same group whose creation no revoke of this one
-    /// interrupts: its context is agreed by agreements over itself (as a shrink's),
-    /// which also work on a revoked communicator and never wait on a dead member.
-    /// For a library that pairs each communicator it hands out with a twin of its own
-    /// (the C library's collective half): a member that has already returned from the
-    /// creation may revoke this communicator while the others still make the twin,
-    /// which a [`dup`](Self::dup) (an allreduce over this communicator) would then fail.
-    ///
-    /// # Errors
-    /// [`CommError::ContextsExhausted`]; `Excluded`.
-    pub fn twin(&self) -> Result<Comm, CommError> {
-        self.derive_comm(9, 0, Agree::OwnAgreement, |group| group.to_vec())
-    }
-
     /// Splits the communicator (`MPI_Comm_split`): ranks with equal `color` form a
     /// communicator, ordered by `key` then by rank here. Collective; every rank learns
     /// every other's (color, key) by point-to-point exchange, so a failed member makes
