@@ -1,7 +1,7 @@
 //! The C library under the ULFM patterns of the public ULFM test programs
 //! (ICLDisco/ulfm-testing), with programs of our own in `tests/c/`: a communicator
 //! revoked by a member that returned from its creation first, communicator creation
-//! beside a fresh failure.
+//! beside a fresh failure, non-blocking operations toward a dead rank.
 
 mod common;
 
@@ -41,4 +41,10 @@ fn dup_split_and_create_return_beside_a_fresh_failure_of_the_last_rank() {
 #[test]
 fn dup_split_and_create_return_beside_a_fresh_failure_of_a_middle_rank() {
     creation_beside_a_failure("1");
+}
+
+#[test]
+fn a_nonblocking_operation_toward_a_dead_rank_fails_at_its_completion() {
+    let (out, _) = survivors_print(4, "isend_ft", &[], "ISEND FT OK");
+    assert!(!out.contains("check failed"), "{out}");
 }
