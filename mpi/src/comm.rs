@@ -45,6 +45,11 @@ crate::mpi_fn! {
 /// [`collective_half`]), with `parent`'s error handler.
 pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
     let coll = collective_half(&p2p)?;
+    Ok(register_pair(lib, p2p, coll, errhandler))
+}
+
+/// Registers the intra-communicator of `p2p` and its collective half `coll`.
+pub(crate) fn register_pair(lib: &mut Lib, p2p: Comm, coll: Comm, errhandler: Handle) -> Handle {
     if p2p.is_revoked() {
         // Revoked by a member that returned already: the half too (its revoke may
         // not have reached this half yet).
@@ -55,7 +60,7 @@ pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle
         h,
         CommEntry::new(CommKind::Intra { p2p, coll }, errhandler, ""),
     );
-    Ok(h)
+    h
 }
 
 /// The collective half of a new communicator `p2p`: a dup of it, then a barrier over

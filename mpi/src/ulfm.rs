@@ -44,15 +44,17 @@ crate::mpi_fn! {
     }
 }
 
-/// The survivors' communicator of `comm` and its collective half
-/// (`comm::collective_half`, which a revoke by a member that returned first cannot
-/// fail: a member that then shrank once more, as this did, held a different
-/// communicator than the others).
+/// The survivors' communicator of `comm` and its collective half, made by
+/// `Comm::twin` (agreements): a shrink succeeds despite failures, so its half must be
+/// made despite a member that fails meanwhile, and despite a member that returned
+/// first and revokes it (which made a dup of it fail, and this function shrink once
+/// more: members ended with different communicators).
 fn shrink(lib: &mut Lib, comm: Handle) -> R<Handle> {
     let (p2p, _) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
     let s = p2p.shrink()?;
-    crate::comm::register(lib, s, errh)
+    let coll = s.twin()?;
+    Ok(crate::comm::register_pair(lib, s, coll, errh))
 }
 
 crate::mpi_fn! {
