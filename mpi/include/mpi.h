@@ -209,6 +209,14 @@ enum {
     MPI_UNDEFINED = -32766
 };
 
+/* MPI_Comm_split_type's split types (values of the MPI 5.0 ABI table) */
+enum {
+    MPI_COMM_TYPE_SHARED = 221,
+    MPI_COMM_TYPE_HW_UNGUIDED = 222,
+    MPI_COMM_TYPE_HW_GUIDED = 223,
+    MPI_COMM_TYPE_RESOURCE_GUIDED = 224
+};
+
 enum {
     MPI_THREAD_SINGLE = 0,
     MPI_THREAD_FUNNELED = 1,
@@ -270,6 +278,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank);
 int MPI_Comm_size(MPI_Comm comm, int *size);
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Comm_disconnect(MPI_Comm *comm);
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);

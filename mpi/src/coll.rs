@@ -26,7 +26,7 @@ use crate::consts::*;
 use crate::datatype::reduce;
 use crate::error::{Fail, R};
 use crate::request::{Op, Req};
-use crate::state::{call, Guard};
+use crate::state::{call, CommKind, Guard};
 use crate::util::{bytes, bytes_mut, new_request_out, rank_arg};
 
 /// Polls of a collective's wait between two looks at revocation and failures.
@@ -230,7 +230,14 @@ impl Ibarrier {
 crate::mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: Handle) {
-        call(comm, |g| Rounds::start(g, comm, 1)?.barrier(g))
+        call(comm, |g| {
+            // An inter-communicator's: every process of both groups (the runtime's
+            // barrier over their union).
+            if let CommKind::Inter(ic) = &g.lib()?.comm(comm)?.kind {
+                return Ok(ic.barrier()?);
+            }
+            Rounds::start(g, comm, 1)?.barrier(g)
+        })
     }
 }
 

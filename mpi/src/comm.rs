@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use sf::Comm;
+use sf::{Comm, CommError};
 
 use crate::consts::*;
 use crate::error::{self, Fail, R};
@@ -41,16 +41,41 @@ crate::mpi_fn! {
     }
 }
 
-/// Registers an intra-communicator made of `p2p` (its collective twin is a dup of it),
-/// with `parent`'s error handler.
+/// Registers an intra-communicator made of `p2p` (and its collective half,
+/// [`collective_half`]), with `parent`'s error handler.
 pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
-    let coll = p2p.dup()?;
+    let coll = collective_half(&p2p)?;
+    Ok(register_pair(lib, p2p, coll, errhandler))
+}
+
+/// Registers the intra-communicator of `p2p` and its collective half `coll`.
+pub(crate) fn register_pair(lib: &mut Lib, p2p: Comm, coll: Comm, errhandler: Handle) -> Handle {
+    if p2p.is_revoked() {
+        // Revoked by a member that returned already: the half too (its revoke may
+        // not have reached this half yet).
+        coll.revoke();
+    }
     let h = lib.new_handle();
     lib.comms.insert(
         h,
         CommEntry::new(CommKind::Intra { p2p, coll }, errhandler, ""),
     );
-    Ok(h)
+    h
+}
+
+/// The collective half of a new communicator `p2p`: a dup of it, then a barrier over
+/// the dup before any member returns. A member that returned from the creation may
+/// revoke the communicator (both halves) at once; the barrier makes that happen only
+/// after every member has made its dup (a dup over a revoked `p2p` fails, and did: the
+/// faster member's revoke made `MPI_Comm_dup` fail elsewhere with `MPI_ERR_REVOKED`).
+/// A revoke that interrupts the barrier itself therefore comes from a member past it,
+/// so every member has the half: it counts as success.
+pub(crate) fn collective_half(p2p: &Comm) -> R<Comm> {
+    let coll = p2p.dup()?;
+    match coll.barrier() {
+        Ok(()) | Err(CommError::Revoked) => Ok(coll),
+        Err(e) => Err(e.into()),
+    }
 }
 
 crate::mpi_fn! {
@@ -100,6 +125,34 @@ crate::mpi_fn! {
                 MPI_UNDEFINED => None,
                 c if c >= 0 => Some(c as u32),
                 c => return Err(Fail::new(MPI_ERR_ARG, format!("color {c} is negative"))),
+            };
+            *slot = split(g.lib()?, comm, color, key)?;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks that can share
+    /// memory, those of one host (the color is a hash of the host name), ordered by
+    /// `key`; `MPI_UNDEFINED` gives `MPI_COMM_NULL`. The hardware-guided types have no
+    /// level below the host here: `MPI_COMM_NULL`, as MPI 4.1 says when no such subset
+    /// exists or the `info` key naming one is absent (`info` is not read). Collective:
+    /// every rank passes `MPI_UNDEFINED` or the same type.
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: Handle, split_type: c_int, key: c_int, _info: Handle, newcomm: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let slot = unsafe { out(newcomm) }?;
+            let color = match split_type {
+                MPI_COMM_TYPE_SHARED => {
+                    let host = crate::init::host_name()?;
+                    Some((steadfast_os::fnv1a64(host.as_bytes()) & 0x7fff_ffff) as u32)
+                }
+                MPI_UNDEFINED
+                | MPI_COMM_TYPE_HW_UNGUIDED
+                | MPI_COMM_TYPE_HW_GUIDED
+                | MPI_COMM_TYPE_RESOURCE_GUIDED => None,
+                t => return Err(Fail::new(MPI_ERR_ARG, format!("split type {t} is not one of MPI's"))),
             };
             *slot = split(g.lib()?, comm, color, key)?;
             Ok(())

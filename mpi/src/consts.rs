@@ -48,6 +48,11 @@ pub const MPI_PROC_NULL: c_int = -2;
 pub const MPI_ANY_TAG: c_int = -31;
 pub const MPI_UNDEFINED: c_int = -32766;
 
+pub const MPI_COMM_TYPE_SHARED: c_int = 221;
+pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 222;
+pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 223;
+pub const MPI_COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
+
 pub const MPI_THREAD_SINGLE: c_int = 0;
 pub const MPI_THREAD_FUNNELED: c_int = 1;
 pub const MPI_THREAD_SERIALIZED: c_int = 2;

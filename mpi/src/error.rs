@@ -18,6 +18,9 @@ pub(crate) struct Fail {
     /// The communicator whose error handler gets it, when not the call's argument (a
     /// request's communicator).
     pub comm: Option<Handle>,
+    /// The code a user error handler is called with, when not `class`: the failed
+    /// request's error for `MPI_ERR_IN_STATUS` (see `request::report_all`).
+    pub handler_code: Option<c_int>,
 }
 
 pub(crate) type R<T> = Result<T, Fail>;
@@ -28,7 +31,14 @@ impl Fail {
             class,
             message: message.into(),
             comm: None,
+            handler_code: None,
         }
+    }
+
+    /// A user error handler gets `code` instead of the class the call returns.
+    pub fn handler_gets(mut self, code: c_int) -> Self {
+        self.handler_code = Some(code);
+        self
     }
 
     /// Raised on `comm`'s error handler.
@@ -84,7 +94,7 @@ pub(crate) fn raise(comm: Handle, fail: Fail, handler: Handler, ft: FtMode) -> c
         Handler::Fatal => abort_job(fail.class, &fail.message),
         Handler::User(f) => {
             let mut c = comm;
-            let mut code = fail.class;
+            let mut code = fail.handler_code.unwrap_or(fail.class);
             // SAFETY: `f` was registered by the program as an MPI_Comm_errhandler_function,
             // which takes a communicator pointer and an error code pointer (then any
             // arguments, here none); both point to live locals.

@@ -150,7 +150,9 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         // (`restored_solo_context`), clear of the communicators it may rejoin.
         (wc.clone(), wc.create_group(&[me], RESTORED_SELF_TAG)?)
     } else {
-        let wcoll = wc.dup()?;
+        // A rank that returned from MPI_Init first may revoke MPI_COMM_WORLD while the
+        // others still make its half (see `comm::collective_half`).
+        let wcoll = crate::comm::collective_half(&wc)?;
         let selfc = wcoll.split(me, 0)?;
         (wcoll, selfc)
     };
@@ -402,14 +404,7 @@ crate::mpi_fn! {
     /// `MPI_Get_processor_name`: the host name.
     fn MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) {
         call(MPI_COMM_WORLD, |_| {
-            let mut buf = [0u8; 256];
-            // SAFETY: gethostname writes at most buf.len() bytes into buf.
-            let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-            if rc != 0 {
-                return Err(Fail::new(MPI_ERR_OTHER, std::io::Error::last_os_error().to_string()));
-            }
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            let host = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let host = host_name()?;
             // SAFETY: MPI's contract: `name` holds MPI_MAX_PROCESSOR_NAME bytes.
             unsafe { write_str(&host, name, MAX_PROCESSOR_NAME, resultlen) }
         })
@@ -444,4 +439,19 @@ crate::mpi_fn! {
             Err(e) => e.class,
         }
     }
+}
+
+/// This host's name (`gethostname`).
+pub(crate) fn host_name() -> R<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            std::io::Error::last_os_error().to_string(),
+        ));
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }

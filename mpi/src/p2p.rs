@@ -447,7 +447,10 @@ pub(crate) fn irecv_req(
     };
     // SAFETY: as above: the request is kept in a `Req`, completed or dropped within
     // MPI's rules for the buffer.
-    let req = unsafe { c.irecv(source, tag, slice) }?;
+    let req = match unsafe { c.irecv(source, tag, slice) } {
+        Ok(req) => req,
+        Err(e) => return deferred(comm, Err(e.into())),
+    };
     Ok(Req::new(
         comm,
         Op::Recv {
@@ -506,8 +509,11 @@ pub(crate) fn isend(
         // completes or is freed.
         let data: &'static [u8] = unsafe { bytes(buf, len) }?;
         // SAFETY: as above; the request lives in a `Req` within those rules.
-        let r = unsafe { start_send(c, dest, tag, data, mode) }?;
-        Req::new(comm, Op::Send(r))
+        let r = unsafe { start_send(c, dest, tag, data, mode) };
+        deferred(
+            comm,
+            r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from),
+        )?
     };
     let h = lib.add_request(req)?;
     *slot = h;
@@ -523,6 +529,21 @@ fn intra_p2p(kind: &CommKind) -> R<&Comm> {
             MPI_ERR_UNSUPPORTED_OPERATION,
             "non-blocking operations on inter-communicators are not supported",
         )),
+    }
+}
+
+/// A non-blocking operation whose start met a process failure: the request is made,
+/// complete with `MPIX_ERR_PROC_FAILED`, which its completion call (`MPI_Wait`,
+/// `MPI_Test`...) reports. ULFM reports process failures of a non-blocking operation
+/// at its completion, not at its start (ICLDisco's `stress/isend-err.c` checks that
+/// an `MPI_Isend` to a rank known dead returns `MPI_SUCCESS`). Other errors (bad
+/// arguments, a revoked communicator: `mpi/tests/c/ft.c`) stay the start's.
+pub(crate) fn deferred(comm: Handle, started: R<Req>) -> R<Req> {
+    match started {
+        Err(f) if f.class == MPI_ERR_PROC_FAILED => {
+            Ok(Req::finished(comm, Outcome::failed(f.class)))
+        }
+        other => other,
     }
 }
 

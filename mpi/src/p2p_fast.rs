@@ -227,9 +227,10 @@ pub(crate) unsafe fn isend(
                         let make = || {
                             // SAFETY: as above: the request lives in a `Req`, completed
                             // or dropped within MPI's rules for the buffer.
-                            unsafe { p2p.isend(dest, tag, data) }
+                            let r = unsafe { p2p.isend(dest, tag, data) }
                                 .map(|r| Req::new(comm, Op::Send(r)))
-                                .map_err(runtime_fail)
+                                .map_err(runtime_fail);
+                            crate::p2p::deferred(comm, r)
                         };
                         // SAFETY: checked not null; MPI's contract: valid for a write.
                         return unsafe { start_request(&mut lib.requests, request, make) };

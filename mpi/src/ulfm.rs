@@ -44,34 +44,17 @@ crate::mpi_fn! {
     }
 }
 
-/// The survivors' communicator of `comm` and its collective twin: shrinks again if a
-/// member fails before the twin exists (each round excludes at least one more rank).
+/// The survivors' communicator of `comm` and its collective half, made by
+/// `Comm::twin` (agreements): a shrink succeeds despite failures, so its half must be
+/// made despite a member that fails meanwhile, and despite a member that returned
+/// first and revokes it (which made a dup of it fail, and this function shrink once
+/// more: members ended with different communicators).
 fn shrink(lib: &mut Lib, comm: Handle) -> R<Handle> {
     let (p2p, _) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
-    let mut base = p2p;
-    for _ in 0..=base.size() {
-        let s = base.shrink()?;
-        match s.dup() {
-            Ok(coll) => {
-                let h = lib.new_handle();
-                lib.comms.insert(
-                    h,
-                    crate::state::CommEntry::new(CommKind::Intra { p2p: s, coll }, errh, ""),
-                );
-                return Ok(h);
-            }
-            Err(CommError::ProcFailed { .. } | CommError::Revoked) => {
-                s.revoke();
-                base = s;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(Fail::new(
-        MPI_ERR_PROC_FAILED,
-        "MPIX_Comm_shrink: members kept failing",
-    ))
+    let s = p2p.shrink()?;
+    let coll = s.twin()?;
+    Ok(crate::comm::register_pair(lib, s, coll, errh))
 }
 
 crate::mpi_fn! {

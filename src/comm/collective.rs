@@ -6,8 +6,13 @@
 //! two first hand their values to a partner below it and get the result back at the
 //! end. A failed peer makes the call return `ProcFailed` (these collectives are not
 //! fault-tolerant agreements: use `agree` for that); a revoked communicator `Revoked`.
+//! A rank waiting for a message gives up with `ProcFailed` as soon as any member taking
+//! part is known failed, not only the rank it waits on: a live partner that met the
+//! failure first has given up and will never send, and a failure must end the call,
+//! never hang it (the ranks that got every message before they learnt of the failure
+//! succeed: the outcome is not uniform, as ULFM allows).
 
-use super::{Comm, CommError};
+use super::{Comm, CommError, Spin, Status};
 
 /// How values are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,13 +89,13 @@ impl Comm {
         if extra {
             to_bytes(values, &mut out);
             self.send(me - pow2, TAG, &out)?;
-            let st = self.recv(Some(me - pow2), Some(TAG), &mut inb)?;
+            let st = self.recv_or_give_up(me - pow2, TAG, &mut inb, None)?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, values);
             return Ok(());
         }
         if me + pow2 < n {
-            let st = self.recv(Some(me + pow2), Some(TAG), &mut inb)?;
+            let st = self.recv_or_give_up(me + pow2, TAG, &mut inb, None)?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, &mut theirs);
             op.apply(values, &theirs);
@@ -104,7 +109,7 @@ impl Comm {
             // SAFETY: waited for below, or dropped (cancelled) on an early return,
             // before `out` is touched again.
             let send = unsafe { self.isend(partner, TAG, &out) }?;
-            let st = self.recv(Some(partner), Some(TAG), &mut inb)?;
+            let st = self.recv_or_give_up(partner, TAG, &mut inb, None)?;
             send.wait()?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, &mut theirs);
@@ -148,9 +153,9 @@ impl Comm {
             }
             let got = if me < r {
                 self.send(r, tag, mine)?;
-                self.recv(Some(r), Some(tag), &mut b)?
+                self.recv_or_give_up(r, tag, &mut b, Some(live))?
             } else {
-                let got = self.recv(Some(r), Some(tag), &mut b)?;
+                let got = self.recv_or_give_up(r, tag, &mut b, Some(live))?;
                 self.send(r, tag, mine)?;
                 got
             };
@@ -163,6 +168,37 @@ impl Comm {
             take(r, &b);
         }
         Ok(())
+    }
+}
+
+impl Comm {
+    /// Receives a collective's message from `src` with `tag`, as [`Comm::recv`] does,
+    /// but gives up with `ProcFailed` once a rank of `among` (`None`: any member) is
+    /// known failed (see the module doc). The message is looked for first: one that
+    /// arrived before the failure was learnt is taken.
+    fn recv_or_give_up(
+        &self,
+        src: u32,
+        tag: u32,
+        buf: &mut [u8],
+        among: Option<&[u32]>,
+    ) -> Result<Status, CommError> {
+        // SAFETY: the request is waited for below; an early return drops it, which
+        // cancels it, before `buf`'s borrow ends.
+        let mut req = unsafe { self.irecv(Some(src), Some(tag), buf) }?;
+        Spin::until(self, || {
+            if let Some(st) = req.test()? {
+                return Ok(Some(st));
+            }
+            if self.any_failed() {
+                let failed = self.failed_ranks();
+                let counts = |r: &u32| among.is_none_or(|live| live.contains(r));
+                if failed.iter().any(counts) {
+                    return Err(CommError::ProcFailed { ranks: failed });
+                }
+            }
+            Ok(None)
+        })
     }
 }
 

@@ -5,9 +5,11 @@
 //! The parent's creation counter (`next_child`, which `dup` and `split` use) cannot
 //! number it, since only some members would count it. The id is derived instead from
 //! the parent, the members (in the new order) and the tag, plus an attempt number: the
-//! lowest one whose id is not in use here, the largest among the members (one pairwise
-//! exchange among them), so a repeated creation with the same group and tag, while an
-//! earlier one lives, gets a new id. The context is agreed among the members only
+//! lowest one above every attempt this process used on the parent whose id is not in
+//! use here, the largest among the members (one pairwise exchange among them), so a
+//! repeated creation with the same group and tag gets a new id, whether the earlier one
+//! lives or was freed (ids are never reused: the control plane drops the late messages
+//! of a removed communicator, and would drop a new one's under the same id). The context is agreed among the members only
 //! (`context::Over::Live`). Every exchange is point to point between members, naming
 //! its source, so the parent's other traffic never mixes in.
 
@@ -63,9 +65,9 @@ impl Comm {
     pub fn create_group(&self, members: &[u32], tag: u32) -> Result<Comm, CommError> {
         Self::check_tag(tag)?;
         check_members(members, self.size(), self.rank())?;
-        let (parent_key, parent_ctx, group) = self.with(|c| {
+        let (parent_key, parent_ctx, group, floor) = self.with(|c| {
             let g = members.iter().map(|&r| c.group()[r as usize]).collect();
-            (c.key(), c.context(), g)
+            (c.key(), c.context(), g, c.group_attempt_floor())
         });
         let mut words = super::words::to_bytes(members);
         words.extend_from_slice(&tag.to_le_bytes());
@@ -73,7 +75,7 @@ impl Comm {
         let id_of = |attempt: u64| derive(parent_key, KIND, salt.wrapping_add(attempt));
         let free_here = {
             let e = self.engine.lock();
-            (0..MAX_ATTEMPTS).find(|&k| !e.has_comm(id_of(k)))
+            (floor..floor.saturating_add(MAX_ATTEMPTS)).find(|&k| !e.has_comm(id_of(k)))
         };
         let mine = free_here.ok_or_else(|| {
             CommError::InvalidArgument(
@@ -91,7 +93,12 @@ impl Comm {
             |_, b| attempt = attempt.max(u64::from_le_bytes(b.try_into().expect("8 bytes"))),
         )?;
         let id = id_of(attempt);
-        if self.engine.lock().has_comm(id) {
+        let in_use = {
+            let mut e = self.engine.lock();
+            e.comm_mut(self.id).group_attempt_used(attempt);
+            e.has_comm(id)
+        };
+        if in_use {
             return Err(CommError::InvalidArgument(format!(
                 "create_group: communicator id {:#x} is in use here but not at another member",
                 id.0

@@ -367,6 +367,19 @@ impl InterComm {
         })
     }
 
+    /// Waits until every process of both groups has called it (`MPI_Barrier` on an
+    /// inter-communicator): a barrier over the union of the groups, which gives up with
+    /// `ProcFailed` once a member of either group is known failed (as
+    /// [`Comm::barrier`]). Its messages carry the runtime's collective tag on the union:
+    /// a wildcard-tag receive on this inter-communicator running at the same time could
+    /// take one.
+    ///
+    /// # Errors
+    /// `ProcFailed`, `Revoked`, `Excluded`.
+    pub fn barrier(&self) -> Result<(), CommError> {
+        self.union.barrier()
+    }
+
     /// Agrees over both groups: returns the AND of the remote group's `flag`s (32
     /// bits), the same at every survivor of this group.
     ///

@@ -582,6 +582,20 @@ impl Comm {
         self.derive_comm(1, 0, Agree::OverParent, |group| group.to_vec())
     }
 
+    /// A new communicator with the same group whose creation neither a revoke of this
+    /// one nor a failure interrupts: its context is agreed by agreements over itself
+    /// (as a shrink's), which work on a revoked communicator and never wait on a dead
+    /// member, so every member that calls it gets it. Costlier than [`dup`](Self::dup)
+    /// (two agreements instead of an allreduce). For a library that pairs the
+    /// communicator a shrink made with one of its own (the C library's collective
+    /// half), since a shrink must succeed despite failures.
+    ///
+    /// # Errors
+    /// [`CommError::ContextsExhausted`]; `Excluded`.
+    pub fn twin(&self) -> Result<Comm, CommError> {
+        self.derive_comm(9, 0, Agree::OwnAgreement, |group| group.to_vec())
+    }
+
     /// Splits the communicator (`MPI_Comm_split`): ranks with equal `color` form a
     /// communicator, ordered by `key` then by rank here. Collective; every rank learns
     /// every other's (color, key) by point-to-point exchange, so a failed member makes

@@ -26,6 +26,8 @@ pub struct CommFt {
     pub(super) next_seq: Seq,
     pub(super) acked: RankSet,
     pub(super) children: u64,
+    /// Attempt numbers below this were used here by creations of a subgroup.
+    pub(super) group_attempts: u64,
     pub(super) two: Option<TwoParty>,
 }
 
@@ -94,6 +96,20 @@ impl CommFt {
         child
     }
 
+    /// The lowest attempt number a creation by a subgroup of this communicator
+    /// (`create_group`, which only the subgroup's members count) may propose here:
+    /// above every one used here, so that the id it derives never repeats in this
+    /// process (communicator ids are never reused: a removed one's late control
+    /// messages are dropped, and so would a new one's be).
+    pub fn group_attempt_floor(&self) -> u64 {
+        self.group_attempts
+    }
+
+    /// Records that a creation by a subgroup used attempt `k`.
+    pub fn group_attempt_used(&mut self, k: u64) {
+        self.group_attempts = self.group_attempts.max(k.saturating_add(1));
+    }
+
     /// The first agreement sequence number not started here.
     pub fn next_seq(&self) -> Seq {
         self.next_seq
@@ -120,6 +136,7 @@ impl CommFt {
             next_seq: 0,
             acked: RankSet::new(),
             children: 0,
+            group_attempts: 0,
             two: (n == 2).then(TwoParty::default),
         }
     }

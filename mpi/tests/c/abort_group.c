@@ -28,6 +28,13 @@ int main(int argc, char *argv[]) {
         fprintf(stderr, "rank %d: the first barrier failed\n", rank);
         return 1;
     }
+    /* Ranks 2 and 3 meet once more first: rank 2 then knows that rank 3 is past the
+     * world's barrier (its last message to rank 1 sent), so the abort cannot kill it
+     * before rank 1's barrier completes. */
+    if (rank >= 2 && MPI_Barrier(pair) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: the pair's barrier failed\n", rank);
+        return 1;
+    }
     if (rank == 2) {
         MPI_Abort(pair, 7);
         fprintf(stderr, "rank 2: MPI_Abort returned\n");

@@ -219,6 +219,23 @@ static void communicators(int rank, int size) {
     OK(MPI_Comm_compare(MPI_COMM_WORLD, rev, &cmp));
     CHECK(cmp == MPI_SIMILAR);
 
+    /* MPI_Comm_split_type: one host, so SHARED holds every rank (ordered by key);
+     * rank 1 passes MPI_UNDEFINED; the hardware-guided types have no level below. */
+    MPI_Comm node;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, rank == 1 ? MPI_UNDEFINED : MPI_COMM_TYPE_SHARED,
+                           -rank, MPI_INFO_NULL, &node));
+    if (rank == 1) {
+        CHECK(node == MPI_COMM_NULL);
+    } else {
+        OK(MPI_Comm_size(node, &s));
+        CHECK(s == size - 1);
+        OK(MPI_Comm_rank(node, &r));
+        CHECK(r == size - 1 - rank - (rank == 0 ? 1 : 0));
+        OK(MPI_Comm_free(&node));
+    }
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, MPI_INFO_NULL, &node));
+    CHECK(node == MPI_COMM_NULL);
+
     /* Even and odd ranks; MPI_UNDEFINED for rank 1. */
     MPI_Comm half;
     OK(MPI_Comm_split(MPI_COMM_WORLD, rank == 1 ? MPI_UNDEFINED : rank % 2, rank, &half));

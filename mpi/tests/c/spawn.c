@@ -3,7 +3,8 @@
  *
  * `spawn` (-n 2 --universe 4): the 2 parents spawn 2 children (this program, with
  * MPI_ARGV_NULL: the children have no arguments), exchange messages both ways over the
- * inter-communicator, merge it (parents first) and allreduce over it; a spawn past the
+ * inter-communicator, barrier over both groups (MPI_Barrier on the inter-communicator),
+ * merge it (parents first) and allreduce over it; a spawn past the
  * universe fails with MPI_ERR_SPAWN without waiting; both sides disconnect.
  * `replace` (-n 4 --universe 5): the ULFM replacement pattern: rank 2 SIGKILLs itself,
  * the survivors shrink, spawn 1 replacement (this program, argument `replace`), merge,
@@ -45,6 +46,8 @@ static void spawn_parent(const char *prog) {
     OK(MPI_Send(&v, 1, MPI_INT, me, 7, inter));
     OK(MPI_Recv(&got, 1, MPI_INT, me, 8, inter, MPI_STATUS_IGNORE));
     CHECK(got == 200 + me);
+    /* A barrier over both groups of the inter-communicator. */
+    OK(MPI_Barrier(inter));
     MPI_Comm merged;
     OK(MPI_Intercomm_merge(inter, 0, &merged));
     int mr, ms, sum = 0;
@@ -84,6 +87,7 @@ static void spawn_child(MPI_Comm parent, int argc) {
     OK(MPI_Recv(&got, 1, MPI_INT, me, 7, parent, MPI_STATUS_IGNORE));
     CHECK(got == 100 + me);
     OK(MPI_Send(&v, 1, MPI_INT, me, 8, parent));
+    OK(MPI_Barrier(parent));
     MPI_Comm merged;
     OK(MPI_Intercomm_merge(parent, 1, &merged));
     int mr, ms, sum = 0;
