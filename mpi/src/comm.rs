@@ -153,7 +153,17 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
         .remove(&h)
         .ok_or_else(|| Fail::new(MPI_ERR_COMM, format!("{h:#x} is not a communicator")))?;
     *slot = MPI_COMM_NULL;
-    match e.kind {
+    // The handle is out of the table: the closing agreement and barrier run without
+    // the lock (as `MPIX_Comm_agree` does), so that under `MPI_THREAD_MULTIPLE` a thread
+    // freeing one communicator does not keep another thread out of the library while
+    // its peers wait for that thread's call on another communicator.
+    g.unlocked(|| close(e.kind));
+    Ok(())
+}
+
+/// `free`'s runtime part: agree on whether the communicator is whole, then free it.
+fn close(kind: CommKind) {
+    match kind {
         CommKind::Intra { p2p, coll } => {
             // The runtime's free runs a closing barrier, which is not fault tolerant: a
             // member that dies before or during it can leave a rank waiting on a peer
@@ -189,7 +199,6 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
             }
         }
     }
-    Ok(())
 }
 
 crate::mpi_fn! {
