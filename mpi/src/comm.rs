@@ -44,14 +44,32 @@ crate::mpi_fn! {
 /// Registers an intra-communicator made of `p2p` (its collective twin is a dup of it),
 /// with `parent`'s error handler.
 pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
+    let pair = twin(p2p)?;
+    Ok(insert(lib, pair, errhandler))
+}
+
+/// `p2p` and its collective twin (a dup of it): the runtime part of [`register`], which
+/// needs no lock.
+fn twin(p2p: Comm) -> R<(Comm, Comm)> {
     let coll = p2p.dup()?;
+    Ok((p2p, coll))
+}
+
+/// Registers the intra-communicator `(p2p, coll)` with error handler `errhandler`.
+fn insert(lib: &mut Lib, (p2p, coll): (Comm, Comm), errhandler: Handle) -> Handle {
     let h = lib.new_handle();
     lib.comms.insert(
         h,
         CommEntry::new(CommKind::Intra { p2p, coll }, errhandler, ""),
     );
-    Ok(h)
+    h
 }
+
+// The constructors below look up the parent under the lock, then run the runtime's
+// collective steps without it (`Guard::unlocked`), and register the result under it
+// again: under `MPI_THREAD_MULTIPLE` a thread blocked in one, waiting for a peer, must
+// not keep out the thread whose call that peer waits for (threads duplicating their own
+// communicators at once deadlocked across ranks, `mpi/tests/c/soak_threads.c`).
 
 crate::mpi_fn! {
     /// `MPI_Comm_dup`.
@@ -62,8 +80,8 @@ crate::mpi_fn! {
             let lib = g.lib()?;
             let (_, coll) = lib.intra(comm)?;
             let errh = lib.comm(comm)?.errhandler;
-            let p2p = coll.dup()?;
-            *slot = register(lib, p2p, errh)?;
+            let pair = g.unlocked(|| twin(coll.dup()?))?;
+            *slot = insert(g.lib()?, pair, errh);
             Ok(())
         })
     }
@@ -71,22 +89,27 @@ crate::mpi_fn! {
 
 /// Splits intra-communicator `comm` by `color` (`None`: `MPI_UNDEFINED`) ordered by
 /// `key`; the new handle, `MPI_COMM_NULL` for `None`.
-fn split(lib: &mut Lib, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
+fn split(g: &mut Guard, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
+    let lib = g.lib()?;
     let (_, coll) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
     // Keys order the ranks: shift them so that negative keys sort first.
     let key = (i64::from(key) - i64::from(i32::MIN)) as u32;
-    let c = coll.split(color.unwrap_or(u32::MAX), key)?;
-    match color {
-        None => {
+    let pair = g.unlocked(|| -> R<Option<(Comm, Comm)>> {
+        let c = coll.split(color.unwrap_or(u32::MAX), key)?;
+        if color.is_none() {
             // The ranks without a color formed one communicator of their own: give it
             // back (collectively, among them).
             if let Err(e) = c.free() {
                 log::debug!("MPI_Comm_split: freeing the MPI_UNDEFINED group: {e}");
             }
-            Ok(MPI_COMM_NULL)
+            return Ok(None);
         }
-        Some(_) => register(lib, c, errh),
+        twin(c).map(Some)
+    })?;
+    match pair {
+        None => Ok(MPI_COMM_NULL),
+        Some(pair) => Ok(insert(g.lib()?, pair, errh)),
     }
 }
 
@@ -101,7 +124,7 @@ crate::mpi_fn! {
                 c if c >= 0 => Some(c as u32),
                 c => return Err(Fail::new(MPI_ERR_ARG, format!("color {c} is negative"))),
             };
-            *slot = split(g.lib()?, comm, color, key)?;
+            *slot = split(g, comm, color, key)?;
             Ok(())
         })
     }
@@ -133,7 +156,7 @@ crate::mpi_fn! {
             }
             let me = lib.world.rank();
             let pos = members.iter().position(|&w| w == me);
-            *slot = split(lib, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
+            *slot = split(g, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
             Ok(())
         })
     }
@@ -564,8 +587,8 @@ crate::mpi_fn! {
             }
             let (_, coll) = lib.intra(comm)?;
             let errh = lib.comm(comm)?.errhandler;
-            let c = coll.create_group(&ranks, tag)?;
-            *slot = register(lib, c, errh)?;
+            let pair = g.unlocked(|| twin(coll.create_group(&ranks, tag)?))?;
+            *slot = insert(g.lib()?, pair, errh);
             Ok(())
         })
     }

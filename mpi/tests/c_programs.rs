@@ -257,9 +257,9 @@ fn ulfm_loop(victim: &str) {
 
 /// `soak_threads.c`: 4 ranks of 4 threads under `MPI_THREAD_MULTIPLE`, each thread on a
 /// communicator of its own; the rank, iteration and point of a SIGKILL come from a seed;
-/// every survivor thread revokes, agrees, shrinks and frees while the others do, and
-/// finishes on the survivors with every word and sum checked, over shm and tcp (agree,
-/// shrink and free holding the library's lock hung it every time). Repeated
+/// every survivor thread revokes, agrees, shrinks, frees and dups while the others do,
+/// and finishes on the survivors with every word and sum checked, over shm and tcp
+/// (these calls holding the library's lock hung it most times). Repeated
 /// `STEADFAST_SOAK_RUNS` times (default 1); `STEADFAST_SOAK_SEED` fixes the seed.
 #[test]
 fn threads_recover_their_own_communicators_after_a_sigkill_at_a_random_point() {

@@ -9,9 +9,9 @@
  * before the agreement) picked by SEED; its other threads stop at that iteration, so
  * that no survivor can finish without meeting the failure. Every survivor thread, on
  * an error, revokes its communicator; on a failed agreement it shrinks it, frees the
- * old one and redoes the iteration on the survivors. At the end each survivor thread
+ * old one and redoes the iteration on a duplicate of the survivors' communicator. At the end each survivor thread
  * checks: one recovery, N-1 members, a final agreement. Threads run agreements,
- * shrinks and frees on their own communicators at the same time, which MPI's
+ * shrinks, dups and frees on their own communicators at the same time, which MPI's
  * MPI_THREAD_MULTIPLE allows: a blocked call blocks only its thread.
  *
  *   soak_threads SEED ITERATIONS
@@ -158,7 +158,11 @@ static void *work(void *arg) {
         if (rc != MPI_SUCCESS) die(w, i, "shrink", rc);
         rc = MPI_Comm_free(&w->comm);
         if (rc != MPI_SUCCESS) die(w, i, "free", rc);
-        w->comm = shrunk;
+        /* Go on on a duplicate: every thread dups its own communicator at once. */
+        rc = MPI_Comm_dup(shrunk, &w->comm);
+        if (rc != MPI_SUCCESS) die(w, i, "dup", rc);
+        rc = MPI_Comm_free(&shrunk);
+        if (rc != MPI_SUCCESS) die(w, i, "free of the shrunk", rc);
         members(w);
         w->recoveries++;
         i--;
