@@ -6,8 +6,13 @@
 //! two first hand their values to a partner below it and get the result back at the
 //! end. A failed peer makes the call return `ProcFailed` (these collectives are not
 //! fault-tolerant agreements: use `agree` for that); a revoked communicator `Revoked`.
+//! A rank waiting for a live peer gives up with `ProcFailed` too once any member is
+//! known failed (ULFM's rule for collectives): that peer may have given up already,
+//! having met the failure itself, and would never send (at 3 ranks the extra rank
+//! waited forever for rank 0, whose exchange with the dead rank 1 had failed; a
+//! `dup` in `mpi/tests/c/soak_threads.c` hung so).
 
-use super::{Comm, CommError};
+use super::{Comm, CommError, Spin, Status};
 
 /// How values are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,13 +89,13 @@ impl Comm {
         if extra {
             to_bytes(values, &mut out);
             self.send(me - pow2, TAG, &out)?;
-            let st = self.recv(Some(me - pow2), Some(TAG), &mut inb)?;
+            let st = self.coll_recv(me - pow2, &mut inb)?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, values);
             return Ok(());
         }
         if me + pow2 < n {
-            let st = self.recv(Some(me + pow2), Some(TAG), &mut inb)?;
+            let st = self.coll_recv(me + pow2, &mut inb)?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, &mut theirs);
             op.apply(values, &theirs);
@@ -104,7 +109,7 @@ impl Comm {
             // SAFETY: waited for below, or dropped (cancelled) on an early return,
             // before `out` is touched again.
             let send = unsafe { self.isend(partner, TAG, &out) }?;
-            let st = self.recv(Some(partner), Some(TAG), &mut inb)?;
+            let st = self.coll_recv(partner, &mut inb)?;
             send.wait()?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, &mut theirs);
@@ -116,6 +121,26 @@ impl Comm {
             self.send(me + pow2, TAG, &out)?;
         }
         Ok(())
+    }
+
+    /// A collective's receive from `from`: as `recv`, but gives up with `ProcFailed`
+    /// once some member of the communicator is known failed and the message has not
+    /// come (see the module doc). Dropping the request on that return cancels it.
+    fn coll_recv(&self, from: u32, buf: &mut [u8]) -> Result<Status, CommError> {
+        // SAFETY: the request is waited for below or dropped (cancelled) on return,
+        // before `buf` is used again.
+        let mut req = unsafe { self.irecv(Some(from), Some(TAG), buf) }?;
+        Spin::until(self, || {
+            if let Some(st) = req.test()? {
+                return Ok(Some(st));
+            }
+            if self.any_failed() {
+                return Err(CommError::ProcFailed {
+                    ranks: self.failed_ranks(),
+                });
+            }
+            Ok(None)
+        })
     }
 
     /// Waits until every rank has called it (an allreduce of nothing).

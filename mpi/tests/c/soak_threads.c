@@ -9,12 +9,18 @@
  * before the agreement) picked by SEED; its other threads stop at that iteration, so
  * that no survivor can finish without meeting the failure. Every survivor thread, on
  * an error, revokes its communicator; on a failed agreement it shrinks it, frees the
- * old one and redoes the iteration on a duplicate of the survivors' communicator. At the end each survivor thread
- * checks: one recovery, N-1 members, a final agreement. Threads run agreements,
+ * old one and redoes the iteration on a duplicate of the survivors' communicator. At
+ * the end each survivor thread checks: one recovery, N-1 members, a final agreement,
+ * no victim among the members. Threads run agreements,
  * shrinks, dups and frees on their own communicators at the same time, which MPI's
  * MPI_THREAD_MULTIPLE allows: a blocked call blocks only its thread.
  *
- *   soak_threads SEED ITERATIONS
+ *   soak_threads SEED ITERATIONS [2]
+ *
+ * With "2" a second rank picked by SEED dies in the recovery, right after its killer
+ * thread's first shrink (its other threads stop before the final agreement): the
+ * survivors' dup of the shrunk communicator fails, they agree so, and shrink again, or
+ * meet the failure later and recover a second time (N-2 members at the end).
  *
  * Each survivor prints "rank R: SOAK OK ..." once; any wrong byte, sum, size or error
  * class prints the reason and exits 4; a hang is caught by the test's time limit.
@@ -34,7 +40,7 @@ static int me = -1;
 
 #include "check.h"
 
-static int world_size, victim, killer, kill_at, kill_phase, iterations;
+static int world_size, victim, victim2 = -1, killer, kill_at, kill_phase, iterations;
 
 struct worker {
     int t;
@@ -143,6 +149,39 @@ static int iteration(struct worker *w, int i) {
     return MPI_SUCCESS;
 }
 
+/* Replaces w->comm by a duplicate of its survivors' communicator. A dup that fails
+ * (the second victim dies in it) fails somewhere: the survivors agree on it and shrink
+ * again. */
+static void recover(struct worker *w, int i) {
+    MPI_Comm broken = w->comm, shrunk, dup;
+    for (int round = 0; round < 64; round++) {
+        MPIX_Comm_revoke(broken);
+        int rc = MPIX_Comm_shrink(broken, &shrunk);
+        if (rc != MPI_SUCCESS) die(w, i, "shrink", rc);
+        rc = MPI_Comm_free(&broken);
+        if (rc != MPI_SUCCESS) die(w, i, "free", rc);
+        if (me == victim2 && w->t == killer && round == 0) raise(SIGKILL);
+        /* Every thread dups its own communicator at once. */
+        rc = MPI_Comm_dup(shrunk, &dup);
+        if (rc != MPI_SUCCESS) expect_ft(w, i, "dup", rc);
+        int ok = rc == MPI_SUCCESS;
+        int rc2 = MPIX_Comm_agree(shrunk, &ok);
+        if (rc2 != MPI_SUCCESS) expect_ft(w, i, "agree on the dup", rc2);
+        if (rc2 == MPI_SUCCESS && ok) {
+            rc = MPI_Comm_free(&shrunk);
+            if (rc != MPI_SUCCESS) die(w, i, "free of the shrunk", rc);
+            w->comm = dup;
+            return;
+        }
+        if (rc == MPI_SUCCESS) {
+            MPIX_Comm_revoke(dup);
+            MPI_Comm_free(&dup);
+        }
+        broken = shrunk;
+    }
+    die(w, i, "recovery: members kept failing", 0);
+}
+
 static void *work(void *arg) {
     struct worker *w = arg;
     members(w);
@@ -152,31 +191,31 @@ static void *work(void *arg) {
         if (rc != MPI_SUCCESS) expect_ft(w, i, "agree", rc);
         if (rc == MPI_SUCCESS && ok) continue;
         /* Every survivor of this communicator gets here together: rebuild, redo. */
-        MPIX_Comm_revoke(w->comm);
-        MPI_Comm shrunk;
-        rc = MPIX_Comm_shrink(w->comm, &shrunk);
-        if (rc != MPI_SUCCESS) die(w, i, "shrink", rc);
-        rc = MPI_Comm_free(&w->comm);
-        if (rc != MPI_SUCCESS) die(w, i, "free", rc);
-        /* Go on on a duplicate: every thread dups its own communicator at once. */
-        rc = MPI_Comm_dup(shrunk, &w->comm);
-        if (rc != MPI_SUCCESS) die(w, i, "dup", rc);
-        rc = MPI_Comm_free(&shrunk);
-        if (rc != MPI_SUCCESS) die(w, i, "free of the shrunk", rc);
+        recover(w, i);
         members(w);
         w->recoveries++;
         i--;
     }
+    /* The second victim's other threads stop before the end (not before: a thread
+     * that stops in the middle of a recovery is a hung rank, for which a survivor's
+     * dup may wait as long as it lives): every survivor meets its death. */
+    if (me == victim2) {
+        for (;;) pause();
+    }
     int done = 1;
     int rc = MPIX_Comm_agree(w->comm, &done);
     if (rc != MPI_SUCCESS || done != 1) die(w, iterations, "final agree", rc);
-    if (w->recoveries != 1 || w->size != world_size - 1) {
+    /* Two recoveries when the second victim's thread had finished the first. */
+    int most = victim2 < 0 ? 1 : 2;
+    if (w->recoveries < 1 || w->recoveries > most || w->size != world_size - most) {
         fprintf(stderr, "rank %d thread %d: %d recoveries, %d members\n", me, w->t,
                 w->recoveries, w->size);
         _exit(4);
     }
     for (int k = 0; k < w->size; k++) {
-        if (w->wranks[k] == victim) die(w, iterations, "the victim is still a member", 0);
+        if (w->wranks[k] == victim || w->wranks[k] == victim2) {
+            die(w, iterations, "a victim is still a member", 0);
+        }
     }
     OK(MPI_Comm_free(&w->comm));
     return NULL;
@@ -189,7 +228,7 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
     OK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    CHECK(argc == 3 && world_size >= 3 && world_size <= 64);
+    CHECK((argc == 3 || argc == 4) && world_size >= 3 && world_size <= 64);
     unsigned long seed = strtoul(argv[1], NULL, 10);
     iterations = atoi(argv[2]);
     CHECK(iterations >= 3);
@@ -197,9 +236,14 @@ int main(int argc, char **argv) {
     killer = (int)(seed / 64 % THREADS);
     kill_at = 1 + (int)(seed / 256 % (unsigned long)(iterations - 2));
     kill_phase = (int)(seed / 65536 % 3);
+    if (argc == 4 && atoi(argv[3]) == 2) {
+        CHECK(world_size >= 4);
+        victim2 = (victim + 1 + (int)(seed / 4096 % (unsigned long)(world_size - 1))) % world_size;
+    }
     if (me == 0) {
-        printf("soak: seed %lu: rank %d's thread %d dies in iteration %d at point %d\n", seed,
-               victim, killer, kill_at, kill_phase);
+        printf("soak: seed %lu: rank %d's thread %d dies in iteration %d at point %d; "
+               "second victim %d\n",
+               seed, victim, killer, kill_at, kill_phase, victim2);
         fflush(stdout);
     }
 
