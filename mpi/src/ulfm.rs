@@ -69,14 +69,29 @@ fn shrink(g: &mut Guard, comm: Handle) -> R<Handle> {
 fn survivors(mut base: Comm) -> R<(Comm, Comm)> {
     for _ in 0..=base.size() {
         let s = base.shrink()?;
-        match s.dup() {
-            Ok(coll) => return Ok((s, coll)),
-            Err(CommError::ProcFailed { .. } | CommError::Revoked) => {
-                s.revoke();
-                base = s;
-            }
+        let twin = match s.dup() {
+            Ok(coll) => Some(coll),
+            Err(CommError::ProcFailed { .. } | CommError::Revoked) => None,
             Err(e) => return Err(e.into()),
+        };
+        // The twin's dup can succeed at some members and fail at others (a member
+        // died during it after some had their result): the members agree on it over
+        // `s`, which never waits on the dead, so that all keep it or all shrink again
+        // (deciding alone, some shrank `s` again while the others had gone on, and
+        // both waited for each other: `soak_threads.c` with a second kill).
+        let all = s.agree_full(u64::from(twin.is_some()))?.value == 1;
+        match twin {
+            Some(coll) if all => return Ok((s, coll)),
+            Some(coll) => {
+                coll.revoke();
+                if let Err(e) = coll.free() {
+                    log::debug!("MPIX_Comm_shrink: a twin the others lack: {e}");
+                }
+            }
+            None => {}
         }
+        s.revoke();
+        base = s;
     }
     Err(Fail::new(
         MPI_ERR_PROC_FAILED,
