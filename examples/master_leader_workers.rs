@@ -212,11 +212,15 @@ fn main() {
 
 /// Restarts `rank` of `comm`: retries `irestart_rank` while the rank still looks alive
 /// here (the launcher may learn of the death after this process did), and asks again
-/// (up to 5 times) when the new process was killed before it joined (a restart that
-/// exits by itself is not asked again: it would fail the same way).
+/// (up to 5 new processes) when the new process was killed before it joined (a restart
+/// that exits by itself is not asked again: it would fail the same way). Until this
+/// process learns of that death from the launcher, it asks for the incarnation it
+/// knows, and the launcher answers with the same death again: such repeats are not
+/// new kills, and are asked again for up to 30 s (counted as kills, five 1 ms tries
+/// used up the budget on a loaded host before the news came, and the job failed).
 fn restart(world: &World, comm: &Comm, rank: u32) -> Result<u32, CommError> {
     let start = std::time::Instant::now();
-    let mut killed = 0;
+    let mut kills: Vec<String> = Vec::new();
     loop {
         let outcome = comm.irestart_rank(rank).and_then(|request| request.wait());
         match outcome {
@@ -228,10 +232,13 @@ fn restart(world: &World, comm: &Comm, rank: u32) -> Result<u32, CommError> {
             Err(CommError::Restart(m))
                 if m.contains("killed by signal")
                     && m.contains("before it joined")
-                    && killed < 5 =>
+                    && kills.len() < 5
+                    && start.elapsed() < Duration::from_secs(30) =>
             {
-                killed += 1;
-                log::warn!("restart of rank {rank}: {m}; asking again");
+                if !kills.contains(&m) {
+                    log::warn!("restart of rank {rank}: {m}; asking again");
+                    kills.push(m);
+                }
                 world.progress_for(Duration::from_millis(1));
             }
             other => return other,

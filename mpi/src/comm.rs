@@ -44,12 +44,19 @@ crate::mpi_fn! {
 /// Registers an intra-communicator made of `p2p` (and its collective half,
 /// [`collective_half`]), with `parent`'s error handler.
 pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
-    let coll = collective_half(&p2p)?;
-    Ok(register_pair(lib, p2p, coll, errhandler))
+    let pair = with_half(p2p)?;
+    Ok(insert(lib, pair, errhandler))
 }
 
-/// Registers the intra-communicator of `p2p` and its collective half `coll`.
-pub(crate) fn register_pair(lib: &mut Lib, p2p: Comm, coll: Comm, errhandler: Handle) -> Handle {
+/// `p2p` and its collective half: the runtime part of [`register`], which needs no
+/// lock.
+fn with_half(p2p: Comm) -> R<(Comm, Comm)> {
+    let coll = collective_half(&p2p)?;
+    Ok((p2p, coll))
+}
+
+/// Registers the intra-communicator `(p2p, coll)` with error handler `errhandler`.
+pub(crate) fn insert(lib: &mut Lib, (p2p, coll): (Comm, Comm), errhandler: Handle) -> Handle {
     if p2p.is_revoked() {
         // Revoked by a member that returned already: the half too (its revoke may
         // not have reached this half yet).
@@ -78,6 +85,12 @@ pub(crate) fn collective_half(p2p: &Comm) -> R<Comm> {
     }
 }
 
+// The constructors below look up the parent under the lock, then run the runtime's
+// collective steps without it (`Guard::unlocked`), and register the result under it
+// again: under `MPI_THREAD_MULTIPLE` a thread blocked in one, waiting for a peer, must
+// not keep out the thread whose call that peer waits for (threads duplicating their own
+// communicators at once deadlocked across ranks, `mpi/tests/c/soak_threads.c`).
+
 crate::mpi_fn! {
     /// `MPI_Comm_dup`.
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: Handle, newcomm: *mut Handle) {
@@ -87,8 +100,8 @@ crate::mpi_fn! {
             let lib = g.lib()?;
             let (_, coll) = lib.intra(comm)?;
             let errh = lib.comm(comm)?.errhandler;
-            let p2p = coll.dup()?;
-            *slot = register(lib, p2p, errh)?;
+            let pair = g.unlocked(|| with_half(coll.dup()?))?;
+            *slot = insert(g.lib()?, pair, errh);
             Ok(())
         })
     }
@@ -96,22 +109,27 @@ crate::mpi_fn! {
 
 /// Splits intra-communicator `comm` by `color` (`None`: `MPI_UNDEFINED`) ordered by
 /// `key`; the new handle, `MPI_COMM_NULL` for `None`.
-fn split(lib: &mut Lib, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
+fn split(g: &mut Guard, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
+    let lib = g.lib()?;
     let (_, coll) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
     // Keys order the ranks: shift them so that negative keys sort first.
     let key = (i64::from(key) - i64::from(i32::MIN)) as u32;
-    let c = coll.split(color.unwrap_or(u32::MAX), key)?;
-    match color {
-        None => {
+    let pair = g.unlocked(|| -> R<Option<(Comm, Comm)>> {
+        let c = coll.split(color.unwrap_or(u32::MAX), key)?;
+        if color.is_none() {
             // The ranks without a color formed one communicator of their own: give it
             // back (collectively, among them).
             if let Err(e) = c.free() {
                 log::debug!("MPI_Comm_split: freeing the MPI_UNDEFINED group: {e}");
             }
-            Ok(MPI_COMM_NULL)
+            return Ok(None);
         }
-        Some(_) => register(lib, c, errh),
+        with_half(c).map(Some)
+    })?;
+    match pair {
+        None => Ok(MPI_COMM_NULL),
+        Some(pair) => Ok(insert(g.lib()?, pair, errh)),
     }
 }
 
@@ -126,7 +144,7 @@ crate::mpi_fn! {
                 c if c >= 0 => Some(c as u32),
                 c => return Err(Fail::new(MPI_ERR_ARG, format!("color {c} is negative"))),
             };
-            *slot = split(g.lib()?, comm, color, key)?;
+            *slot = split(g, comm, color, key)?;
             Ok(())
         })
     }
@@ -154,7 +172,7 @@ crate::mpi_fn! {
                 | MPI_COMM_TYPE_RESOURCE_GUIDED => None,
                 t => return Err(Fail::new(MPI_ERR_ARG, format!("split type {t} is not one of MPI's"))),
             };
-            *slot = split(g.lib()?, comm, color, key)?;
+            *slot = split(g, comm, color, key)?;
             Ok(())
         })
     }
@@ -186,7 +204,7 @@ crate::mpi_fn! {
             }
             let me = lib.world.rank();
             let pos = members.iter().position(|&w| w == me);
-            *slot = split(lib, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
+            *slot = split(g, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
             Ok(())
         })
     }
@@ -206,7 +224,17 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
         .remove(&h)
         .ok_or_else(|| Fail::new(MPI_ERR_COMM, format!("{h:#x} is not a communicator")))?;
     *slot = MPI_COMM_NULL;
-    match e.kind {
+    // The handle is out of the table: the closing agreement and barrier run without
+    // the lock (as `MPIX_Comm_agree` does), so that under `MPI_THREAD_MULTIPLE` a thread
+    // freeing one communicator does not keep another thread out of the library while
+    // its peers wait for that thread's call on another communicator.
+    g.unlocked(|| close(e.kind));
+    Ok(())
+}
+
+/// `free`'s runtime part: agree on whether the communicator is whole, then free it.
+fn close(kind: CommKind) {
+    match kind {
         CommKind::Intra { p2p, coll } => {
             // The runtime's free runs a closing barrier, which is not fault tolerant: a
             // member that dies before or during it can leave a rank waiting on a peer
@@ -242,7 +270,6 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
             }
         }
     }
-    Ok(())
 }
 
 crate::mpi_fn! {
@@ -608,8 +635,8 @@ crate::mpi_fn! {
             }
             let (_, coll) = lib.intra(comm)?;
             let errh = lib.comm(comm)?.errhandler;
-            let c = coll.create_group(&ranks, tag)?;
-            *slot = register(lib, c, errh)?;
+            let pair = g.unlocked(|| with_half(coll.create_group(&ranks, tag)?))?;
+            *slot = insert(g.lib()?, pair, errh);
             Ok(())
         })
     }

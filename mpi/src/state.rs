@@ -14,12 +14,14 @@
 //! exceptions under `MPI_THREAD_MULTIPLE`: `MPI_Send`, `MPI_Ssend` and `MPI_Recv` on an
 //! intra-communicator look up their runtime communicator under the mutex, then run the
 //! runtime's blocking operation without it ([`Guard::unlocked`]; the runtime is
-//! thread-safe, `docs/threads.md`); and a call that waits on requests (`MPI_Wait`, a
-//! collective, ...) releases it between two attempts, so another thread can post the
-//! send the first one waits for. Each attempt is one non-blocking test of the runtime's
-//! requests under the mutex. Below `MPI_THREAD_MULTIPLE` the program promises that calls
-//! never overlap, and blocking calls use the runtime's blocking operations directly (its
-//! fastest path).
+//! thread-safe, `docs/threads.md`; `MPIX_Comm_agree`, `shrink`, `MPI_Comm_free`, `dup`,
+//! `split`, `create` and `create_group` run their runtime rounds so too, at every
+//! level); and a call that waits on requests (`MPI_Wait`, a collective, ...) releases
+//! it between two attempts, so another thread can post the send the first one waits
+//! for. Each attempt is one non-blocking test of the runtime's requests under the
+//! mutex. Below
+//! `MPI_THREAD_MULTIPLE` the program promises that calls never overlap, and blocking
+//! calls use the runtime's blocking operations directly (its fastest path).
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -426,9 +428,9 @@ impl Guard {
     }
 
     /// Runs `f` without the lock and takes it back (a blocking point-to-point call
-    /// under `MPI_THREAD_MULTIPLE`: the runtime's communicators are `Send + Sync` and
-    /// wait holding its engine for one round at a time, so other threads' calls go on
-    /// meanwhile). `f` must not touch the state. The owner has no lock to give up.
+    /// under `MPI_THREAD_MULTIPLE`, an agreement, a shrink, a free, a dup: the runtime's
+    /// communicators are `Send + Sync` and wait holding its engine for one round at a
+    /// time, so other threads' calls go on meanwhile). `f` must not touch the state. The owner has no lock to give up.
     pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
         if self.owner {
             return f();

@@ -9,7 +9,7 @@ use sf::{Comm, CommError};
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::request::{Op, Outcome, Req};
-use crate::state::{call, CommKind, Lib};
+use crate::state::{call, CommKind, Guard, Lib};
 use crate::util::{new_request_out, out};
 
 crate::mpi_fn! {
@@ -48,13 +48,21 @@ crate::mpi_fn! {
 /// `Comm::twin` (agreements): a shrink succeeds despite failures, so its half must be
 /// made despite a member that fails meanwhile, and despite a member that returned
 /// first and revokes it (which made a dup of it fail, and this function shrink once
-/// more: members ended with different communicators).
-fn shrink(lib: &mut Lib, comm: Handle) -> R<Handle> {
+/// more: members ended with different communicators). The shrink and the twin run
+/// without the lock (`Guard::unlocked`): under `MPI_THREAD_MULTIPLE` a thread blocked
+/// in them must not keep another thread from the calls its peers wait for (two
+/// threads shrinking or agreeing on two communicators at once deadlocked across
+/// ranks, `soak_threads.c`).
+fn shrink(g: &mut Guard, comm: Handle) -> R<Handle> {
+    let lib = g.lib()?;
     let (p2p, _) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
-    let s = p2p.shrink()?;
-    let coll = s.twin()?;
-    Ok(crate::comm::register_pair(lib, s, coll, errh))
+    let pair = g.unlocked(|| -> R<(Comm, Comm)> {
+        let s = p2p.shrink()?;
+        let coll = s.twin()?;
+        Ok((s, coll))
+    })?;
+    Ok(crate::comm::insert(g.lib()?, pair, errh))
 }
 
 crate::mpi_fn! {
@@ -64,7 +72,7 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
             let slot = unsafe { out(newcomm) }?;
-            *slot = shrink(g.lib()?, comm)?;
+            *slot = shrink(g, comm)?;
             Ok(())
         })
     }
@@ -78,9 +86,8 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `newcomm` and `request` are valid for writes.
             let (slot, req) = unsafe { (out(newcomm)?, new_request_out(request)?) };
-            let lib = g.lib()?;
-            *slot = shrink(lib, comm)?;
-            let h = lib.add_request(Req::finished(comm, Outcome::empty()))?;
+            *slot = shrink(g, comm)?;
+            let h = g.lib()?.add_request(Req::finished(comm, Outcome::empty()))?;
             *req = h;
             Ok(())
         })
@@ -101,13 +108,18 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `flag` is valid for reads and writes.
             let flag = unsafe { out(flag) }?;
             let lib = g.lib()?;
+            // The agreement runs without the lock, as `MPI_Recv` does: under
+            // `MPI_THREAD_MULTIPLE` a thread waiting in it must not keep the thread
+            // whose call a peer waits for out of the library (see `shrink`).
             if let CommKind::Inter(ic) = &lib.comm(comm)?.kind {
                 // ULFM on an inter-communicator: uniform over both groups; each side
                 // reads the AND of the remote group's flags.
-                *flag = ic.agree(*flag as u32)? as c_int;
+                let ic = ic.clone();
+                *flag = g.unlocked(|| ic.agree(*flag as u32))? as c_int;
                 return Ok(());
             }
-            let a = p2p_of(lib, comm)?.agree_full(u64::from(*flag as u32))?;
+            let c = p2p_of(lib, comm)?;
+            let a = g.unlocked(|| c.agree_full(u64::from(*flag as u32)))?;
             *flag = a.value as u32 as c_int;
             if a.all_acked {
                 Ok(())

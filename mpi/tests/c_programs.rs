@@ -124,6 +124,29 @@ fn ulfm_loop(victim: &str) {
     );
 }
 
+/// `soak_threads.c`: 4 ranks of 4 threads (`MPI_THREAD_MULTIPLE`), each on a communicator
+/// of its own; one rank, then two (the second during the recovery) SIGKILLed at points
+/// from a seed; every survivor thread revokes, agrees, shrinks, frees and dups while the
+/// others do, and ends on the survivors, every word and sum checked, over shm and tcp.
+/// `STEADFAST_SOAK_RUNS` (default 1) repeats it; `STEADFAST_SOAK_SEED` fixes the seed.
+#[test]
+fn threads_recover_their_own_communicators_after_a_sigkill_at_a_random_point() {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let nanos = nanos.map_or(1, |d| d.subsec_nanos() as u64);
+    let tcp = [("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
+    for k in 0..var("STEADFAST_SOAK_RUNS").unwrap_or(1) * 4 {
+        let (env, kills) = (if k % 2 == 0 { &[][..] } else { &tcp[..] }, 1 + k / 2 % 2);
+        let seed = var("STEADFAST_SOAK_SEED").unwrap_or(nanos.wrapping_mul(k + 1) % (1 << 31));
+        let args = [seed.to_string(), "100".into(), kills.to_string()];
+        let (status, out, err) =
+            run_ulfm_with(4, "soak_threads", &args.each_ref().map(|a| a.as_str()), env);
+        let what = format!("{args:?} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
+        assert_eq!(status, 0, "{what}");
+        assert_eq!(out.matches("SOAK OK").count() as u64, 4 - kills, "{what}");
+    }
+}
+
 #[test]
 fn an_open_mpi_ulfm_program_runs_unchanged_with_the_last_rank_killed() {
     ulfm_loop("3");

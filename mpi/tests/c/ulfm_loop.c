@@ -5,7 +5,7 @@
  * rank dies during it; the survivors revoke, agree on whether the iteration counts,
  * shrink, and redo it on the shrunk communicator, then agree that they finished.
  *
- *   ulfm_loop [victim]        (default: the last rank)
+ *   ulfm_loop [victim [iteration]]   (default: the last rank, in iteration 5)
  */
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -14,7 +14,6 @@
 #include <stdlib.h>
 
 #define ITERATIONS 20
-#define FAIL_AT 5
 
 static int rank = -1;
 
@@ -36,10 +35,11 @@ int main(int argc, char *argv[]) {
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
     int victim = argc > 1 ? atoi(argv[1]) : size - 1;
+    int fail_at = argc > 2 ? atoi(argv[2]) : 5;
     int original = size;
 
     for (int i = 0; i < ITERATIONS; i++) {
-        if (i == FAIL_AT && rank == victim && recoveries == 0) {
+        if (i == fail_at && rank == victim && recoveries == 0) {
             raise(SIGKILL);
         }
         long contribution = i + 1, sum = -1;
