@@ -41,15 +41,9 @@ crate::mpi_fn! {
     }
 }
 
-/// Registers an intra-communicator made of `p2p` (and its collective half,
-/// [`collective_half`]), with `parent`'s error handler.
-pub(crate) fn register(lib: &mut Lib, p2p: Comm, errhandler: Handle) -> R<Handle> {
-    let pair = with_half(p2p)?;
-    Ok(insert(lib, pair, errhandler))
-}
-
-/// `p2p` and its collective half: the runtime part of [`register`], which needs no
-/// lock.
+/// `p2p` and its collective half ([`collective_half`]): the runtime part of making an
+/// intra-communicator, which runs without the library's lock; [`insert`] registers
+/// the pair under it.
 fn with_half(p2p: Comm) -> R<(Comm, Comm)> {
     let coll = collective_half(&p2p)?;
     Ok((p2p, coll))
@@ -409,7 +403,10 @@ crate::mpi_fn! {
             } else {
                 0
             };
-            let ic = local.intercomm_create_uniform(ll, &bridge, rl, tag)?;
+            // The creation's rounds run without the lock, as the intra-communicators'
+            // constructors do (see above them).
+            let ic = g.unlocked(|| local.intercomm_create_uniform(ll, &bridge, rl, tag))?;
+            let lib = g.lib()?;
             let h = lib.new_handle();
             lib.comms.insert(h, CommEntry::new(CommKind::Inter(ic), errh, ""));
             *slot = h;
@@ -598,8 +595,10 @@ crate::mpi_fn! {
             let CommKind::Inter(ic) = &e.kind else {
                 return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"));
             };
-            let merged = ic.merge(high != 0)?;
-            *slot = register(lib, merged, errh)?;
+            let ic = ic.clone();
+            // The merge and the half run without the lock (see the constructors above).
+            let pair = g.unlocked(|| with_half(ic.merge(high != 0)?))?;
+            *slot = insert(g.lib()?, pair, errh);
             Ok(())
         })
     }
