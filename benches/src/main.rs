@@ -192,24 +192,35 @@ fn parse() -> Cli {
     }
 }
 
+/// Each benchmark that borrows the world ends with `World::finalize`, the collective
+/// exit: a rank that left without it looks failed to a rank still in the final
+/// barrier, and a runtime collective gives up once any member is known failed.
 fn main() {
     let cli = parse();
     match cli.bench {
         Bench::Latency(c) => {
             let c = checked(c, "latency", Some(p2p::LATENCY_SIZES));
-            p2p::latency(&init(&c, None), &c)
+            let world = init(&c, None);
+            p2p::latency(&world, &c);
+            world.finalize();
         }
         Bench::Bw(c) => {
             let c = checked(c, "bw", Some(p2p::BANDWIDTH_SIZES));
-            p2p::bandwidth(&init(&c, None), &c, false)
+            let world = init(&c, None);
+            p2p::bandwidth(&world, &c, false);
+            world.finalize();
         }
         Bench::Bibw(c) => {
             let c = checked(c, "bibw", Some(p2p::BANDWIDTH_SIZES));
-            p2p::bandwidth(&init(&c, None), &c, true)
+            let world = init(&c, None);
+            p2p::bandwidth(&world, &c, true);
+            world.finalize();
         }
         Bench::MbwMr(c) => {
             let c = checked(c, "mbw_mr", Some(rate::SIZES));
-            rate::mbw_mr(&init(&c, None), &c)
+            let world = init(&c, None);
+            rate::mbw_mr(&world, &c);
+            world.finalize();
         }
         Bench::MtMr {
             common,
@@ -219,19 +230,27 @@ fn main() {
             let c = checked(common, "mt_mr", Some(threads::SIZES));
             let counts = threads::parse_threads(&threads).unwrap_or_else(|e| fail(&e));
             let layouts = threads::Layout::parse_list(&comms).unwrap_or_else(|e| fail(&e));
-            threads::mt_mr(&init(&c, None), &c, &counts, &layouts)
+            let world = init(&c, None);
+            threads::mt_mr(&world, &c, &counts, &layouts);
+            world.finalize();
         }
         Bench::Put(c) => {
             let c = checked(c, "put", Some(rma::SIZES));
-            rma::latency(&init(&c, None), &c, rma::OneSided::Put)
+            let world = init(&c, None);
+            rma::latency(&world, &c, rma::OneSided::Put);
+            world.finalize();
         }
         Bench::Get(c) => {
             let c = checked(c, "get", Some(rma::SIZES));
-            rma::latency(&init(&c, None), &c, rma::OneSided::Get)
+            let world = init(&c, None);
+            rma::latency(&world, &c, rma::OneSided::Get);
+            world.finalize();
         }
         Bench::Allreduce(c) => {
             let c = checked(c, "allreduce", Some(p2p::ALLREDUCE_SIZES));
-            p2p::allreduce(&init(&c, None), &c)
+            let world = init(&c, None);
+            p2p::allreduce(&world, &c);
+            world.finalize();
         }
         Bench::Agree(c) => {
             let c = checked(c, "agree", None);
