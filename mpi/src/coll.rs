@@ -233,8 +233,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // An inter-communicator's: every process of both groups (the runtime's
             // barrier over their union).
-            if let CommKind::Inter(ic) = &g.lib()?.comm(comm)?.kind {
-                return Ok(ic.barrier()?);
+            // Without the lock while it waits, as the blocking point-to-point calls.
+            if let CommKind::Inter { coll, .. } = &g.lib()?.comm(comm)?.kind {
+                let coll = coll.clone();
+                return Ok(g.unlocked(|| coll.barrier())?);
             }
             Rounds::start(g, comm, 1)?.barrier(g)
         })

@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use sf::comm::InterComm;
 use sf::{Comm, CommError};
 
 use crate::consts::*;
@@ -32,7 +33,7 @@ crate::mpi_fn! {
             let n = match &e.kind {
                 // Kept in the table (the runtime's `size()` takes its engine).
                 CommKind::Intra { .. } => e.size,
-                CommKind::Inter(ic) => ic.local_size(),
+                CommKind::Inter { p2p, .. } => p2p.local_size(),
             };
             // SAFETY: MPI's contract: `size` is valid for a write.
             *unsafe { out(size) }? = n as c_int;
@@ -47,6 +48,33 @@ crate::mpi_fn! {
 fn with_half(p2p: Comm) -> R<(Comm, Comm)> {
     let coll = collective_half(&p2p)?;
     Ok((p2p, coll))
+}
+
+/// The collective half of a new inter-communicator `p2p`: its twin
+/// (`InterComm::twin`), which a revoke or failure meanwhile cannot interrupt, so every
+/// member of both groups gets it and a uniform creation (`MPI_Intercomm_create`) stays
+/// uniform.
+pub(crate) fn inter_half(p2p: InterComm) -> R<(InterComm, InterComm)> {
+    let coll = p2p.twin()?;
+    Ok((p2p, coll))
+}
+
+/// Registers the inter-communicator `(p2p, coll)` with error handler `errhandler`, as
+/// [`insert`].
+pub(crate) fn insert_inter(
+    lib: &mut Lib,
+    (p2p, coll): (InterComm, InterComm),
+    errhandler: Handle,
+) -> Handle {
+    if p2p.is_revoked() {
+        coll.revoke();
+    }
+    let h = lib.new_handle();
+    lib.comms.insert(
+        h,
+        CommEntry::new(CommKind::Inter { p2p, coll }, errhandler, ""),
+    );
+    h
 }
 
 /// Registers the intra-communicator `(p2p, coll)` with error handler `errhandler`.
@@ -92,8 +120,16 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
             let slot = unsafe { out(newcomm) }?;
             let lib = g.lib()?;
+            let e = lib.comm(comm)?;
+            let errh = e.errhandler;
+            if let CommKind::Inter { coll, .. } = &e.kind {
+                // Both groups duplicate it, over the collective half.
+                let coll = coll.clone();
+                let pair = g.unlocked(|| inter_half(coll.dup()?))?;
+                *slot = insert_inter(g.lib()?, pair, errh);
+                return Ok(());
+            }
             let (_, coll) = lib.intra(comm)?;
-            let errh = lib.comm(comm)?.errhandler;
             let pair = g.unlocked(|| with_half(coll.dup()?))?;
             *slot = insert(g.lib()?, pair, errh);
             Ok(())
@@ -250,17 +286,20 @@ fn close(kind: CommKind) {
                 }
             }
         }
-        CommKind::Inter(ic) => {
+        CommKind::Inter { p2p, coll } => {
             // As above, with the agreement across both groups (each side reads the
             // other's flags; a side revoked here contributes 0, so both skip the
             // barrier).
-            let whole = !ic.is_revoked();
-            let clean = whole && matches!(ic.agree(u32::from(whole)), Ok(1));
+            let whole = !p2p.is_revoked() && !coll.is_revoked();
+            let clean = whole && matches!(p2p.agree(u32::from(whole)), Ok(1));
             if !clean {
-                ic.revoke();
+                p2p.revoke();
+                coll.revoke();
             }
-            if let Err(e) = ic.free() {
-                log::debug!("MPI_Comm_free: {e}");
+            for c in [coll, p2p] {
+                if let Err(e) = c.free() {
+                    log::debug!("MPI_Comm_free: {e}");
+                }
             }
         }
     }
@@ -348,7 +387,7 @@ crate::mpi_fn! {
     /// `MPI_Comm_test_inter`.
     fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: Handle, flag: *mut c_int) {
         call(comm, |g| {
-            let inter = matches!(g.lib()?.comm(comm)?.kind, CommKind::Inter(_));
+            let inter = matches!(g.lib()?.comm(comm)?.kind, CommKind::Inter { .. });
             // SAFETY: MPI's contract: `flag` is valid for a write.
             *unsafe { out(flag) }? = c_int::from(inter);
             Ok(())
@@ -361,7 +400,7 @@ crate::mpi_fn! {
     fn MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: Handle, size: *mut c_int) {
         call(comm, |g| {
             let n = match &g.lib()?.comm(comm)?.kind {
-                CommKind::Inter(ic) => ic.remote_size(),
+                CommKind::Inter { p2p, .. } => p2p.remote_size(),
                 CommKind::Intra { .. } => {
                     return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"))
                 }
@@ -405,11 +444,10 @@ crate::mpi_fn! {
             };
             // The creation's rounds run without the lock, as the intra-communicators'
             // constructors do (see above them).
-            let ic = g.unlocked(|| local.intercomm_create_uniform(ll, &bridge, rl, tag))?;
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.comms.insert(h, CommEntry::new(CommKind::Inter(ic), errh, ""));
-            *slot = h;
+            let pair = g.unlocked(|| {
+                inter_half(local.intercomm_create_uniform(ll, &bridge, rl, tag)?)
+            })?;
+            *slot = insert_inter(g.lib()?, pair, errh);
             Ok(())
         })
     }
@@ -592,7 +630,7 @@ crate::mpi_fn! {
             let lib = g.lib()?;
             let e = lib.comm(intercomm)?;
             let errh = e.errhandler;
-            let CommKind::Inter(ic) = &e.kind else {
+            let CommKind::Inter { p2p: ic, .. } = &e.kind else {
                 return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"));
             };
             let ic = ic.clone();

@@ -162,10 +162,13 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     // (and the program's own synchronisation) orders after this store.
     UNIVERSE_SIZE.store(universe as i32, Ordering::Relaxed);
     if let Some(ic) = parent {
+        // Its collective half with the parents (who make theirs in MPI_Comm_spawn once
+        // the children joined).
+        let (p2p, coll) = crate::comm::inter_half(ic)?;
         let h = lib.new_handle();
         lib.comms.insert(
             h,
-            CommEntry::new(CommKind::Inter(ic), errh, "MPI_COMM_PARENT"),
+            CommEntry::new(CommKind::Inter { p2p, coll }, errh, "MPI_COMM_PARENT"),
         );
         lib.parent = h;
     }

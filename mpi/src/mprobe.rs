@@ -32,8 +32,8 @@ fn take(
         unsafe { write_status(status, &Outcome::empty(), false) };
         return Ok(true);
     }
-    let (c, size) = probe_target(g, comm)?;
-    let source = recv_source(source, size)?;
+    let (c, offset, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?.map(|s| offset + s);
     let found = if !block {
         c.improbe(source, tag)?
     } else if g.lib()?.multiple() {
@@ -57,10 +57,10 @@ fn take(
         return Ok(false);
     };
     // SAFETY: MPI's contract: `status` is null or valid for a write.
-    unsafe { write_status(status, &probe_outcome(m.status()), false) };
+    unsafe { write_status(status, &probe_outcome(m.status(), offset), false) };
     let lib = g.lib()?;
     let h = lib.new_handle();
-    lib.messages.insert(h, (comm, m));
+    lib.messages.insert(h, (comm, m, offset));
     *slot = h;
     Ok(true)
 }
@@ -113,7 +113,7 @@ fn receive(
         *slot = MPI_MESSAGE_NULL;
         return Ok((Outcome::empty(), MPI_COMM_WORLD));
     }
-    let (comm, m) = lib
+    let (comm, m, offset) = lib
         .messages
         .remove(&*slot)
         .ok_or_else(|| Fail::new(MPI_ERR_REQUEST, "not a message from MPI_Mprobe"))?;
@@ -123,9 +123,9 @@ fn receive(
     let data = unsafe { bytes_mut(buf, len) }?;
     let st = m.status();
     let outcome = match m.recv(data) {
-        Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+        Ok(st) => Outcome::ok((st.source - offset) as c_int, st.tag as c_int, st.len),
         Err(e) => Outcome {
-            source: st.source as c_int,
+            source: (st.source - offset) as c_int,
             tag: st.tag as c_int,
             bytes: if matches!(e, sf::CommError::Truncated { .. }) {
                 len

@@ -9,22 +9,31 @@ use sf::Comm;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
-use crate::request::{wait_local, write_status, write_status_ok, MPI_Status, Op, Outcome, Req};
+use crate::request::{write_status, write_status_ok, MPI_Status, Op, Outcome, Req};
 use crate::state::{call, CommKind, Guard};
 use crate::util::{bytes, bytes_mut, new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
 
-/// The runtime communicator of `comm` for point to point, with its size.
-enum Target {
-    Intra(Comm),
-    Inter(sf::comm::InterComm),
+/// Where the program's messages on a communicator travel: the runtime communicator,
+/// and the rank there of the program's peer rank 0. An intra-communicator's peers are
+/// its own ranks (offset 0); an inter-communicator's are its remote group, which sits
+/// at `InterComm::remote_offset` in the communicator over both groups underneath
+/// (`InterComm::union`). A rank the program names is checked against the entry's size
+/// (the remote group's, for an inter-communicator) before the offset is added, and a
+/// status's source has it taken off again.
+#[inline(always)]
+pub(crate) fn peers(kind: &CommKind) -> (&Comm, u32) {
+    match kind {
+        CommKind::Intra { p2p, .. } => (p2p, 0),
+        CommKind::Inter { p2p, .. } => (p2p.union(), p2p.remote_offset()),
+    }
 }
 
-fn target(g: &mut Guard, comm: Handle) -> R<(Target, u32)> {
+/// [`peers`] of `comm`, cloned (for a call that gives the lock up while it waits),
+/// with the number of peers.
+fn peers_of(g: &mut Guard, comm: Handle) -> R<(Comm, u32, u32)> {
     let e = g.lib()?.comm(comm)?;
-    Ok(match &e.kind {
-        CommKind::Intra { p2p, .. } => (Target::Intra(p2p.clone()), p2p.size()),
-        CommKind::Inter(ic) => (Target::Inter(ic.clone()), ic.remote_size()),
-    })
+    let (c, offset) = peers(&e.kind);
+    Ok((c.clone(), offset, e.size))
 }
 
 /// Standard or (`Mode::Sync`) synchronous send.
@@ -57,37 +66,16 @@ pub(crate) fn send(
     // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, unchanged during the
     // call.
     let data = unsafe { bytes(buf, len) }?;
-    if let CommKind::Intra { p2p, .. } = &e.kind {
-        if lib.multiple() {
-            // Other threads' calls go on while this one waits (the runtime is
-            // thread-safe): the lock is only held for the lookup.
-            let c = p2p.clone();
-            return Ok(g.unlocked(|| send_on(&c, dest, tag, data, mode))?);
-        }
-        // The latency path: no other thread may call meanwhile, so the runtime's
-        // blocking send runs on the table's communicator, without a clone.
-        return Ok(send_on(p2p, dest, tag, data, mode)?);
+    let (p2p, offset) = peers(&e.kind);
+    if lib.multiple() {
+        // Other threads' calls go on while this one waits (the runtime is
+        // thread-safe): the lock is only held for the lookup.
+        let c = p2p.clone();
+        return Ok(g.unlocked(|| send_on(&c, offset + dest, tag, data, mode))?);
     }
-    match target(g, comm)?.0 {
-        Target::Intra(c) => {
-            // SAFETY: the request is waited for (or dropped) before this call returns,
-            // within `data`'s borrow.
-            let r = unsafe { start_send(&c, dest, tag, data, mode) }?;
-            let mut req = Req::new(comm, Op::Send(extend_send(r)));
-            let o = wait_local(g, &mut req)?;
-            if o.error != MPI_SUCCESS {
-                return Err(Fail::new(o.error, "send failed"));
-            }
-        }
-        Target::Inter(_) if mode == Mode::Sync => {
-            return Err(Fail::new(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "synchronous sends on inter-communicators are not supported",
-            ))
-        }
-        Target::Inter(ic) => ic.send(dest, tag, data)?,
-    }
-    Ok(())
+    // The latency path: no other thread may call meanwhile, so the runtime's blocking
+    // send runs on the table's communicator, without a clone.
+    Ok(send_on(p2p, offset + dest, tag, data, mode)?)
 }
 
 /// The runtime's blocking standard or synchronous send.
@@ -158,7 +146,7 @@ crate::mpi_fn! {
 
 crate::mpi_fn! {
     /// `MPI_Ssend`: returns once the matching receive has started (MPI 4.1, 3.4), on
-    /// every route; an inter-communicator gives `MPI_ERR_UNSUPPORTED_OPERATION`.
+    /// every route and on inter-communicators too.
     fn MPI_Ssend / PMPI_Ssend(
         buf: *const c_void,
         count: c_int,
@@ -187,19 +175,15 @@ crate::mpi_fn! {
     }
 }
 
-/// The runtime communicator a probe looks at: an intra-communicator's messages.
-pub(crate) fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32)> {
-    match target(g, comm)? {
-        (Target::Intra(c), size) => Ok((c, size)),
-        (Target::Inter(_), _) => Err(Fail::new(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "probing on inter-communicators is not supported",
-        )),
-    }
+/// The runtime communicator a probe of `comm` looks at, the offset of the peers in it
+/// and their number ([`peers`]).
+pub(crate) fn probe_target(g: &mut Guard, comm: Handle) -> R<(Comm, u32, u32)> {
+    peers_of(g, comm)
 }
 
-pub(crate) fn probe_outcome(st: sf::comm::Status) -> Outcome {
-    Outcome::ok(st.source as c_int, st.tag as c_int, st.len)
+/// A probe's outcome; the source as the program names it (`offset`: [`peers`]).
+pub(crate) fn probe_outcome(st: sf::comm::Status, offset: u32) -> Outcome {
+    Outcome::ok((st.source - offset) as c_int, st.tag as c_int, st.len)
 }
 
 /// `MPI_Iprobe`: one look; `*flag` says whether a message matched.
@@ -221,13 +205,13 @@ fn iprobe(
         unsafe { write_status(status, &Outcome::empty(), false) };
         return Ok(());
     }
-    let (c, size) = probe_target(g, comm)?;
-    let source = recv_source(source, size)?;
+    let (c, offset, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?.map(|s| offset + s);
     let found = c.iprobe(source, tag)?;
     *flag = c_int::from(found.is_some());
     if let Some(st) = found {
         // SAFETY: MPI's contract: `status` is null or valid for a write.
-        unsafe { write_status(status, &probe_outcome(st), false) };
+        unsafe { write_status(status, &probe_outcome(st, offset), false) };
     }
     Ok(())
 }
@@ -243,8 +227,8 @@ fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MP
         unsafe { write_status(status, &Outcome::empty(), false) };
         return Ok(());
     }
-    let (c, size) = probe_target(g, comm)?;
-    let source = recv_source(source, size)?;
+    let (c, offset, size) = probe_target(g, comm)?;
+    let source = recv_source(source, size)?.map(|s| offset + s);
     let st = if g.lib()?.multiple() {
         // Let other threads in between two looks (one of them may send the message).
         let mut spin = crate::util::spin_wait();
@@ -263,7 +247,7 @@ fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MP
         c.probe(source, tag)?
     };
     // SAFETY: MPI's contract: `status` is null or valid for a write.
-    unsafe { write_status(status, &probe_outcome(st), false) };
+    unsafe { write_status(status, &probe_outcome(st, offset), false) };
     Ok(())
 }
 
@@ -317,29 +301,27 @@ pub(crate) fn recv(
         unsafe { write_status(status, &Outcome::empty(), false) };
         return Ok(());
     }
-    let source = recv_source(source, e.size)?;
+    let (p2p, offset) = peers(&e.kind);
+    let source = recv_source(source, e.size)?.map(|s| offset + s);
     // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
     // program during the call.
     let data = unsafe { bytes_mut(buf, len) }?;
-    let outcome = match (&e.kind, lib.multiple()) {
+    let outcome = if lib.multiple() {
+        // Without the lock while it waits, as in `send`.
+        let c = p2p.clone();
+        g.unlocked(|| recv_on(&c, offset, source, tag, data))
+    } else {
         // The latency path, as in `send`; a success writes the status from the
         // runtime's fields one by one (see `write_status_ok`).
-        (CommKind::Intra { p2p, .. }, false) => match p2p.recv(source, tag, data) {
+        match p2p.recv(source, tag, data) {
             Ok(st) => {
                 // SAFETY: MPI's contract: `status` is null or valid for a write.
-                unsafe { write_status_ok(status, st.source, st.tag, st.len) };
+                unsafe { write_status_ok(status, st.source - offset, st.tag, st.len) };
                 return Ok(());
             }
             // SAFETY: as above.
             Err(err) => return Err(unsafe { recv_error(err, len, status) }),
-        },
-        // Without the lock while it waits, as in `send`.
-        (CommKind::Intra { p2p, .. }, true) => {
-            let c = p2p.clone();
-            g.unlocked(|| recv_on(&c, source, tag, data))
         }
-        // The pointer from `data`, so that the buffer is reached through one borrow.
-        _ => recv_slow(g, comm, source, tag, data.as_mut_ptr().cast(), len)?,
     };
     let outcome = blocking(outcome);
     // SAFETY: MPI's contract: `status` is null or valid for a write.
@@ -350,12 +332,19 @@ pub(crate) fn recv(
     Ok(())
 }
 
-/// The runtime's blocking receive into `data`, as an outcome.
+/// The runtime's blocking receive into `data`, as an outcome (its source less `offset`,
+/// [`peers`]).
 #[inline(always)]
-fn recv_on(c: &Comm, source: Option<u32>, tag: Option<u32>, data: &mut [u8]) -> Outcome {
+fn recv_on(
+    c: &Comm,
+    offset: u32,
+    source: Option<u32>,
+    tag: Option<u32>,
+    data: &mut [u8],
+) -> Outcome {
     let len = data.len();
     match c.recv(source, tag, data) {
-        Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+        Ok(st) => Outcome::ok((st.source - offset) as c_int, st.tag as c_int, st.len),
         Err(e) => recv_failed(e, len),
     }
 }
@@ -401,36 +390,24 @@ fn blocking(o: Outcome) -> Outcome {
     }
 }
 
-/// A blocking receive on an inter-communicator.
-fn recv_slow(
-    g: &mut Guard,
+/// A receive request into the program's `buf` of `len` bytes.
+#[inline(always)]
+pub(crate) fn irecv_req(
+    c: &Comm,
     comm: Handle,
     source: Option<u32>,
     tag: Option<u32>,
-    buf: *mut c_void,
+    buf: *mut u8,
     len: usize,
-) -> R<Outcome> {
-    let (t, _) = target(g, comm)?;
-    Ok(match t {
-        Target::Intra(c) => {
-            let mut req = irecv_req(&c, comm, source, tag, buf.cast(), len)?;
-            wait_local(g, &mut req)?
-        }
-        Target::Inter(ic) => {
-            // SAFETY: MPI's contract: `buf` holds `len` bytes, the program's alone
-            // during the call.
-            let data = unsafe { bytes_mut(buf, len) }?;
-            match ic.recv(source, tag, data) {
-                Ok(st) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
-                Err(e) => Outcome::failed(crate::error::class_of(&e)),
-            }
-        }
-    })
+) -> R<Req> {
+    irecv_req_at(c, 0, comm, source, tag, buf, len)
 }
 
-/// A receive request into the program's `buf` of `len` bytes.
-pub(crate) fn irecv_req(
+/// As [`irecv_req`] on a communicator whose peers sit at `offset` ([`peers`]): `source`
+/// is already the runtime's rank; the status's source has `offset` taken off.
+pub(crate) fn irecv_req_at(
     c: &Comm,
+    offset: u32,
     comm: Handle,
     source: Option<u32>,
     tag: Option<u32>,
@@ -459,6 +436,7 @@ pub(crate) fn irecv_req(
             tag,
             buf,
             len,
+            offset,
             // Only a wildcard receive is posted again (after a failure, ULFM's
             // pending state): a named source's does without the clone.
             comm: source.is_none().then(|| c.clone()),
@@ -504,12 +482,12 @@ pub(crate) fn isend(
         Req::finished(comm, Outcome::empty())
     } else {
         let dest = rank_arg(dest, e.size)?;
-        let c = intra_p2p(&e.kind)?;
+        let (c, offset) = peers(&e.kind);
         // SAFETY: MPI's contract: `buf` stays valid and unchanged until the request
         // completes or is freed.
         let data: &'static [u8] = unsafe { bytes(buf, len) }?;
         // SAFETY: as above; the request lives in a `Req` within those rules.
-        let r = unsafe { start_send(c, dest, tag, data, mode) };
+        let r = unsafe { start_send(c, offset + dest, tag, data, mode) };
         deferred(
             comm,
             r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from),
@@ -518,18 +496,6 @@ pub(crate) fn isend(
     let h = lib.add_request(req)?;
     *slot = h;
     Ok(())
-}
-
-/// The program's runtime communicator of an intra-communicator, for the non-blocking
-/// calls (borrowed from the table: no clone on their path).
-fn intra_p2p(kind: &CommKind) -> R<&Comm> {
-    match kind {
-        CommKind::Intra { p2p, .. } => Ok(p2p),
-        CommKind::Inter(_) => Err(Fail::new(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "non-blocking operations on inter-communicators are not supported",
-        )),
-    }
 }
 
 /// A non-blocking operation whose start met a process failure: the request is made,
@@ -616,12 +582,12 @@ pub(crate) fn irecv(
     let req = if source == MPI_PROC_NULL {
         Req::finished(comm, Outcome::empty())
     } else {
-        let source = recv_source(source, e.size)?;
-        let c = intra_p2p(&e.kind)?;
+        let (c, offset) = peers(&e.kind);
+        let source = recv_source(source, e.size)?.map(|s| offset + s);
         if len > 0 && buf.is_null() {
             return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
         }
-        irecv_req(c, comm, source, tag, buf.cast(), len)?
+        irecv_req_at(c, offset, comm, source, tag, buf.cast(), len)?
     };
     let h = lib.add_request(req)?;
     *slot = h;
@@ -648,23 +614,17 @@ crate::mpi_fn! {
         call(comm, |g| {
             let slen = g.lib()?.byte_count(sendcount, sendtype)?;
             let rlen = g.lib()?.byte_count(recvcount, recvtype)?;
-            let (t, size) = target(g, comm)?;
-            let Target::Intra(c) = t else {
-                return Err(Fail::new(
-                    MPI_ERR_UNSUPPORTED_OPERATION,
-                    "MPI_Sendrecv on inter-communicators is not supported",
-                ));
-            };
+            let (c, offset, size) = peers_of(g, comm)?;
             let stag = tag_arg(sendtag)?;
             let rtag = recv_tag_arg(recvtag)?;
             let mut rreq = if source == MPI_PROC_NULL {
                 Req::finished(comm, Outcome::empty())
             } else {
-                let src = recv_source(source, size)?;
+                let src = recv_source(source, size)?.map(|s| offset + s);
                 if rlen > 0 && recvbuf.is_null() {
                     return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
                 }
-                irecv_req(&c, comm, src, rtag, recvbuf.cast(), rlen)?
+                irecv_req_at(&c, offset, comm, src, rtag, recvbuf.cast(), rlen)?
             };
             let mut sreq = if dest == MPI_PROC_NULL {
                 Req::finished(comm, Outcome::empty())
@@ -674,7 +634,7 @@ crate::mpi_fn! {
                 // call; the request completes or is dropped before it returns.
                 let data = unsafe { bytes(sendbuf, slen) }?;
                 // SAFETY: as above.
-                let r = unsafe { c.isend(d, stag, data) }?;
+                let r = unsafe { c.isend(offset + d, stag, data) }?;
                 Req::new(comm, Op::Send(extend_send(r)))
             };
             let mut spin = crate::util::spin_wait();

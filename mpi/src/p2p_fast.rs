@@ -385,7 +385,7 @@ fn world(comms: &CommTable<CommEntry>) -> Option<(&Comm, u32)> {
     let e = comms.get(&MPI_COMM_WORLD)?;
     match &e.kind {
         CommKind::Intra { p2p, .. } => Some((p2p, e.size)),
-        CommKind::Inter(_) => None,
+        CommKind::Inter { .. } => None,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::coll::Ibarrier;
 use crate::consts::*;
 use crate::datatype::TypeEntry;
 use crate::error::{class_of, Fail, R};
-use crate::state::{call, Guard, Lib};
+use crate::state::{call, Lib};
 use crate::util::{count_arg, out};
 
 /// `MPI_Status`: three public fields, five internal ones (the byte count in two, the
@@ -79,6 +79,9 @@ pub(crate) enum Op {
         tag: Option<u32>,
         buf: *mut u8,
         len: usize,
+        /// The runtime rank of the program's peer 0, taken off the status's source
+        /// (an inter-communicator's remote group: `p2p::peers`).
+        offset: u32,
         /// Where to post it again (a wildcard receive only: `repost`).
         comm: Option<Comm>,
     },
@@ -130,9 +133,13 @@ impl Req {
                 Ok(true) => Outcome::empty(),
                 Err(e) => Outcome::failed(class_of(&e)),
             },
-            Op::Recv { req, len, .. } => match req.test() {
+            Op::Recv {
+                req, len, offset, ..
+            } => match req.test() {
                 Ok(None) => return None,
-                Ok(Some(st)) => Outcome::ok(st.source as c_int, st.tag as c_int, st.len),
+                Ok(Some(st)) => {
+                    Outcome::ok((st.source - *offset) as c_int, st.tag as c_int, st.len)
+                }
                 Err(CommError::ProcFailedPending { .. }) => return Some(self.repost()),
                 Err(e @ CommError::Truncated { .. }) => Outcome {
                     bytes: *len,
@@ -176,6 +183,7 @@ impl Req {
             tag,
             buf,
             len,
+            offset,
             comm,
             ..
         } = std::mem::replace(&mut self.op, Op::Done)
@@ -203,6 +211,7 @@ impl Req {
                     tag,
                     buf,
                     len,
+                    offset,
                     comm,
                 };
                 Outcome {
@@ -736,18 +745,5 @@ crate::mpi_fn! {
             *unsafe { out(count) }? = n;
             Ok(())
         })
-    }
-}
-
-/// Waits for a local request (a blocking call's own) under `g`, releasing the lock
-/// between attempts under `MPI_THREAD_MULTIPLE`.
-pub(crate) fn wait_local(g: &mut Guard, r: &mut Req) -> R<Outcome> {
-    let mut spin = crate::util::spin_wait();
-    loop {
-        g.lib()?;
-        if let Some(o) = r.test() {
-            return Ok(o);
-        }
-        g.relax(&mut spin);
     }
 }

@@ -14,7 +14,7 @@ use sf::bootstrap::SpawnCommand;
 
 use crate::consts::*;
 use crate::error::{class_of, Fail};
-use crate::state::{call, CommEntry, CommKind};
+use crate::state::call;
 use crate::util::{out, rank_arg};
 
 /// Most arguments `argv` may hold (it must end with a null pointer).
@@ -180,9 +180,9 @@ crate::mpi_fn! {
                         .map(|c| if c.is_ok() { MPI_SUCCESS } else { MPI_ERR_SPAWN })
                         .collect();
                     write_codes(array_of_errcodes, maxprocs, &codes);
-                    let h = lib.new_handle();
-                    lib.comms.insert(h, CommEntry::new(CommKind::Inter(s.inter), errh, ""));
-                    *slot = h;
+                    // The children make the collective half in their MPI_Init.
+                    let pair = crate::comm::inter_half(s.inter)?;
+                    *slot = crate::comm::insert_inter(lib, pair, errh);
                     if codes.iter().all(|&c| c == MPI_SUCCESS) {
                         Ok(())
                     } else {

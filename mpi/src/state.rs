@@ -96,8 +96,16 @@ fn this_thread() -> usize {
 /// wildcard receive never takes a collective's message); an inter-communicator is the
 /// runtime's.
 pub(crate) enum CommKind {
-    Intra { p2p: Comm, coll: Comm },
-    Inter(InterComm),
+    Intra {
+        p2p: Comm,
+        coll: Comm,
+    },
+    /// An inter-communicator: `p2p` for the program's messages, `coll` (a dup of it,
+    /// `comm::inter_half`) for the collectives, as an intra-communicator's halves.
+    Inter {
+        p2p: InterComm,
+        coll: InterComm,
+    },
 }
 
 /// Hashes a handle (a unique integer) with one multiplication: the tables are on
@@ -146,7 +154,7 @@ impl CommEntry {
     pub fn new(kind: CommKind, errhandler: Handle, name: impl Into<String>) -> Self {
         let (size, rank) = match &kind {
             CommKind::Intra { p2p, .. } => (p2p.size(), p2p.rank()),
-            CommKind::Inter(ic) => (ic.remote_size(), ic.rank()),
+            CommKind::Inter { p2p, .. } => (p2p.remote_size(), p2p.rank()),
         };
         CommEntry {
             kind,
@@ -162,7 +170,7 @@ impl CommEntry {
     pub fn intra(&self) -> R<(&Comm, &Comm)> {
         match &self.kind {
             CommKind::Intra { p2p, coll } => Ok((p2p, coll)),
-            CommKind::Inter(_) => Err(Fail::new(
+            CommKind::Inter { .. } => Err(Fail::new(
                 MPI_ERR_COMM,
                 "this operation needs an intra-communicator",
             )),
@@ -192,7 +200,8 @@ pub(crate) struct Lib {
     pub comms: CommTable<CommEntry>,
     pub requests: Requests,
     /// Messages taken by `MPI_Mprobe`/`Improbe`, with their communicator's handle.
-    pub messages: Map<(Handle, sf::comm::Message)>,
+    /// And the offset of the communicator's peers (`p2p::peers`).
+    pub messages: Map<(Handle, sf::comm::Message, u32)>,
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
     /// and finished (boundedly) by `MPI_Finalize`.
     pub detached: Vec<Req>,

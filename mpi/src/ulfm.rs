@@ -22,7 +22,10 @@ crate::mpi_fn! {
                     p2p.revoke();
                     coll.revoke();
                 }
-                CommKind::Inter(ic) => ic.revoke(),
+                CommKind::Inter { p2p, coll } => {
+                    p2p.revoke();
+                    coll.revoke();
+                }
             }
             Ok(())
         })
@@ -35,7 +38,7 @@ crate::mpi_fn! {
         call(comm, |g| {
             let revoked = match &g.lib()?.comm(comm)?.kind {
                 CommKind::Intra { p2p, .. } => p2p.is_revoked(),
-                CommKind::Inter(ic) => ic.is_revoked(),
+                CommKind::Inter { p2p, .. } => p2p.is_revoked(),
             };
             // SAFETY: MPI's contract: `flag` is valid for a write.
             *unsafe { out(flag) }? = c_int::from(revoked);
@@ -111,7 +114,7 @@ crate::mpi_fn! {
             // The agreement runs without the lock, as `MPI_Recv` does: under
             // `MPI_THREAD_MULTIPLE` a thread waiting in it must not keep the thread
             // whose call a peer waits for out of the library (see `shrink`).
-            if let CommKind::Inter(ic) = &lib.comm(comm)?.kind {
+            if let CommKind::Inter { p2p: ic, .. } = &lib.comm(comm)?.kind {
                 // ULFM on an inter-communicator: uniform over both groups; each side
                 // reads the AND of the remote group's flags.
                 let ic = ic.clone();
@@ -158,7 +161,10 @@ fn ack(lib: &Lib, comm: Handle) -> R<usize> {
             coll.ack_failed();
             p2p.ack_failed()
         }
-        CommKind::Inter(ic) => ic.ack_failed(),
+        CommKind::Inter { p2p, coll } => {
+            coll.ack_failed();
+            p2p.ack_failed()
+        }
     })
 }
 

@@ -303,9 +303,66 @@ impl InterComm {
         self.union.free()
     }
 
-    /// The communicator over both groups underneath (read-only use: `merge.rs`).
-    pub(super) fn union_comm(&self) -> &Comm {
+    /// The communicator over both groups underneath, on which this inter-communicator's
+    /// messages travel: rank `r` of the remote group is its rank
+    /// [`remote_offset`](Self::remote_offset)` + r`, rank `r` of this group
+    /// [`local_offset`](Self::local_offset)` + r`. A layer that builds its own
+    /// operations on the inter-communicator (the C library's non-blocking calls, probes
+    /// and collectives) uses it with those offsets; a message it sends to a member of
+    /// this process's own group is one this inter-communicator could never carry, so
+    /// it should not.
+    ///
+    /// ```no_run
+    /// # fn show(ic: &steadfast::comm::InterComm) -> Result<(), steadfast::CommError> {
+    /// // The same as `ic.send(0, 7, b"hi")`.
+    /// ic.union().send(ic.remote_offset(), 7, b"hi")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn union(&self) -> &Comm {
         &self.union
+    }
+
+    /// The rank in [`union`](Self::union) of rank 0 of the remote group.
+    pub fn remote_offset(&self) -> u32 {
+        self.remote_offset
+    }
+
+    /// The rank in [`union`](Self::union) of rank 0 of this process's group.
+    pub fn local_offset(&self) -> u32 {
+        self.local_offset
+    }
+
+    /// A new inter-communicator with the same groups and a context of its own
+    /// (`MPI_Comm_dup` on an inter-communicator): collective over both groups, as
+    /// [`Comm::dup`] over the union underneath.
+    ///
+    /// # Errors
+    /// As [`Comm::dup`].
+    pub fn dup(&self) -> Result<InterComm, CommError> {
+        Ok(self.over(self.union.dup()?))
+    }
+
+    /// As [`dup`](Self::dup), made as [`Comm::twin`]: neither a revoke of this
+    /// inter-communicator nor a failure interrupts it, so every member of both groups
+    /// that calls it gets it (the C library pairs each inter-communicator with one for
+    /// its collectives so).
+    ///
+    /// # Errors
+    /// As [`Comm::twin`].
+    pub fn twin(&self) -> Result<InterComm, CommError> {
+        Ok(self.over(self.union.twin()?))
+    }
+
+    /// This inter-communicator's groups over another communicator of the same union.
+    fn over(&self, union: Comm) -> InterComm {
+        InterComm {
+            union,
+            local_size: self.local_size,
+            remote_size: self.remote_size,
+            remote_offset: self.remote_offset,
+            local_offset: self.local_offset,
+            low_side: self.low_side,
+        }
     }
 
     /// Whether this group comes first in the union (it holds the smaller world rank).

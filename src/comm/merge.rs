@@ -29,8 +29,7 @@ impl InterComm {
     /// unacknowledged failure), [`CommError::Revoked`], [`CommError::Excluded`],
     /// [`CommError::ContextsExhausted`].
     pub fn merge(&self, high: bool) -> Result<Comm, CommError> {
-        self.union_comm()
-            .split(0, merge_key(high, self.is_low_side()))
+        self.union().split(0, merge_key(high, self.is_low_side()))
     }
 }
 
