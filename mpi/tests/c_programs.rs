@@ -660,3 +660,23 @@ fn a_program_spawns_itself_by_name_with_arguments_that_pick_the_childs_branch() 
         "{out}\n{err}"
     );
 }
+
+/// `intercomm_p2p.c` at `np` ranks in `mode`: every rank ends with INTERCOMM P2P OK.
+fn intercomm_p2p(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("intercomm_p2p", np, mode, env, "INTERCOMM P2P OK");
+}
+
+#[test]
+fn every_point_to_point_call_crosses_an_inter_communicator_over_shared_memory() {
+    intercomm_p2p("4", "single", &[]);
+    intercomm_p2p("5", "multiple", &[]);
+}
+
+#[test]
+fn every_point_to_point_call_crosses_an_inter_communicator_over_the_fabric() {
+    intercomm_p2p(
+        "5",
+        "multiple",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+    );
+}
