@@ -42,6 +42,7 @@ pub(crate) use mpi_fn;
 
 mod coll;
 mod coll_rounds;
+mod coll_scan;
 mod collv;
 mod comm;
 mod comm_table;

@@ -594,6 +594,66 @@ pub(crate) fn irecv(
     Ok(())
 }
 
+/// `MPI_Sendrecv` of `slen` bytes at `sendbuf` and `rlen` at `recvbuf`: the receive is
+/// posted first, then the send; both complete before it returns.
+#[allow(clippy::too_many_arguments)]
+fn sendrecv(
+    g: &mut Guard,
+    sendbuf: *const c_void,
+    slen: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    rlen: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> R<()> {
+    let (c, offset, size) = peers_of(g, comm)?;
+    let stag = tag_arg(sendtag)?;
+    let rtag = recv_tag_arg(recvtag)?;
+    let mut rreq = if source == MPI_PROC_NULL {
+        Req::finished(comm, Outcome::empty())
+    } else {
+        let src = recv_source(source, size)?.map(|s| offset + s);
+        if rlen > 0 && recvbuf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+        }
+        irecv_req_at(&c, offset, comm, src, rtag, recvbuf.cast(), rlen)?
+    };
+    let mut sreq = if dest == MPI_PROC_NULL {
+        Req::finished(comm, Outcome::empty())
+    } else {
+        let d = rank_arg(dest, size)?;
+        // SAFETY: the caller's: `sendbuf` is valid and unchanged during the call; the
+        // request completes or is dropped before it returns.
+        let data = unsafe { bytes(sendbuf, slen) }?;
+        // SAFETY: as above.
+        let r = unsafe { c.isend(offset + d, stag, data) }?;
+        Req::new(comm, Op::Send(extend_send(r)))
+    };
+    let mut spin = crate::util::spin_wait();
+    let (so, ro) = loop {
+        g.lib()?;
+        let s = sreq.test();
+        let r = rreq.test();
+        if let (Some(s), Some(r)) = (s, r) {
+            break (s, r);
+        }
+        g.relax(&mut spin);
+    };
+    let ro = blocking(ro);
+    // SAFETY: MPI's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &ro, false) };
+    for o in [so, ro] {
+        if o.error != MPI_SUCCESS {
+            return Err(Fail::new(o.error, "MPI_Sendrecv failed"));
+        }
+    }
+    Ok(())
+}
+
 crate::mpi_fn! {
     /// `MPI_Sendrecv`: the receive is posted first, then the send; both complete
     /// before it returns.
@@ -614,48 +674,35 @@ crate::mpi_fn! {
         call(comm, |g| {
             let slen = g.lib()?.byte_count(sendcount, sendtype)?;
             let rlen = g.lib()?.byte_count(recvcount, recvtype)?;
-            let (c, offset, size) = peers_of(g, comm)?;
-            let stag = tag_arg(sendtag)?;
-            let rtag = recv_tag_arg(recvtag)?;
-            let mut rreq = if source == MPI_PROC_NULL {
-                Req::finished(comm, Outcome::empty())
+            sendrecv(g, sendbuf, slen, dest, sendtag, recvbuf, rlen, source, recvtag, comm, status)
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Sendrecv_replace`: sends `buf`'s content and receives into `buf`; what is
+    /// sent is a copy taken at the call, so the receive may overwrite `buf` at once.
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        status: *mut MPI_Status
+    ) {
+        call(comm, |g| {
+            let len = g.lib()?.byte_count(count, datatype)?;
+            let sent = if dest == MPI_PROC_NULL {
+                Vec::new()
             } else {
-                let src = recv_source(source, size)?.map(|s| offset + s);
-                if rlen > 0 && recvbuf.is_null() {
-                    return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
-                }
-                irecv_req_at(&c, offset, comm, src, rtag, recvbuf.cast(), rlen)?
+                // SAFETY: MPI's contract: `buf` holds `count` items of `datatype`.
+                unsafe { bytes(buf, len) }?.to_vec()
             };
-            let mut sreq = if dest == MPI_PROC_NULL {
-                Req::finished(comm, Outcome::empty())
-            } else {
-                let d = rank_arg(dest, size)?;
-                // SAFETY: MPI's contract: `sendbuf` is valid and unchanged during the
-                // call; the request completes or is dropped before it returns.
-                let data = unsafe { bytes(sendbuf, slen) }?;
-                // SAFETY: as above.
-                let r = unsafe { c.isend(offset + d, stag, data) }?;
-                Req::new(comm, Op::Send(extend_send(r)))
-            };
-            let mut spin = crate::util::spin_wait();
-            let (so, ro) = loop {
-                g.lib()?;
-                let s = sreq.test();
-                let r = rreq.test();
-                if let (Some(s), Some(r)) = (s, r) {
-                    break (s, r);
-                }
-                g.relax(&mut spin);
-            };
-            let ro = blocking(ro);
-            // SAFETY: MPI's contract: `status` is null or valid for a write.
-            unsafe { write_status(status, &ro, false) };
-            for o in [so, ro] {
-                if o.error != MPI_SUCCESS {
-                    return Err(Fail::new(o.error, "MPI_Sendrecv failed"));
-                }
-            }
-            Ok(())
+            let (sendbuf, slen) = (sent.as_ptr().cast(), sent.len());
+            sendrecv(g, sendbuf, slen, dest, sendtag, buf, len, source, recvtag, comm, status)
         })
     }
 }

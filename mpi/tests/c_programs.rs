@@ -680,3 +680,17 @@ fn every_point_to_point_call_crosses_an_inter_communicator_over_the_fabric() {
         &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
     );
 }
+
+#[test]
+fn prefix_reductions_reduce_scatter_and_sendrecv_replace_at_every_size() {
+    for np in ["1", "2", "3", "5", "8"] {
+        every_rank_prints("scan", np, "", &[], "SCAN OK");
+    }
+    every_rank_prints(
+        "scan",
+        "3",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "SCAN OK",
+    );
+}
