@@ -55,6 +55,7 @@ mod init;
 mod mprobe;
 mod p2p;
 mod p2p_fast;
+mod persistent;
 mod reqtable;
 mod request;
 mod restart;

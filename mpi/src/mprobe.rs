@@ -29,7 +29,7 @@ fn take(
     if source == MPI_PROC_NULL {
         *slot = MPI_MESSAGE_NO_PROC;
         // SAFETY: MPI's contract: `status` is null or valid for a write.
-        unsafe { write_status(status, &Outcome::empty(), false) };
+        unsafe { write_status(status, &Outcome::proc_null(), false) };
         return Ok(true);
     }
     let (c, offset, size) = probe_target(g, comm)?;
@@ -111,7 +111,7 @@ fn receive(
     let (len, _) = lib.byte_len(count, dt)?;
     if *slot == MPI_MESSAGE_NO_PROC {
         *slot = MPI_MESSAGE_NULL;
-        return Ok((Outcome::empty(), MPI_COMM_WORLD));
+        return Ok((Outcome::proc_null(), MPI_COMM_WORLD));
     }
     let (comm, m, offset) = lib
         .messages

@@ -92,7 +92,7 @@ fn send_on(c: &Comm, dest: u32, tag: u32, data: &[u8], mode: Mode) -> Result<(),
 /// # Safety
 /// As `Comm::isend`: `data` stays valid and unchanged until the request completes or
 /// is dropped, and the request is not leaked.
-unsafe fn start_send<'a>(
+pub(crate) unsafe fn start_send<'a>(
     c: &Comm,
     dest: u32,
     tag: u32,
@@ -202,7 +202,7 @@ fn iprobe(
     if source == MPI_PROC_NULL {
         *flag = 1;
         // SAFETY: MPI's contract: `status` is null or valid for a write.
-        unsafe { write_status(status, &Outcome::empty(), false) };
+        unsafe { write_status(status, &Outcome::proc_null(), false) };
         return Ok(());
     }
     let (c, offset, size) = probe_target(g, comm)?;
@@ -224,7 +224,7 @@ fn probe(g: &mut Guard, source: c_int, tag: c_int, comm: Handle, status: *mut MP
     g.lib()?.comm(comm)?;
     if source == MPI_PROC_NULL {
         // SAFETY: MPI's contract: `status` is null or valid for a write.
-        unsafe { write_status(status, &Outcome::empty(), false) };
+        unsafe { write_status(status, &Outcome::proc_null(), false) };
         return Ok(());
     }
     let (c, offset, size) = probe_target(g, comm)?;
@@ -298,7 +298,7 @@ pub(crate) fn recv(
     let e = lib.comm(comm)?;
     if source == MPI_PROC_NULL {
         // SAFETY: MPI's contract: `status` is null or valid for a write.
-        unsafe { write_status(status, &Outcome::empty(), false) };
+        unsafe { write_status(status, &Outcome::proc_null(), false) };
         return Ok(());
     }
     let (p2p, offset) = peers(&e.kind);
@@ -580,7 +580,7 @@ pub(crate) fn irecv(
     let e = lib.comm(comm)?;
     let tag = recv_tag_arg(tag)?;
     let req = if source == MPI_PROC_NULL {
-        Req::finished(comm, Outcome::empty())
+        Req::finished(comm, Outcome::proc_null())
     } else {
         let (c, offset) = peers(&e.kind);
         let source = recv_source(source, e.size)?.map(|s| offset + s);
@@ -614,7 +614,7 @@ fn sendrecv(
     let stag = tag_arg(sendtag)?;
     let rtag = recv_tag_arg(recvtag)?;
     let mut rreq = if source == MPI_PROC_NULL {
-        Req::finished(comm, Outcome::empty())
+        Req::finished(comm, Outcome::proc_null())
     } else {
         let src = recv_source(source, size)?.map(|s| offset + s);
         if rlen > 0 && recvbuf.is_null() {

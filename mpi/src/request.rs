@@ -41,15 +41,25 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    /// The status of an empty or null request (and of `MPI_PROC_NULL` operations).
+    /// An empty status (MPI 4.1, 3.7.3: `MPI_ANY_SOURCE`, `MPI_ANY_TAG`, no bytes):
+    /// that of a null or inactive request, and of a completed send.
     pub fn empty() -> Self {
         Outcome {
-            source: MPI_PROC_NULL,
+            source: MPI_ANY_SOURCE,
             tag: MPI_ANY_TAG,
             error: MPI_SUCCESS,
             bytes: 0,
             cancelled: false,
             keep: false,
+        }
+    }
+
+    /// The status of a receive or probe from `MPI_PROC_NULL` (MPI 4.1, 3.10): source
+    /// `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, no bytes.
+    pub fn proc_null() -> Self {
+        Outcome {
+            source: MPI_PROC_NULL,
+            ..Outcome::empty()
         }
     }
 
@@ -102,6 +112,9 @@ pub(crate) struct Req {
     pub comm: Handle,
     pub op: Op,
     pub done: Option<Outcome>,
+    /// A persistent request's operation (`MPI_Send_init`, `MPI_Recv_init`...), which
+    /// `MPI_Start` starts again each time; `None` for the others.
+    pub persistent: Option<Box<crate::persistent::Persistent>>,
 }
 
 impl Req {
@@ -110,6 +123,7 @@ impl Req {
             comm,
             op,
             done: None,
+            persistent: None,
         }
     }
 
@@ -118,7 +132,15 @@ impl Req {
             comm,
             op: Op::Done,
             done: Some(outcome),
+            persistent: None,
         }
+    }
+
+    /// Whether this is a persistent request not started (or completed since): a
+    /// completion call finds it complete at once with an empty status, and the `*any`
+    /// and `*some` calls pass over it as over `MPI_REQUEST_NULL` (MPI 4.1, 3.9).
+    pub fn inactive(&self) -> bool {
+        self.persistent.as_ref().is_some_and(|p| !p.active)
     }
 
     /// Progresses once; the outcome once known (kept until consumed).
@@ -308,12 +330,17 @@ pub(crate) fn attempt(lib: &mut Lib, slot: &mut Handle) -> R<Option<(Outcome, Ha
     let Some(o) = r.test() else {
         return Ok(None);
     };
-    if !o.keep {
-        lib.requests.remove(slot);
-        *slot = MPI_REQUEST_NULL;
-    } else if let Some(r) = lib.requests.get_mut(slot) {
+    if o.keep {
         // Reported once; the request goes on.
         r.done = None;
+    } else if let Some(p) = &mut r.persistent {
+        // Completed: inactive until started again; the handle stays.
+        p.active = false;
+        r.op = Op::Done;
+        r.done = Some(Outcome::empty());
+    } else {
+        lib.requests.remove(slot);
+        *slot = MPI_REQUEST_NULL;
     }
     Ok(Some((o, comm)))
 }
@@ -472,11 +499,23 @@ crate::mpi_fn! {
     }
 }
 
+/// Whether the `*any` and `*some` calls pass over handle `h`: `MPI_REQUEST_NULL` or an
+/// inactive persistent request (an unknown handle is not: its attempt reports it).
+fn passed_over(lib: &mut Lib, h: Handle) -> bool {
+    h == MPI_REQUEST_NULL || lib.requests.get_mut(&h).is_some_and(|r| r.inactive())
+}
+
+/// Whether every handle of `reqs` is [`passed_over`]: then `*any` and `*some` return
+/// `MPI_UNDEFINED` at once.
+fn all_passed_over(lib: &mut Lib, reqs: &[Handle]) -> bool {
+    reqs.iter().all(|&h| passed_over(lib, h))
+}
+
 /// One pass of `*any`: the first request that finished, by index.
 fn any_pass(lib: &mut Lib, reqs: &mut [Handle]) -> R<Option<(usize, Outcome, Handle)>> {
     progress_detached(lib);
     for (i, slot) in reqs.iter_mut().enumerate() {
-        if *slot == MPI_REQUEST_NULL {
+        if passed_over(lib, *slot) {
             continue;
         }
         if let Some((o, comm)) = attempt(lib, slot)? {
@@ -497,7 +536,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             // SAFETY: MPI's contract: `count` requests, `index` valid for a write.
             let (reqs, index) = unsafe { (request_array(requests, count)?, out(index)?) };
-            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+            if all_passed_over(g.lib()?, reqs) {
                 *index = MPI_UNDEFINED;
                 // SAFETY: MPI's contract: `status` is null or valid for a write.
                 unsafe { write_status(status, &Outcome::empty(), false) };
@@ -530,7 +569,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `count` requests; `index`, `flag` valid for writes.
             let (reqs, index, flag) =
                 unsafe { (request_array(requests, count)?, out(index)?, out(flag)?) };
-            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+            if all_passed_over(g.lib()?, reqs) {
                 *index = MPI_UNDEFINED;
                 *flag = 1;
                 // SAFETY: MPI's contract: `status` is null or valid for a write.
@@ -604,7 +643,7 @@ fn in_status(error: c_int, comm: Handle) -> Fail {
 fn some_pass(lib: &mut Lib, reqs: &mut [Handle], got: &mut [Option<(Outcome, Handle)>]) -> R<()> {
     progress_detached(lib);
     for (slot, got) in reqs.iter_mut().zip(got.iter_mut()) {
-        if *slot != MPI_REQUEST_NULL {
+        if !passed_over(lib, *slot) {
             *got = attempt(lib, slot)?;
         }
     }
@@ -623,7 +662,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             // SAFETY: MPI's contract: `incount` requests, `outcount` valid for a write.
             let (reqs, outcount) = unsafe { (request_array(requests, incount)?, out(outcount)?) };
-            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+            if all_passed_over(g.lib()?, reqs) {
                 *outcount = MPI_UNDEFINED;
                 return Ok(());
             }
@@ -656,7 +695,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             // SAFETY: MPI's contract: `incount` requests, `outcount` valid for a write.
             let (reqs, outcount) = unsafe { (request_array(requests, incount)?, out(outcount)?) };
-            if reqs.iter().all(|&r| r == MPI_REQUEST_NULL) {
+            if all_passed_over(g.lib()?, reqs) {
                 *outcount = MPI_UNDEFINED;
                 return Ok(());
             }

@@ -694,3 +694,15 @@ fn prefix_reductions_reduce_scatter_and_sendrecv_replace_at_every_size() {
         "SCAN OK",
     );
 }
+
+#[test]
+fn persistent_requests_start_again_and_stay_until_freed() {
+    every_rank_prints("persistent", "3", "", &[], "PERSISTENT OK");
+    every_rank_prints(
+        "persistent",
+        "2",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "PERSISTENT OK",
+    );
+}

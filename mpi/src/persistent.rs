@@ -1,0 +1,211 @@
+//! Persistent requests (MPI 4.1, 3.9): `MPI_Send_init`, `MPI_Ssend_init`,
+//! `MPI_Rsend_init`, `MPI_Recv_init` make an inactive request that remembers its
+//! arguments; `MPI_Start` / `MPI_Startall` start the operation (as `MPI_Isend` /
+//! `MPI_Irecv` with those arguments, on any communicator, inter-communicators included);
+//! a completion call (`MPI_Wait`, `MPI_Test`, the `*all`/`*any`/`*some` ones) completes
+//! it and leaves it inactive, its handle valid, until it is started again or freed with
+//! `MPI_Request_free` (`request::attempt`). An inactive request completes at once with
+//! an empty status, and the `*any`/`*some` calls pass over it as over
+//! `MPI_REQUEST_NULL`.
+
+use std::ffi::{c_int, c_void};
+
+use crate::consts::*;
+use crate::error::{Fail, R};
+use crate::p2p::{deferred, irecv_req_at, peers, recv_source, start_send, Mode};
+use crate::request::{Op, Outcome, Req};
+use crate::state::{call, Guard, Lib};
+use crate::util::{new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
+
+/// What a persistent request does each time it is started.
+pub(crate) struct Persistent {
+    /// A send in this mode, or (`None`) a receive.
+    send: Option<Mode>,
+    buf: *mut u8,
+    len: usize,
+    /// The destination or source as the program passed it (`MPI_PROC_NULL`,
+    /// `MPI_ANY_SOURCE` included), checked when made.
+    peer: c_int,
+    /// The tag as the program passed it (`MPI_ANY_TAG` for a receive), checked.
+    tag: c_int,
+    /// Started and not completed since.
+    pub active: bool,
+}
+
+/// Makes the inactive persistent request and writes its handle.
+#[allow(clippy::too_many_arguments)]
+fn init(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+    send: Option<Mode>,
+) -> R<()> {
+    // SAFETY: MPI's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let lib = g.lib()?;
+    let len = lib.byte_count(count, datatype)?;
+    let size = lib.comm(comm)?.size;
+    if send.is_some() {
+        tag_arg(tag)?;
+        if peer != MPI_PROC_NULL {
+            rank_arg(peer, size)?;
+        }
+    } else {
+        recv_tag_arg(tag)?;
+        if peer != MPI_PROC_NULL {
+            recv_source(peer, size)?;
+        }
+        if len > 0 && buf.is_null() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+        }
+    }
+    let mut req = Req::finished(comm, Outcome::empty());
+    req.persistent = Some(Box::new(Persistent {
+        send,
+        buf: buf.cast(),
+        len,
+        peer,
+        tag,
+        active: false,
+    }));
+    *slot = lib.add_request(req)?;
+    Ok(())
+}
+
+/// Starts the persistent request `h` (`MPI_Start`).
+fn start(lib: &mut Lib, h: Handle) -> R<()> {
+    let not_persistent = || {
+        Fail::new(
+            MPI_ERR_REQUEST,
+            format!("{h:#x} is not an inactive persistent request"),
+        )
+    };
+    let r = lib.requests.get_mut(&h).ok_or_else(not_persistent)?;
+    let comm = r.comm;
+    let p = r.persistent.as_deref().ok_or_else(not_persistent)?;
+    if p.active {
+        return Err(not_persistent());
+    }
+    let (send, buf, len, peer, tag) = (p.send, p.buf, p.len, p.peer, p.tag);
+    let started = if peer == MPI_PROC_NULL {
+        // A send's status says nothing; a receive's names `MPI_PROC_NULL`.
+        let o = if send.is_some() { Outcome::empty() } else { Outcome::proc_null() };
+        Req::finished(comm, o)
+    } else {
+        let e = lib.comm(comm)?;
+        let (c, offset) = peers(&e.kind);
+        match send {
+            Some(mode) => {
+                let dest = rank_arg(peer, e.size)?;
+                let tag = tag_arg(tag)?;
+                // SAFETY: MPI's contract: `buf` holds `len` bytes, valid and unchanged
+                // until the request completes or is freed (persistent or not); the
+                // request lives in the table's `Req` within those rules.
+                let data: &'static [u8] = unsafe { crate::util::bytes(buf.cast(), len) }?;
+                // SAFETY: as above.
+                let r = unsafe { start_send(c, offset + dest, tag, data, mode) };
+                deferred(comm, r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from))?
+            }
+            None => {
+                let source = recv_source(peer, e.size)?.map(|s| offset + s);
+                let tag = recv_tag_arg(tag)?;
+                irecv_req_at(c, offset, comm, source, tag, buf, len)?
+            }
+        }
+    };
+    let r = lib.requests.get_mut(&h).ok_or_else(not_persistent)?;
+    r.op = started.op;
+    r.done = started.done;
+    if let Some(p) = &mut r.persistent {
+        p.active = true;
+    }
+    Ok(())
+}
+
+macro_rules! send_init {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $mode:expr) => {
+        crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: c_int,
+                datatype: Handle,
+                dest: c_int,
+                tag: c_int,
+                comm: Handle,
+                request: *mut Handle
+            ) {
+                call(comm, |g| {
+                    init(g, buf.cast_mut(), count, datatype, dest, tag, comm, request, Some($mode))
+                })
+            }
+        }
+    };
+}
+
+send_init!(
+    /// `MPI_Send_init`: a persistent standard send.
+    MPI_Send_init / PMPI_Send_init,
+    Mode::Standard
+);
+send_init!(
+    /// `MPI_Ssend_init`: a persistent synchronous send.
+    MPI_Ssend_init / PMPI_Ssend_init,
+    Mode::Sync
+);
+send_init!(
+    /// `MPI_Rsend_init`: a persistent ready send (a standard send here).
+    MPI_Rsend_init / PMPI_Rsend_init,
+    Mode::Standard
+);
+
+crate::mpi_fn! {
+    /// `MPI_Recv_init`: a persistent receive.
+    fn MPI_Recv_init / PMPI_Recv_init(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        call(comm, |g| init(g, buf, count, datatype, source, tag, comm, request, None))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Start`: starts an inactive persistent request.
+    fn MPI_Start / PMPI_Start(request: *mut Handle) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `request` is valid for reads.
+            let h = *unsafe { out(request) }?;
+            start(g.lib()?, h)
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Startall`: starts each request in order; the first that cannot be started
+    /// is reported (the ones before it stay started).
+    fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut Handle) {
+        call(MPI_COMM_WORLD, |g| {
+            let n = crate::util::count_arg(count)?;
+            if n > 0 && requests.is_null() {
+                return Err(Fail::new(MPI_ERR_ARG, "a null array of requests"));
+            }
+            let lib = g.lib()?;
+            for i in 0..n {
+                // SAFETY: MPI's contract: `requests` holds `count` handles.
+                let h = unsafe { *requests.add(i) };
+                start(lib, h)?;
+            }
+            Ok(())
+        })
+    }
+}
