@@ -660,3 +660,29 @@ fn a_program_spawns_itself_by_name_with_arguments_that_pick_the_childs_branch() 
         "{out}\n{err}"
     );
 }
+
+/// `intercomm_coll.c` at `np` ranks in `mode` ("multiple": two threads at once too):
+/// every rank ends with INTERCOMM COLL OK.
+fn intercomm_coll(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("intercomm_coll", np, mode, env, "INTERCOMM COLL OK");
+}
+
+const TCP: &[(&str, &str)] = &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
+
+#[test]
+fn inter_communicator_collectives_over_shared_memory() {
+    intercomm_coll("4", "single", &[]);
+    intercomm_coll("5", "single", &[]);
+}
+
+#[test]
+fn inter_communicator_collectives_over_tcp() {
+    intercomm_coll("4", "single", TCP);
+    intercomm_coll("5", "single", TCP);
+}
+
+#[test]
+fn inter_communicator_collectives_from_two_threads_at_once() {
+    intercomm_coll("5", "multiple", &[]);
+    intercomm_coll("4", "multiple", TCP);
+}
