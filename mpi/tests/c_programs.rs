@@ -686,3 +686,27 @@ fn inter_communicator_collectives_from_two_threads_at_once() {
     intercomm_coll("5", "multiple", &[]);
     intercomm_coll("4", "multiple", TCP);
 }
+
+/// `intercomm_coll_ft.c` over `env`: a revoke and a death interrupt inter-communicator
+/// collectives (never a hang); the three survivors end with INTERCOMM COLL FT OK.
+fn intercomm_coll_ft(env: &[(&str, &str)]) {
+    let (status, out, err) = run(
+        &["-np", "4", "--exit-status", "survivors"],
+        program("intercomm_coll_ft"),
+        &[],
+        env,
+    );
+    assert_eq!(status, 0, "{env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("INTERCOMM COLL FT OK").count(),
+        3,
+        "{env:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(err.contains("rank 3: killed by signal 9"), "{env:?}\n{err}");
+}
+
+#[test]
+fn inter_communicator_collectives_give_up_on_a_revoke_and_a_failure() {
+    intercomm_coll_ft(&[]);
+    intercomm_coll_ft(TCP);
+}
