@@ -4,7 +4,8 @@
 //! `MPI_Allreduce` (recursive doubling), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
 //! (gather + bcast), `MPI_Alltoall` (all pairs at once). The rounds of the blocking
 //! barrier and of the tree collectives (bcast, reduce, allreduce) are in
-//! `coll_rounds`, over borrowed buffers.
+//! `coll_rounds`, over borrowed buffers. On an inter-communicator every entry point
+//! here but `MPI_Barrier` and `MPI_Ibarrier` hands the call to `coll_inter`.
 //!
 //! A collective that still waits for a message when some member of the communicator
 //! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on

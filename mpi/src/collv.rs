@@ -1,7 +1,7 @@
 //! The collectives with per-rank counts and displacements: `MPI_Gatherv`,
 //! `MPI_Scatterv`, `MPI_Allgatherv` (every pair at once), `MPI_Alltoallv`. Blocks are
 //! `count` items of the type, placed `displ` extents from the buffer's start (contiguous
-//! types: extent = size).
+//! types: extent = size). On an inter-communicator each hands the call to `coll_inter`.
 
 use std::ffi::{c_int, c_void};
 
