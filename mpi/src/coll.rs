@@ -4,7 +4,8 @@
 //! `MPI_Allreduce` (recursive doubling), `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`
 //! (gather + bcast), `MPI_Alltoall` (all pairs at once). The rounds of the blocking
 //! barrier and of the tree collectives (bcast, reduce, allreduce) are in
-//! `coll_rounds`, over borrowed buffers.
+//! `coll_rounds`, over borrowed buffers. On an inter-communicator every entry point
+//! here but `MPI_Barrier` and `MPI_Ibarrier` hands the call to `coll_inter`.
 //!
 //! A collective that still waits for a message when some member of the communicator
 //! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on
@@ -21,6 +22,7 @@ use std::ffi::{c_int, c_void};
 use sf::comm::{OwnedRecvRequest, OwnedSendRequest, SendRequest};
 use sf::{Comm, CommError};
 
+use crate::coll_inter::{self, is_inter, RecvArg, SendArg};
 use crate::coll_rounds::{test_once, PendingRecv, Rounds, Scratch};
 use crate::consts::*;
 use crate::datatype::reduce;
@@ -272,6 +274,11 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let buf = RecvArg { ptr: buffer, count, dt: datatype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::bcast(g, comm, buf, root) };
+            }
             let (len, _) = g.lib()?.byte_len(count, datatype)?;
             let c = Rounds::start(g, comm, 1)?;
             let root = root_arg(root, c.n)?;
@@ -317,6 +324,11 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let recv = RecvArg { ptr: recvbuf, count, dt: datatype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::reduce(g, comm, sendbuf, recv, op, root) };
+            }
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
             let c = Rounds::start(g, comm, 1)?;
@@ -356,6 +368,11 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let recv = RecvArg { ptr: recvbuf, count, dt: datatype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::allreduce(g, comm, sendbuf, recv, op) };
+            }
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             reduce(op, t.elem, &mut [], &[])?;
             let mut c = Rounds::start(g, comm, 2)?;
@@ -410,6 +427,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::gather(g, comm, send, recv, root) };
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let is_root = c.me == root;
@@ -447,6 +470,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::scatter(g, comm, send, recv, root) };
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let is_root = c.me == root;
@@ -490,6 +519,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::allgather(g, comm, send, recv) };
+            }
             let mut c = Coll::start_phases(g, comm, 2)?;
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
             let total = rlen * c.n as usize;
@@ -539,6 +574,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::alltoall(g, comm, send, recv) };
+            }
             let c = Coll::start(g, comm)?;
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
             let n = c.n as usize;

@@ -24,12 +24,16 @@ pub(crate) const SMALL: usize = 256;
 /// bit of a rank.
 const MAX_SENDS: usize = 32;
 
-/// One tree collective call: its communicator, tag and place.
+/// One tree collective call: its communicator, tag and place. The tree spans `n`
+/// consecutive ranks of the communicator's collective twin from `base` (0: all of an
+/// intra-communicator; one group of an inter-communicator in the union underneath,
+/// `coll_inter`); `me` and the ranks of the rounds count from `base`.
 pub(crate) struct Rounds {
     comm: Handle,
     pub tag: u32,
     pub me: u32,
     pub n: u32,
+    base: u32,
 }
 
 /// A collective's scratch space for one message: on the stack up to [`SMALL`] bytes.
@@ -73,6 +77,7 @@ impl Rounds {
             tag,
             me: e.rank,
             n: e.size,
+            base: 0,
         })
     }
 
@@ -83,6 +88,20 @@ impl Rounds {
             tag: c.tag,
             me: c.me,
             n: c.n,
+            base: 0,
+        }
+    }
+
+    /// Rounds with tag `tag` among the `n` ranks of `comm`'s collective twin from
+    /// `base`, this process being the `me`th of them (an inter-communicator's group in
+    /// the union underneath).
+    pub fn in_group(comm: Handle, tag: u32, base: u32, me: u32, n: u32) -> Rounds {
+        Rounds {
+            comm,
+            tag,
+            me,
+            n,
+            base,
         }
     }
 
@@ -99,7 +118,7 @@ impl Rounds {
     /// As `Coll::interrupted`, on the communicators in the table (gone: the program
     /// freed it meanwhile from another thread, an error).
     fn interrupted(&self, g: &mut Guard) -> R<Option<Fail>> {
-        let (p2p, coll) = g.lib()?.comm(self.comm)?.intra()?;
+        let (p2p, coll) = g.lib()?.comm(self.comm)?.halves();
         if p2p.is_revoked() {
             coll.revoke();
             return Ok(Some(CommError::Revoked.into()));
@@ -128,13 +147,14 @@ impl Rounds {
                 "more sends in a round than planned",
             ));
         }
-        let (_, coll) = g.lib()?.comm(self.comm)?.intra()?;
+        let (_, coll) = g.lib()?.comm(self.comm)?.halves();
+        let base = self.base;
         let mut rreqs: [Option<PendingRecv<'_>>; 1] = [match recv {
             Some((src, buf)) => {
                 let len = buf.len();
                 // SAFETY: the request borrows `buf`; it is completed or dropped (which
                 // cancels it) before this function returns, never leaked.
-                let req = unsafe { coll.irecv(Some(src), Some(self.tag), buf) }?;
+                let req = unsafe { coll.irecv(Some(base + src), Some(self.tag), buf) }?;
                 Some(PendingRecv { req, src, len })
             }
             None => None,
@@ -142,7 +162,7 @@ impl Rounds {
         let mut sreqs: [Option<SendRequest<'_>>; S] = std::array::from_fn(|_| None);
         for (slot, &(dest, data)) in sreqs.iter_mut().zip(sends) {
             // SAFETY: as above, for `data`.
-            *slot = Some(unsafe { coll.isend(dest, self.tag, data) }?);
+            *slot = Some(unsafe { coll.isend(base + dest, self.tag, data) }?);
         }
         let mut spin = crate::util::spin_wait();
         let mut polls: u32 = 0;

@@ -1,11 +1,12 @@
 //! The collectives with per-rank counts and displacements: `MPI_Gatherv`,
 //! `MPI_Scatterv`, `MPI_Allgatherv` (every pair at once), `MPI_Alltoallv`. Blocks are
 //! `count` items of the type, placed `displ` extents from the buffer's start (contiguous
-//! types: extent = size).
+//! types: extent = size). On an inter-communicator each hands the call to `coll_inter`.
 
 use std::ffi::{c_int, c_void};
 
 use crate::coll::{root_arg, Coll};
+use crate::coll_inter::{self, is_inter, RecvArg, RecvVArg, SendArg, SendVArg};
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::{call, Guard};
@@ -45,7 +46,7 @@ fn layout(counts: &[c_int], displs: &[c_int], size: usize) -> R<(Vec<(usize, usi
 ///
 /// # Safety
 /// `counts` and `displs` hold `n` ints.
-unsafe fn blocks_of(
+pub(crate) unsafe fn blocks_of(
     g: &mut Guard,
     counts: *const c_int,
     displs: *const c_int,
@@ -66,7 +67,7 @@ unsafe fn blocks_of(
 /// `buf` cut into the receive blocks `blocks` (byte start and length per rank), each
 /// with its rank, ordered by start. MPI forbids a receive layout that writes a byte
 /// twice: overlapping blocks are `MPI_ERR_ARG` (empty blocks may sit anywhere).
-fn disjoint_blocks<'a>(
+pub(crate) fn disjoint_blocks<'a>(
     buf: &'a mut [u8],
     blocks: &[(usize, usize)],
 ) -> R<Vec<(u32, &'a mut [u8])>> {
@@ -116,6 +117,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = RecvVArg { ptr: recvbuf, counts: recvcounts, displs, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::gatherv(g, comm, send, recv, root) };
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let in_place = c.me == root && sendbuf as usize == IN_PLACE;
@@ -161,6 +168,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendVArg { ptr: sendbuf, counts: sendcounts, displs, dt: sendtype };
+                let recv = RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::scatterv(g, comm, send, recv, root) };
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let in_place = c.me == root && recvbuf as usize == IN_PLACE;
@@ -204,6 +217,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = RecvVArg { ptr: recvbuf, counts: recvcounts, displs, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::allgatherv(g, comm, send, recv) };
+            }
             let c = Coll::start(g, comm)?;
             // SAFETY: MPI's contract: `n` counts and displacements.
             let (blocks, span) = unsafe { blocks_of(g, recvcounts, displs, c.n, recvtype) }?;
@@ -254,6 +273,12 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         call(comm, |g| {
+            if is_inter(g, comm)? {
+                let send = SendVArg { ptr: sendbuf, counts: sendcounts, displs: sdispls, dt: sendtype };
+                let recv = RecvVArg { ptr: recvbuf, counts: recvcounts, displs: rdispls, dt: recvtype };
+                // SAFETY: this function's contract: MPI's rules for its arguments.
+                return unsafe { coll_inter::alltoallv(g, comm, send, recv) };
+            }
             let c = Coll::start(g, comm)?;
             // SAFETY: MPI's contract: `n` counts and displacements on each side.
             let (rblocks, rspan) = unsafe { blocks_of(g, recvcounts, rdispls, c.n, recvtype) }?;

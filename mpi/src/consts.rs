@@ -45,6 +45,7 @@ pub const MPI_ERR_REVOKED: c_int = 77;
 
 pub const MPI_ANY_SOURCE: c_int = -1;
 pub const MPI_PROC_NULL: c_int = -2;
+pub const MPI_ROOT: c_int = -3;
 pub const MPI_ANY_TAG: c_int = -31;
 pub const MPI_UNDEFINED: c_int = -32766;
 

@@ -41,6 +41,7 @@ macro_rules! mpi_fn {
 pub(crate) use mpi_fn;
 
 mod coll;
+mod coll_inter;
 mod coll_rounds;
 mod coll_scan;
 mod collv;

@@ -94,7 +94,11 @@ fn start(lib: &mut Lib, h: Handle) -> R<()> {
     let (send, buf, len, peer, tag) = (p.send, p.buf, p.len, p.peer, p.tag);
     let started = if peer == MPI_PROC_NULL {
         // A send's status says nothing; a receive's names `MPI_PROC_NULL`.
-        let o = if send.is_some() { Outcome::empty() } else { Outcome::proc_null() };
+        let o = if send.is_some() {
+            Outcome::empty()
+        } else {
+            Outcome::proc_null()
+        };
         Req::finished(comm, o)
     } else {
         let e = lib.comm(comm)?;
@@ -109,7 +113,10 @@ fn start(lib: &mut Lib, h: Handle) -> R<()> {
                 let data: &'static [u8] = unsafe { crate::util::bytes(buf.cast(), len) }?;
                 // SAFETY: as above.
                 let r = unsafe { start_send(c, offset + dest, tag, data, mode) };
-                deferred(comm, r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from))?
+                deferred(
+                    comm,
+                    r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from),
+                )?
             }
             None => {
                 let source = recv_source(peer, e.size)?.map(|s| offset + s);

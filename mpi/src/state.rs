@@ -166,6 +166,17 @@ impl CommEntry {
         }
     }
 
+    /// The runtime communicators a collective's messages travel on, the program's
+    /// and the collective twin: an intra-communicator's two halves, or the
+    /// communicators over both groups under an inter-communicator's (`InterComm::union`,
+    /// whose ranks are union ranks).
+    pub fn halves(&self) -> (&Comm, &Comm) {
+        match &self.kind {
+            CommKind::Intra { p2p, coll } => (p2p, coll),
+            CommKind::Inter { p2p, coll } => (p2p.union(), coll.union()),
+        }
+    }
+
     /// The two runtime communicators of an intra-communicator.
     pub fn intra(&self) -> R<(&Comm, &Comm)> {
         match &self.kind {

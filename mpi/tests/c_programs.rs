@@ -706,3 +706,53 @@ fn persistent_requests_start_again_and_stay_until_freed() {
         "PERSISTENT OK",
     );
 }
+
+/// `intercomm_coll.c` at `np` ranks in `mode` ("multiple": two threads at once too):
+/// every rank ends with INTERCOMM COLL OK.
+fn intercomm_coll(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("intercomm_coll", np, mode, env, "INTERCOMM COLL OK");
+}
+
+const TCP: &[(&str, &str)] = &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")];
+
+#[test]
+fn inter_communicator_collectives_over_shared_memory() {
+    intercomm_coll("4", "single", &[]);
+    intercomm_coll("5", "single", &[]);
+}
+
+#[test]
+fn inter_communicator_collectives_over_tcp() {
+    intercomm_coll("4", "single", TCP);
+    intercomm_coll("5", "single", TCP);
+}
+
+#[test]
+fn inter_communicator_collectives_from_two_threads_at_once() {
+    intercomm_coll("5", "multiple", &[]);
+    intercomm_coll("4", "multiple", TCP);
+}
+
+/// `intercomm_coll_ft.c` over `env`: a revoke and a death interrupt inter-communicator
+/// collectives (never a hang); the three survivors end with INTERCOMM COLL FT OK.
+fn intercomm_coll_ft(env: &[(&str, &str)]) {
+    let (status, out, err) = run(
+        &["-np", "4", "--exit-status", "survivors"],
+        program("intercomm_coll_ft"),
+        &[],
+        env,
+    );
+    assert_eq!(status, 0, "{env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("INTERCOMM COLL FT OK").count(),
+        3,
+        "{env:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(err.contains("rank 3: killed by signal 9"), "{env:?}\n{err}");
+}
+
+#[test]
+fn inter_communicator_collectives_give_up_on_a_revoke_and_a_failure() {
+    intercomm_coll_ft(&[]);
+    intercomm_coll_ft(TCP);
+}

@@ -1,0 +1,76 @@
+/*
+ * Inter-communicator collectives give up rather than hang, at 4 ranks (the even ranks
+ * against the odd ones):
+ * 1. a revoke: the odd group waits in an MPI_Bcast whose root (world rank 0) revokes
+ *    the inter-communicator instead of sending; both odd ranks (the one waiting for
+ *    the root and the one waiting for its own group's leader) get MPIX_ERR_REVOKED;
+ * 2. a death: on a second inter-communicator rank 3 SIGKILLs itself after a
+ *    barrier; the survivors' next MPI_Allreduce on it fails with MPIX_ERR_PROC_FAILED
+ *    at every one of them, in both groups (none of them can complete without rank 3's
+ *    contribution).
+ * Run with --exit-status survivors; each survivor prints "rank R: INTERCOMM COLL FT OK".
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static int me = -1;
+
+#include "check.h"
+
+static int error_class(int rc) {
+    int cls = -1;
+    OK(MPI_Error_class(rc, &cls));
+    return cls;
+}
+
+/* An allreduce that must succeed: each group gets the other's sum of world ranks. */
+static void allreduce_ok(MPI_Comm inter, int side) {
+    int in = me, out = -1;
+    OK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, inter));
+    CHECK(out == (side == 0 ? 1 + 3 : 0 + 2));
+}
+
+int main(int argc, char **argv) {
+    int size;
+    OK(MPI_Init(&argc, &argv));
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    CHECK(size == 4);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int side = me % 2;
+    MPI_Comm local, inter, inter2;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, side, me, &local));
+    OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, side == 0 ? 1 : 0, 10, &inter));
+    OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, side == 0 ? 1 : 0, 11, &inter2));
+    OK(MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_set_errhandler(inter2, MPI_ERRORS_RETURN));
+
+    /* 1. A revoke interrupts the waiting group. */
+    allreduce_ok(inter, side);
+    int buf[4] = {0};
+    if (me == 0) {
+        struct timespec t = {0, 100 * 1000 * 1000};
+        nanosleep(&t, NULL);
+        OK(MPIX_Comm_revoke(inter));
+    } else if (side == 0) {
+        OK(MPI_Bcast(NULL, 4, MPI_INT, MPI_PROC_NULL, inter));
+    } else {
+        int rc = MPI_Bcast(buf, 4, MPI_INT, 0, inter);
+        CHECK(rc != MPI_SUCCESS && error_class(rc) == MPIX_ERR_REVOKED);
+    }
+
+    /* 2. A death fails the next collective everywhere. */
+    allreduce_ok(inter2, side);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 3) raise(SIGKILL);
+    int in = me, out = -1;
+    int rc = MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, inter2);
+    CHECK(rc != MPI_SUCCESS && error_class(rc) == MPIX_ERR_PROC_FAILED);
+    printf("rank %d: INTERCOMM COLL FT OK\n", me);
+    fflush(stdout);
+    OK(MPI_Finalize());
+    return 0;
+}
