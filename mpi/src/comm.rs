@@ -130,8 +130,12 @@ crate::mpi_fn! {
                 return Ok(());
             }
             let (_, coll) = lib.intra(comm)?;
+            let cart = e.cart.clone();
             let pair = g.unlocked(|| with_half(coll.dup()?))?;
-            *slot = insert(g.lib()?, pair, errh);
+            let lib = g.lib()?;
+            *slot = insert(lib, pair, errh);
+            // A dup keeps the topology (MPI 4.1, 8.4).
+            lib.comm_mut(*slot)?.cart = cart;
             Ok(())
         })
     }
@@ -139,7 +143,7 @@ crate::mpi_fn! {
 
 /// Splits intra-communicator `comm` by `color` (`None`: `MPI_UNDEFINED`) ordered by
 /// `key`; the new handle, `MPI_COMM_NULL` for `None`.
-fn split(g: &mut Guard, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
+pub(crate) fn split(g: &mut Guard, comm: Handle, color: Option<u32>, key: c_int) -> R<Handle> {
     let lib = g.lib()?;
     let (_, coll) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;

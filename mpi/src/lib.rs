@@ -63,6 +63,7 @@ mod restart;
 mod singleton;
 mod spawn;
 mod state;
+mod topo;
 mod ulfm;
 mod util;
 mod wait;

@@ -148,6 +148,8 @@ pub(crate) struct CommEntry {
     /// collectives never take each other's messages.
     pub coll_seq: u32,
     pub name: String,
+    /// Its Cartesian grid, if it has one (`topo.rs`).
+    pub cart: Option<Box<crate::topo::Cart>>,
 }
 
 impl CommEntry {
@@ -163,6 +165,7 @@ impl CommEntry {
             errhandler,
             coll_seq: 0,
             name: name.into(),
+            cart: None,
         }
     }
 

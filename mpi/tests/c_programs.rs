@@ -756,3 +756,17 @@ fn inter_communicator_collectives_give_up_on_a_revoke_and_a_failure() {
     intercomm_coll_ft(&[]);
     intercomm_coll_ft(TCP);
 }
+
+#[test]
+fn cartesian_grids_give_neighbours_rows_and_columns() {
+    for np in ["1", "4", "6"] {
+        every_rank_prints("cart", np, "", &[], "CART OK");
+    }
+    every_rank_prints(
+        "cart",
+        "3",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "CART OK",
+    );
+}
