@@ -80,7 +80,7 @@ impl Coll {
     /// Why waiting must stop: the program's communicator was revoked (a revoke by
     /// another rank reaches the program's twin only), which then revokes this one; or
     /// a member is known failed, so the call may never complete (see the module doc).
-    fn interrupted(&self) -> Option<Fail> {
+    pub(crate) fn interrupted(&self) -> Option<Fail> {
         if self.p2p.is_revoked() {
             self.coll.revoke();
             return Some(CommError::Revoked.into());

@@ -102,6 +102,8 @@ pub(crate) enum Op {
         flag: *mut c_int,
     },
     Barrier(Box<Ibarrier>),
+    /// `MPI_Ibcast`, `MPI_Iallreduce`... (`nbc.rs`).
+    Nbc(Box<crate::nbc::Nbc>),
     /// `MPIX_Comm_irestart_rank`.
     Restart(sf::comm::RestartRequest),
 }
@@ -184,6 +186,11 @@ impl Req {
                 Err(e) => Outcome::failed(class_of(&e)),
             },
             Op::Barrier(b) => match b.test() {
+                Ok(false) => return None,
+                Ok(true) => Outcome::empty(),
+                Err(f) => Outcome::failed(f.class),
+            },
+            Op::Nbc(s) => match s.test() {
                 Ok(false) => return None,
                 Ok(true) => Outcome::empty(),
                 Err(f) => Outcome::failed(f.class),

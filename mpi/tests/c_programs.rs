@@ -770,3 +770,17 @@ fn cartesian_grids_give_neighbours_rows_and_columns() {
         "CART OK",
     );
 }
+
+#[test]
+fn non_blocking_collectives_complete_with_every_element_in_place() {
+    for np in ["1", "2", "3", "5"] {
+        every_rank_prints("nbc", np, "", &[], "NBC OK");
+    }
+    every_rank_prints(
+        "nbc",
+        "3",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "NBC OK",
+    );
+}

@@ -6,7 +6,7 @@
  *   MPIX_ERR_PROC_FAILED at every survivor, none waiting forever on a survivor that
  *   gave up (the dissemination barrier at 4 ranks has rank 2 wait on rank 0 only);
  * - MPIX_Comm_failure_ack does not re-enable them (a known old failure fails them
- *   again), MPI_Ibarrier's MPI_Wait fails the same way;
+ *   again), MPI_Ibarrier's and MPI_Iallreduce's MPI_Wait fail the same way;
  * - a communicator without the dead rank works throughout;
  * - MPIX_Comm_ishrink (announced by OMPI_HAVE_MPIX_COMM_ISHRINK) gives N-1 ranks on
  *   which collectives work.
@@ -87,6 +87,9 @@ int main(int argc, char **argv) {
     EXPECT_FAILED(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm));
     MPI_Request req;
     OK(MPI_Ibarrier(comm, &req));
+    EXPECT_FAILED(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    /* A non-blocking allreduce too (every rank waits on the dead one's part). */
+    OK(MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm, &req));
     EXPECT_FAILED(MPI_Wait(&req, MPI_STATUS_IGNORE));
     EXPECT_FAILED(MPI_Barrier(comm));
 
