@@ -40,6 +40,7 @@ macro_rules! mpi_fn {
 }
 pub(crate) use mpi_fn;
 
+mod bsend;
 mod coll;
 mod coll_inter;
 mod coll_rounds;
@@ -53,6 +54,7 @@ mod error;
 mod group;
 mod info;
 mod init;
+mod memory;
 mod mprobe;
 mod nbc;
 mod p2p;

@@ -104,6 +104,8 @@ pub(crate) enum Op {
     Barrier(Box<Ibarrier>),
     /// `MPI_Ibcast`, `MPI_Iallreduce`... (`nbc.rs`).
     Nbc(Box<crate::nbc::Nbc>),
+    /// A buffered send's copy in flight (`bsend.rs`), in `Lib::detached`.
+    Buffered(Box<crate::bsend::Buffered>),
     /// `MPIX_Comm_irestart_rank`.
     Restart(sf::comm::RestartRequest),
 }
@@ -194,6 +196,15 @@ impl Req {
                 Ok(false) => return None,
                 Ok(true) => Outcome::empty(),
                 Err(f) => Outcome::failed(f.class),
+            },
+            Op::Buffered(b) => match b.test() {
+                Ok(false) => return None,
+                Ok(true) => Outcome::empty(),
+                Err(e) => {
+                    // Nobody waits for a buffered send: its failure can only be logged.
+                    log::debug!("a buffered send failed: {e}");
+                    Outcome::failed(class_of(&e))
+                }
             },
             Op::Restart(r) => match crate::restart::test_restart(r)? {
                 MPI_SUCCESS => Outcome::empty(),
@@ -789,6 +800,71 @@ crate::mpi_fn! {
             };
             // SAFETY: as above.
             *unsafe { out(count) }? = n;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_elements`: the basic elements received (a contiguous type of `k`
+    /// elements counts `k` per item); `MPI_UNDEFINED` when the bytes are not a whole
+    /// number of elements.
+    fn MPI_Get_elements / PMPI_Get_elements(
+        status: *const MPI_Status,
+        datatype: Handle,
+        count: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let t: TypeEntry = g.lib()?.datatype(datatype)?;
+            // SAFETY: MPI's contract: `status` valid for reads, `count` for a write.
+            let st = unsafe { status.as_ref() }
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
+            let bytes = (st.internal[0] as u32 as u64) | ((st.internal[1] as u32 as u64) << 32);
+            let elem = if t.elems == 0 { 0 } else { (t.size / t.elems) as u64 };
+            let n = if elem == 0 {
+                if bytes == 0 { 0 } else { MPI_UNDEFINED }
+            } else if bytes % elem == 0 {
+                c_int::try_from(bytes / elem).unwrap_or(MPI_UNDEFINED)
+            } else {
+                MPI_UNDEFINED
+            };
+            // SAFETY: as above.
+            *unsafe { out(count) }? = n;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Request_get_status`: whether the request is complete, and then its status,
+    /// without freeing it (a later completion call gives the same outcome and frees it).
+    fn MPI_Request_get_status / PMPI_Request_get_status(
+        request: Handle,
+        flag: *mut c_int,
+        status: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            let flag = unsafe { out(flag) }?;
+            if request == MPI_REQUEST_NULL {
+                *flag = 1;
+                // SAFETY: MPI's contract: `status` is null or valid for a write.
+                unsafe { write_status(status, &Outcome::empty(), false) };
+                return Ok(());
+            }
+            let lib = g.lib()?;
+            progress_detached(lib);
+            let r = lib.requests.get_mut(&request).ok_or_else(|| {
+                Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a request"))
+            })?;
+            match r.test() {
+                Some(o) => {
+                    *flag = 1;
+                    // SAFETY: as above.
+                    unsafe { write_status(status, &o, false) };
+                }
+                None => *flag = 0,
+            }
             Ok(())
         })
     }

@@ -219,6 +219,8 @@ pub(crate) struct Lib {
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
     /// and finished (boundedly) by `MPI_Finalize`.
     pub detached: Vec<Req>,
+    /// The buffer `MPI_Buffer_attach` gave (address, size), `bsend.rs`.
+    pub bsend_buffer: Option<(usize, usize)>,
     pub types: Map<TypeEntry>,
     /// Groups as lists of world ranks.
     pub groups: Map<Vec<u32>>,
@@ -248,6 +250,7 @@ impl Lib {
             requests: Requests::default(),
             messages: Map::default(),
             detached: Vec::new(),
+            bsend_buffer: None,
             types: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),

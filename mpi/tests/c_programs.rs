@@ -784,3 +784,15 @@ fn non_blocking_collectives_complete_with_every_element_in_place() {
         "NBC OK",
     );
 }
+
+#[test]
+fn buffered_sends_return_before_the_receive_and_detach_waits() {
+    every_rank_prints("bsend", "3", "", &[], "BSEND OK");
+    every_rank_prints(
+        "bsend",
+        "2",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "BSEND OK",
+    );
+}
