@@ -66,6 +66,7 @@ mod restart;
 mod singleton;
 mod spawn;
 mod state;
+mod status;
 mod topo;
 mod ulfm;
 mod util;

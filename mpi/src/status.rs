@@ -1,0 +1,118 @@
+//! What a completed operation's status says: `MPI_Get_count`, `MPI_Get_elements`,
+//! `MPI_Test_cancelled`, and `MPI_Request_get_status` (a request's status without
+//! freeing it). The status layout is `request::MPI_Status`.
+
+use std::ffi::c_int;
+
+use crate::consts::*;
+use crate::datatype::TypeEntry;
+use crate::error::Fail;
+use crate::request::{progress_detached, write_status, MPI_Status, Outcome};
+use crate::state::call;
+use crate::util::out;
+
+crate::mpi_fn! {
+    /// `MPI_Test_cancelled`.
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) {
+        call(MPI_COMM_WORLD, |_| {
+            // SAFETY: MPI's contract: `status` valid for reads, `flag` for a write.
+            let st = unsafe { status.as_ref() }
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
+            // SAFETY: as above.
+            *unsafe { out(flag) }? = c_int::from(st.internal[2] != 0);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_count`: `MPI_UNDEFINED` when the bytes are not a whole number of items.
+    fn MPI_Get_count / PMPI_Get_count(
+        status: *const MPI_Status,
+        datatype: Handle,
+        count: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let t: TypeEntry = g.lib()?.datatype(datatype)?;
+            // SAFETY: MPI's contract: `status` valid for reads, `count` for a write.
+            let st = unsafe { status.as_ref() }
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
+            let bytes = (st.internal[0] as u32 as u64) | ((st.internal[1] as u32 as u64) << 32);
+            let n = if t.size == 0 {
+                if bytes == 0 { 0 } else { MPI_UNDEFINED }
+            } else if bytes % t.size as u64 == 0 {
+                c_int::try_from(bytes / t.size as u64).unwrap_or(MPI_UNDEFINED)
+            } else {
+                MPI_UNDEFINED
+            };
+            // SAFETY: as above.
+            *unsafe { out(count) }? = n;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Get_elements`: the basic elements received (a contiguous type of `k`
+    /// elements counts `k` per item); `MPI_UNDEFINED` when the bytes are not a whole
+    /// number of elements.
+    fn MPI_Get_elements / PMPI_Get_elements(
+        status: *const MPI_Status,
+        datatype: Handle,
+        count: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let t: TypeEntry = g.lib()?.datatype(datatype)?;
+            // SAFETY: MPI's contract: `status` valid for reads, `count` for a write.
+            let st = unsafe { status.as_ref() }
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
+            let bytes = (st.internal[0] as u32 as u64) | ((st.internal[1] as u32 as u64) << 32);
+            let elem = t.size.checked_div(t.elems).unwrap_or(0) as u64;
+            let n = if elem == 0 {
+                if bytes == 0 { 0 } else { MPI_UNDEFINED }
+            } else if bytes % elem == 0 {
+                c_int::try_from(bytes / elem).unwrap_or(MPI_UNDEFINED)
+            } else {
+                MPI_UNDEFINED
+            };
+            // SAFETY: as above.
+            *unsafe { out(count) }? = n;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Request_get_status`: whether the request is complete, and then its status,
+    /// without freeing it (a later completion call gives the same outcome and frees it).
+    fn MPI_Request_get_status / PMPI_Request_get_status(
+        request: Handle,
+        flag: *mut c_int,
+        status: *mut MPI_Status
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            let flag = unsafe { out(flag) }?;
+            if request == MPI_REQUEST_NULL {
+                *flag = 1;
+                // SAFETY: MPI's contract: `status` is null or valid for a write.
+                unsafe { write_status(status, &Outcome::empty(), false) };
+                return Ok(());
+            }
+            let lib = g.lib()?;
+            progress_detached(lib);
+            let r = lib.requests.get_mut(&request).ok_or_else(|| {
+                Fail::new(MPI_ERR_REQUEST, format!("{request:#x} is not a request"))
+            })?;
+            match r.test() {
+                Some(o) => {
+                    *flag = 1;
+                    // SAFETY: as above.
+                    unsafe { write_status(status, &o, false) };
+                }
+                None => *flag = 0,
+            }
+            Ok(())
+        })
+    }
+}
