@@ -127,16 +127,16 @@ crate::mpi_fn! {
                 let coll = coll.clone();
                 let pair = g.unlocked(|| inter_half(coll.dup()?))?;
                 *slot = insert_inter(g.lib()?, pair, errh);
-                return Ok(());
+                return crate::attr::copy_all(g, comm, *slot);
             }
             let (_, coll) = lib.intra(comm)?;
             let cart = e.cart.clone();
             let pair = g.unlocked(|| with_half(coll.dup()?))?;
             let lib = g.lib()?;
             *slot = insert(lib, pair, errh);
-            // A dup keeps the topology (MPI 4.1, 8.4).
+            // A dup keeps the topology (MPI 4.1, 8.4) and copies the attributes.
             lib.comm_mut(*slot)?.cart = cart;
-            Ok(())
+            crate::attr::copy_all(g, comm, *slot)
         })
     }
 }
@@ -252,6 +252,8 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
             "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
         ));
     }
+    // The delete callbacks run first, on the communicator still valid (MPI 4.1, 7.7).
+    crate::attr::delete_all(g, h)?;
     let lib = g.lib()?;
     let e = lib
         .comms
@@ -489,7 +491,9 @@ crate::mpi_fn! {
                 MPI_IO => &IO_VALUE,
                 MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
                 MPI_FT => &FT_VALUE,
-                k => return Err(Fail::new(MPI_ERR_KEYVAL, format!("attribute key {k} is not known"))),
+                // The program's keys.
+                // SAFETY: MPI's contract, as below.
+                k => return unsafe { crate::attr::get(lib, comm, k, attribute_val, flag) },
             };
             // SAFETY: MPI's contract: `attribute_val` points to a `void *` and `flag`
             // to an int, both valid for writes.

@@ -249,6 +249,8 @@ crate::mpi_fn! {
     fn MPI_Finalize / PMPI_Finalize() {
         call(MPI_COMM_WORLD, |g| {
             g.lib()?;
+            // MPI_COMM_SELF's attributes first: libraries clean up in their callbacks.
+            crate::attr::finalize_self(g)?;
             g.disown();
             let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
                 unreachable!("checked live just above");

@@ -221,6 +221,8 @@ pub(crate) struct Lib {
     pub detached: Vec<Req>,
     /// The buffer `MPI_Buffer_attach` gave (address, size), `bsend.rs`.
     pub bsend_buffer: Option<(usize, usize)>,
+    /// The program's attribute keys and values (`attr.rs`).
+    pub attrs: crate::attr::Attrs,
     pub types: Map<TypeEntry>,
     /// Groups as lists of world ranks.
     pub groups: Map<Vec<u32>>,
@@ -251,6 +253,7 @@ impl Lib {
             messages: Map::default(),
             detached: Vec::new(),
             bsend_buffer: None,
+            attrs: Default::default(),
             types: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),

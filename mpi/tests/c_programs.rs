@@ -796,3 +796,9 @@ fn buffered_sends_return_before_the_receive_and_detach_waits() {
         "BSEND OK",
     );
 }
+
+#[test]
+fn attributes_are_copied_by_dup_deleted_by_free_and_cleaned_up_by_finalize() {
+    every_rank_prints("attr", "3", "", &[], "ATTR OK (3)");
+    every_rank_prints("attr", "3", "multiple", &[], "ATTR OK (3)");
+}
