@@ -49,6 +49,7 @@ mod coll_scan;
 mod collv;
 mod comm;
 mod comm_table;
+mod comm_variants;
 mod consts;
 mod datatype;
 mod error;

@@ -2,7 +2,8 @@
  * Attributes with the program's keys: MPI_Comm_create_keyval with copy and delete
  * callbacks, MPI_COMM_DUP_FN, MPI_COMM_NULL_COPY_FN; set, get, replace, delete; the
  * copy on MPI_Comm_dup and the delete on MPI_Comm_free (each callback's arguments and
- * calls counted); MPI_Comm_free_keyval; and a delete callback on MPI_COMM_SELF that
+ * calls counted); MPI_Comm_free_keyval; MPI_Comm_dup_with_info, MPI_Comm_idup,
+ * MPI_Comm_set_info / get_info; and a delete callback on MPI_COMM_SELF that
  * MPI_Finalize runs first and that itself calls MPI (it frees a communicator), which
  * prints "rank R: ATTR OK" only when everything before held. With the argument
  * "multiple", under MPI_THREAD_MULTIPLE (the callbacks run without the library's lock).
@@ -111,6 +112,27 @@ int main(int argc, char **argv) {
     CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, 123456, &ub, &flag) != MPI_SUCCESS);
     OK(MPI_Comm_free_keyval(&dupkey));
     OK(MPI_Comm_free_keyval(&nocopy));
+
+    /* The dup variants and hints (none used: get_info gives an empty object). */
+    MPI_Info info, used;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    MPI_Comm c1, c2;
+    OK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c1));
+    MPI_Request r;
+    OK(MPI_Comm_idup(c1, &c2, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    OK(MPI_Comm_set_info(c2, info));
+    int nkeys = -1, one = 1, sum = 0;
+    OK(MPI_Comm_get_info(c2, &used));
+    OK(MPI_Info_get_nkeys(used, &nkeys));
+    CHECK(nkeys == 0);
+    OK(MPI_Info_free(&used));
+    OK(MPI_Info_free(&info));
+    OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c2));
+    CHECK(sum == n);
+    OK(MPI_Comm_free(&c2));
+    OK(MPI_Comm_free(&c1));
 
     /* The clean-up idiom: a delete callback on MPI_COMM_SELF, run by MPI_Finalize. */
     OK(MPI_Comm_dup(MPI_COMM_WORLD, &internal));
