@@ -58,8 +58,15 @@ crate::mpi_fn! {
 /// ranks, `soak_threads.c`).
 fn shrink(g: &mut Guard, comm: Handle) -> R<Handle> {
     let lib = g.lib()?;
-    let (p2p, _) = lib.intra(comm)?;
     let errh = lib.comm(comm)?.errhandler;
+    if let CommKind::Inter { p2p, .. } = &lib.comm(comm)?.kind {
+        // The survivors of both groups (`InterComm::shrink`), with a twin made as for
+        // any new inter-communicator (agreements: a failure meanwhile cannot split it).
+        let ic = p2p.clone();
+        let pair = g.unlocked(|| crate::comm::inter_half(ic.shrink()?))?;
+        return Ok(crate::comm::insert_inter(g.lib()?, pair, errh));
+    }
+    let (p2p, _) = lib.intra(comm)?;
     let pair = g.unlocked(|| -> R<(Comm, Comm)> {
         let s = p2p.shrink()?;
         let coll = s.twin()?;

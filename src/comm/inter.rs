@@ -353,6 +353,52 @@ impl InterComm {
         Ok(self.over(self.union.twin()?))
     }
 
+    /// The survivors of both groups (`MPIX_Comm_shrink` on an inter-communicator): the
+    /// union underneath shrunk as [`Comm::shrink`] (every survivor of both groups gets
+    /// the same members, in the same order), each group keeping its own survivors in
+    /// order. Works on a revoked inter-communicator.
+    ///
+    /// # Errors
+    /// `ProcFailed` when every member of one group failed (no inter-communicator is
+    /// left: the survivors, all of one group, get this error alike); `Excluded`.
+    pub fn shrink(&self) -> Result<InterComm, CommError> {
+        let old = self.union.group().to_vec();
+        let union = self.union.shrink()?;
+        // The union lists the lower side first; so does the shrunk one.
+        let (low_from, low_len) = if self.low_side {
+            (self.local_offset, self.local_size)
+        } else {
+            (self.remote_offset, self.remote_size)
+        };
+        let low = &old[low_from as usize..(low_from + low_len) as usize];
+        let n = union.group().len() as u32;
+        let n_low = union.group().iter().filter(|w| low.contains(w)).count() as u32;
+        let (local_size, remote_size) = if self.low_side {
+            (n_low, n - n_low)
+        } else {
+            (n - n_low, n_low)
+        };
+        if local_size == 0 || remote_size == 0 {
+            let ranks = (0..old.len() as u32)
+                .filter(|&i| !union.group().contains(&old[i as usize]))
+                .collect();
+            return Err(CommError::ProcFailed { ranks });
+        }
+        let (local_offset, remote_offset) = if self.low_side {
+            (0, n_low)
+        } else {
+            (n_low, 0)
+        };
+        Ok(InterComm {
+            union,
+            local_size,
+            remote_size,
+            remote_offset,
+            local_offset,
+            low_side: self.low_side,
+        })
+    }
+
     /// This inter-communicator's groups over another communicator of the same union.
     fn over(&self, union: Comm) -> InterComm {
         InterComm {

@@ -7,7 +7,9 @@
  * 2. a death: on a second inter-communicator rank 3 SIGKILLs itself after a
  *    barrier; the survivors' next MPI_Allreduce on it fails with MPIX_ERR_PROC_FAILED
  *    at every one of them, in both groups (none of them can complete without rank 3's
- *    contribution).
+ *    contribution);
+ * 3. MPIX_Comm_shrink of that inter-communicator gives the survivors of both groups
+ *    (sizes, ranks, an allreduce, messages across, an agreement on it).
  * Run with --exit-status survivors; each survivor prints "rank R: INTERCOMM COLL FT OK".
  */
 #include <mpi.h>
@@ -69,6 +71,35 @@ int main(int argc, char **argv) {
     int in = me, out = -1;
     int rc = MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, inter2);
     CHECK(rc != MPI_SUCCESS && error_class(rc) == MPIX_ERR_PROC_FAILED);
+
+    /* 3. MPIX_Comm_shrink on the inter-communicator: the survivors of both groups. */
+    MPI_Comm shrunk;
+    OK(MPIX_Comm_shrink(inter2, &shrunk));
+    OK(MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN));
+    int is_inter = 0, lsize = -1, rsize = -1, rank = -1;
+    OK(MPI_Comm_test_inter(shrunk, &is_inter));
+    OK(MPI_Comm_size(shrunk, &lsize));
+    OK(MPI_Comm_remote_size(shrunk, &rsize));
+    OK(MPI_Comm_rank(shrunk, &rank));
+    CHECK(is_inter);
+    CHECK(lsize == (side == 0 ? 2 : 1) && rsize == (side == 0 ? 1 : 2));
+    CHECK(rank == me / 2);
+    in = me;
+    OK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, shrunk));
+    CHECK(out == (side == 0 ? 1 : 0 + 2));
+    /* Point to point across it: the odd survivor greets each even one. */
+    if (side == 1) {
+        for (int r = 0; r < 2; r++) OK(MPI_Send(&me, 1, MPI_INT, r, 5, shrunk));
+    } else {
+        int from = -1;
+        MPI_Status st;
+        OK(MPI_Recv(&from, 1, MPI_INT, MPI_ANY_SOURCE, 5, shrunk, &st));
+        CHECK(from == 1 && st.MPI_SOURCE == 0);
+    }
+    int flag = side == 0 ? 1 : 3;
+    OK(MPIX_Comm_agree(shrunk, &flag));
+    CHECK(flag == (side == 0 ? 3 : 1)); /* each side reads the other's AND */
+    OK(MPI_Comm_free(&shrunk));
     printf("rank %d: INTERCOMM COLL FT OK\n", me);
     fflush(stdout);
     OK(MPI_Finalize());
