@@ -54,6 +54,7 @@ mod group;
 mod info;
 mod init;
 mod mprobe;
+mod op;
 mod p2p;
 mod p2p_fast;
 mod persistent;

@@ -40,6 +40,7 @@ use steadfast_os::SpinWait;
 use crate::consts::*;
 use crate::datatype::TypeEntry;
 use crate::error::{self, Fail, R};
+use crate::op::UserOp;
 use crate::reqtable::Requests;
 use crate::request::Req;
 
@@ -217,6 +218,8 @@ pub(crate) struct Lib {
     /// and finished (boundedly) by `MPI_Finalize`.
     pub detached: Vec<Req>,
     pub types: Map<TypeEntry>,
+    /// Operations made by `MPI_Op_create` (`op`).
+    pub ops: Map<UserOp>,
     /// Groups as lists of world ranks.
     pub groups: Map<Vec<u32>>,
     pub errhandlers: Map<ErrFn>,
@@ -246,6 +249,7 @@ impl Lib {
             messages: Map::default(),
             detached: Vec::new(),
             types: Map::default(),
+            ops: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),
             infos: Map::default(),
