@@ -756,3 +756,21 @@ fn inter_communicator_collectives_give_up_on_a_revoke_and_a_failure() {
     intercomm_coll_ft(&[]);
     intercomm_coll_ft(TCP);
 }
+
+/// `user_op.c` at `np` ranks in `mode`: every rank ends with USER OP OK.
+fn user_op(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("user_op", np, mode, env, "USER OP OK");
+}
+
+#[test]
+fn user_operations_reduce_in_rank_order_at_every_size() {
+    for np in ["1", "2", "3", "4", "5", "7", "8"] {
+        user_op(np, "single", &[]);
+    }
+}
+
+#[test]
+fn user_operations_with_thread_multiple_and_over_tcp() {
+    user_op("5", "multiple", &[]);
+    user_op("3", "single", TCP);
+}
