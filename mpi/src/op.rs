@@ -292,6 +292,51 @@ mod tests {
         }
     }
 
+    thread_local! {
+        /// What `place` saw: the datatype handle, and whether it ran inside.
+        static SEEN: Cell<(Handle, bool)> = const { Cell::new((0, false)) };
+    }
+
+    /// `inoutvec = invec * 1000 + inoutvec` on `u32`s (no assert: a panic cannot
+    /// leave an `extern "C"` function).
+    unsafe extern "C" fn place(a: *mut c_void, b: *mut c_void, len: *mut c_int, dt: *mut Handle) {
+        // SAFETY: called by `call_user` with `len` items of 4 bytes in both, and `dt`.
+        let (a, b, n, dt) = unsafe { (a.cast::<u32>(), b.cast::<u32>(), *len as usize, *dt) };
+        SEEN.with(|s| s.set((dt, in_user_function())));
+        for i in 0..n {
+            // SAFETY: as above.
+            unsafe { *b.add(i) = *a.add(i) * 1000 + *b.add(i) };
+        }
+    }
+
+    fn words(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn the_user_function_gets_the_lower_ranks_value_as_invec() {
+        let r = Reduction {
+            kind: Kind::User {
+                op: UserOp {
+                    f: place,
+                    commute: false,
+                },
+                datatype: 0x20d,
+                item: 4,
+            },
+        };
+        let mut g = Guard::lock().expect("no owner before MPI_Init");
+        let (mut lo, mut hi) = (words(&[1, 2]), words(&[3, 4]));
+        r.reduce_into_higher(&mut g, &mut lo, &mut hi).unwrap();
+        assert_eq!((lo.clone(), hi), (words(&[1, 2]), words(&[1003, 2004])));
+        let mut hi = words(&[5, 6]);
+        r.reduce_into_lower(&mut g, &mut lo, &mut hi).unwrap();
+        assert_eq!(lo, words(&[1005, 2006]));
+        assert!(!in_user_function());
+        assert_eq!(SEEN.with(Cell::get), (0x20d, true));
+        assert!(!r.commutes());
+    }
+
     #[test]
     fn the_user_function_depth_counts_nested_entries() {
         assert!(!in_user_function());
