@@ -257,6 +257,11 @@ enum {
 typedef void(MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 
+/* A user reduction operation: inoutvec[i] = invec[i] op inoutvec[i], i < *len, items of
+ * *datatype. */
+typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len,
+                                MPI_Datatype *datatype);
+
 /* Environment */
 int MPI_Init(int *argc, char ***argv);
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
@@ -355,6 +360,11 @@ int MPI_Type_commit(MPI_Datatype *datatype);
 int MPI_Type_free(MPI_Datatype *datatype);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+/* Reduction operations */
+int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
+int MPI_Op_free(MPI_Op *op);
+int MPI_Op_commutative(MPI_Op op, int *commute);
 
 /* Point to point */
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);

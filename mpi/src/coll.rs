@@ -25,8 +25,8 @@ use sf::{Comm, CommError};
 use crate::coll_inter::{self, is_inter, RecvArg, SendArg};
 use crate::coll_rounds::{test_once, PendingRecv, Rounds, Scratch};
 use crate::consts::*;
-use crate::datatype::reduce;
 use crate::error::{Fail, R};
+use crate::op::Reduction;
 use crate::request::{Op, Req};
 use crate::state::{call, CommKind, Guard};
 use crate::util::{bytes, bytes_mut, new_request_out, rank_arg};
@@ -313,7 +313,7 @@ unsafe fn input_to_recvbuf(sendbuf: *const c_void, recvbuf: *mut c_void, len: us
 }
 
 crate::mpi_fn! {
-    /// `MPI_Reduce` (predefined operations on basic and contiguous types).
+    /// `MPI_Reduce` (predefined and user operations on basic and contiguous types).
     fn MPI_Reduce / PMPI_Reduce(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
@@ -329,8 +329,9 @@ crate::mpi_fn! {
                 // SAFETY: this function's contract: MPI's rules for its arguments.
                 return unsafe { coll_inter::reduce(g, comm, sendbuf, recv, op, root) };
             }
-            let (len, t) = g.lib()?.byte_len(count, datatype)?;
-            reduce(op, t.elem, &mut [], &[])?;
+            let lib = g.lib()?;
+            let (len, t) = lib.byte_len(count, datatype)?;
+            let op = Reduction::new(lib, op, datatype, &t)?;
             let c = Rounds::start(g, comm, 1)?;
             let root = root_arg(root, c.n)?;
             let mut scratch = Scratch::new();
@@ -342,7 +343,7 @@ crate::mpi_fn! {
                     input_to_recvbuf(sendbuf, recvbuf, len)?;
                     bytes_mut(recvbuf, len)?
                 };
-                c.reduce(g, acc, scratch.get(len), op, t.elem, root)
+                c.reduce(g, acc, scratch.get(len), &op, root)
             } else {
                 // Elsewhere `recvbuf` is not significant: a copy of the input, beside
                 // the scratch for the children's values.
@@ -351,7 +352,7 @@ crate::mpi_fn! {
                 let mut acc = Scratch::new();
                 let acc = acc.get(len);
                 acc.copy_from_slice(input);
-                c.reduce(g, acc, scratch.get(len), op, t.elem, root)
+                c.reduce(g, acc, scratch.get(len), &op, root)
             }
         })
     }
@@ -373,8 +374,9 @@ crate::mpi_fn! {
                 // SAFETY: this function's contract: MPI's rules for its arguments.
                 return unsafe { coll_inter::allreduce(g, comm, sendbuf, recv, op) };
             }
-            let (len, t) = g.lib()?.byte_len(count, datatype)?;
-            reduce(op, t.elem, &mut [], &[])?;
+            let lib = g.lib()?;
+            let (len, t) = lib.byte_len(count, datatype)?;
+            let op = Reduction::new(lib, op, datatype, &t)?;
             let mut c = Rounds::start(g, comm, 2)?;
             // Reduced in `recvbuf`.
             // SAFETY: MPI's contract: the buffers hold `count` items; `recvbuf` is the
@@ -384,7 +386,7 @@ crate::mpi_fn! {
                 bytes_mut(recvbuf, len)?
             };
             let mut scratch = Scratch::new();
-            c.allreduce(g, acc, scratch.get(len), op, t.elem)
+            c.allreduce(g, acc, scratch.get(len), &op)
         })
     }
 }

@@ -11,8 +11,8 @@
 //! in it. The algorithms:
 //! - bcast: the root sends to remote rank 0, which broadcasts in its group (binomial,
 //!   `coll_rounds`);
-//! - reduce: the non-root group reduces at its rank 0 (binomial), which sends the
-//!   result to the root;
+//! - reduce: the non-root group reduces at its rank 0 (binomial, so in rank order, as
+//!   a non-commutative operation needs), which sends the result to the root;
 //! - allreduce: each group reduces at its rank 0, the two leaders swap their results,
 //!   each broadcasts the other group's in its own;
 //! - gather, scatter, allgather, alltoall and the v variants: every message straight
@@ -31,8 +31,8 @@ use crate::coll::{block, blocks_mut, root_arg, Coll};
 use crate::coll_rounds::{Rounds, Scratch};
 use crate::collv::{blocks_of, disjoint_blocks};
 use crate::consts::*;
-use crate::datatype::reduce as reduce_op;
 use crate::error::{Fail, R};
+use crate::op::Reduction;
 use crate::state::{CommKind, Guard};
 use crate::util::{bytes, bytes_mut};
 
@@ -258,8 +258,9 @@ pub(crate) unsafe fn reduce(
     match role(root, ic.c.n)? {
         Role::Idle => Ok(()),
         Role::Root => {
-            let (len, t) = g.lib()?.byte_len(recv.count, recv.dt)?;
-            reduce_op(op, t.elem, &mut [], &[])?;
+            let lib = g.lib()?;
+            let (len, t) = lib.byte_len(recv.count, recv.dt)?;
+            Reduction::new(lib, op, recv.dt, &t)?;
             // SAFETY: the caller's contract: the root's `recvbuf` holds `count` items,
             // the program's alone during the call.
             let out = unsafe { bytes_mut(recv.ptr, len) }?;
@@ -268,14 +269,15 @@ pub(crate) unsafe fn reduce(
         }
         Role::Member { root } => {
             no_in_place(sendbuf)?;
-            let (len, t) = g.lib()?.byte_len(recv.count, recv.dt)?;
-            reduce_op(op, t.elem, &mut [], &[])?;
+            let lib = g.lib()?;
+            let (len, t) = lib.byte_len(recv.count, recv.dt)?;
+            let op = Reduction::new(lib, op, recv.dt, &t)?;
             let mut acc = Scratch::new();
             let acc = acc.get(len);
             // SAFETY: the caller's contract: `sendbuf` holds `count` items.
             acc.copy_from_slice(unsafe { bytes(sendbuf, len) }?);
             let mut tmp = Scratch::new();
-            ic.group().reduce(g, acc, tmp.get(len), op, t.elem, 0)?;
+            ic.group().reduce(g, acc, tmp.get(len), &op, 0)?;
             ic.c.next_phase();
             if ic.c.me == 0 {
                 ic.c.exchange(g, &[(ic.remote(root), &*acc)], &mut [])?;
@@ -300,14 +302,15 @@ pub(crate) unsafe fn allreduce(
 ) -> R<()> {
     let mut ic = Inter::start(g, comm, 3)?;
     no_in_place(sendbuf)?;
-    let (len, t) = g.lib()?.byte_len(recv.count, recv.dt)?;
-    reduce_op(op, t.elem, &mut [], &[])?;
+    let lib = g.lib()?;
+    let (len, t) = lib.byte_len(recv.count, recv.dt)?;
+    let op = Reduction::new(lib, op, recv.dt, &t)?;
     let mut acc = Scratch::new();
     let acc = acc.get(len);
     // SAFETY: the caller's contract: `sendbuf` holds `count` items.
     acc.copy_from_slice(unsafe { bytes(sendbuf, len) }?);
     let mut tmp = Scratch::new();
-    ic.group().reduce(g, acc, tmp.get(len), op, t.elem, 0)?;
+    ic.group().reduce(g, acc, tmp.get(len), &op, 0)?;
     ic.c.next_phase();
     // SAFETY: the caller's contract: `recvbuf` holds `count` items, the program's
     // alone during the call (and not `sendbuf`, read above).

@@ -13,8 +13,8 @@ use sf::CommError;
 
 use crate::coll::{Coll, INTERRUPT_POLLS};
 use crate::consts::*;
-use crate::datatype::{reduce, Elem};
 use crate::error::{Fail, R};
+use crate::op::Reduction;
 use crate::state::Guard;
 
 /// Messages up to this size take a collective's scratch buffer on the stack.
@@ -228,16 +228,19 @@ impl Rounds {
     /// When `n` is not a power of two, the first `2 * (n - p)` ranks (`p` the largest
     /// power of two below `n`) pair up first: each even one hands its value to the odd
     /// one above it, which takes part for both and returns the result at the end (the
-    /// first phase's tag serves the rounds, the second's the return). Two partial
-    /// results are always combined lower rank first, so both partners compute the same
-    /// expression and every rank ends with the same bits, even for floating point.
+    /// first phase's tag serves the rounds, the second's the return). The rounds' ranks
+    /// are in the real ranks' order and each holds the reduction of consecutive real
+    /// ranks, so combining the partner's value on the side of its rank keeps rank
+    /// order (MPI 4.1 §6.9.5, for non-commutative operations). Two partial results are
+    /// always combined as `lower op higher` evaluated into the lower one's buffer, so
+    /// both partners compute the same expression and every rank ends with the same
+    /// bits, even for floating point.
     pub(crate) fn allreduce(
         &mut self,
         g: &mut Guard,
         acc: &mut [u8],
         tmp: &mut [u8],
-        op: Handle,
-        elem: Elem,
+        op: &Reduction,
     ) -> R<()> {
         let n = self.n;
         let me = self.me;
@@ -254,7 +257,7 @@ impl Rounds {
                 None
             } else {
                 self.post_wait::<1>(g, &[], Some((me - 1, &mut *tmp)))?;
-                combine(acc, tmp, op, elem)?;
+                combine(g, acc, tmp, op)?;
                 Some(me / 2)
             }
         } else {
@@ -273,9 +276,9 @@ impl Rounds {
                 let partner = real(v ^ mask);
                 self.post_wait::<1>(g, &[(partner, &*acc)], Some((partner, &mut *tmp)))?;
                 if partner < me {
-                    combine(acc, tmp, op, elem)?;
+                    combine(g, acc, tmp, op)?;
                 } else {
-                    reduce(op, elem, acc, tmp)?;
+                    op.reduce_into_lower(g, acc, tmp)?;
                 }
                 mask <<= 1;
             }
@@ -292,14 +295,41 @@ impl Rounds {
     }
 
     /// Binomial reduction of `acc` toward `root`, where it ends with the result; `tmp`
-    /// as long as `acc` for the children's values.
+    /// as long as `acc` for the children's values. A node of the tree combines its
+    /// children in the order of their subtrees, which follow it in rank order counted
+    /// from the tree's root; so a non-commutative operation (MPI 4.1 §6.9.5: rank
+    /// order) takes a tree rooted at rank 0, whose result rank 0 then sends to `root`
+    /// (on the same tag: that is the only message from rank 0 to `root`, which is not
+    /// its child in that tree, and `root` sends rank 0 nothing after it).
     pub(crate) fn reduce(
         &self,
         g: &mut Guard,
         acc: &mut [u8],
         tmp: &mut [u8],
-        op: Handle,
-        elem: Elem,
+        op: &Reduction,
+        root: u32,
+    ) -> R<()> {
+        let tree_root = if op.commutes() { root } else { 0 };
+        self.reduce_tree(g, acc, tmp, op, tree_root)?;
+        if tree_root != root {
+            if self.me == tree_root {
+                self.post_wait::<1>(g, &[(root, &*acc)], None)?;
+            } else if self.me == root {
+                self.post_wait::<1>(g, &[], Some((tree_root, acc)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The binomial tree of [`Rounds::reduce`] rooted at `root`: the result, at
+    /// `root`, is the reduction in rank order counted from `root` (`root`, `root + 1`,
+    /// ..., `n - 1`, `0`, ...).
+    fn reduce_tree(
+        &self,
+        g: &mut Guard,
+        acc: &mut [u8],
+        tmp: &mut [u8],
+        op: &Reduction,
         root: u32,
     ) -> R<()> {
         let vr = (self.me + self.n - root) % self.n;
@@ -309,7 +339,9 @@ impl Rounds {
                 let src = vr | mask;
                 if src < self.n {
                     self.post_wait::<1>(g, &[], Some((self.abs(src, root), &mut *tmp)))?;
-                    reduce(op, elem, acc, tmp)?;
+                    // `acc` covers `vr..vr + mask`, the child's subtree the next
+                    // `mask` ranks.
+                    op.reduce_into_lower(g, acc, tmp)?;
                 }
             } else {
                 let dest = self.abs(vr & !mask, root);
@@ -322,10 +354,11 @@ impl Rounds {
     }
 }
 
-/// `acc = lower op acc`: the lower rank's value (in `lower`, overwritten) on the left
-/// (see [`Coll::allreduce`]).
-fn combine(acc: &mut [u8], lower: &mut [u8], op: Handle, elem: Elem) -> R<()> {
-    reduce(op, elem, lower, acc)?;
+/// `acc = lower op acc`, evaluated into `lower` (overwritten) as the lower rank's
+/// partner evaluates it with [`Reduction::reduce_into_lower`], then copied into `acc`
+/// (see [`Rounds::allreduce`]).
+fn combine(g: &mut Guard, acc: &mut [u8], lower: &mut [u8], op: &Reduction) -> R<()> {
+    op.reduce_into_lower(g, lower, acc)?;
     acc.copy_from_slice(lower);
     Ok(())
 }

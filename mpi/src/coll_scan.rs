@@ -3,18 +3,18 @@
 //! as the other collectives: rank `i` ends with the reduction of ranks `0..=i`, or
 //! `0..i`), `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter` (an allreduce of the
 //! whole vector, `coll_rounds`, after which each rank keeps its block). The
-//! operations are the predefined ones (`datatype::reduce`), all commutative, so the
-//! order in which partial results meet does not change the result (up to rounding, for
-//! floating point). Failures and revokes end them as the other collectives
-//! (`coll.rs`'s module doc).
+//! operations are the predefined ones and the program's (`op`): partial results are
+//! always combined in rank order, as MPI 4.1 §6.9.5 requires for a non-commutative
+//! operation. Failures and revokes end them as the other collectives (`coll.rs`'s
+//! module doc).
 
 use std::ffi::{c_int, c_void};
 
 use crate::coll::Coll;
 use crate::coll_rounds::{Rounds, Scratch};
 use crate::consts::*;
-use crate::datatype::{reduce, Elem};
 use crate::error::{Fail, R};
+use crate::op::Reduction;
 use crate::state::{call, Guard};
 use crate::util::{bytes, bytes_mut, count_arg};
 
@@ -48,16 +48,16 @@ unsafe fn input_of(
 /// The prefix of ranks `0..=me` (`inclusive`) or `0..me` of `input` into `out`: in
 /// round `k` (1, 2, 4, ...) each rank sends its partial result (the reduction of ranks
 /// `me - 2k + 1 ..= me`, from 0) to `me + k` and combines the one from `me - k`, which
-/// covers the ranks just below those it holds. The exclusive prefix is the
-/// combination of what was received; rank 0's `out` is left as it is (MPI leaves it
-/// undefined).
+/// covers the ranks just below those it holds, so it goes on the left:
+/// `partial = from_below op partial`. The exclusive prefix is the combination of what
+/// was received, each piece from ranks below the previous ones, so on the left too;
+/// rank 0's `out` is left as it is (MPI leaves it undefined).
 fn prefix(
     g: &mut Guard,
     c: &Coll,
     input: Vec<u8>,
     out: &mut [u8],
-    op: Handle,
-    elem: Elem,
+    op: &Reduction,
     inclusive: bool,
 ) -> R<()> {
     let mut partial = input;
@@ -78,12 +78,12 @@ fn prefix(
         if down.is_some() {
             // The exclusive prefix gathers what came from below in `out`.
             if !inclusive && have_below {
-                reduce(op, elem, out, tmp)?;
+                op.reduce_into_higher(g, tmp, out)?;
             } else if !inclusive {
                 out.copy_from_slice(tmp);
                 have_below = true;
             }
-            reduce(op, elem, &mut partial, tmp)?;
+            op.reduce_into_higher(g, tmp, &mut partial)?;
         }
         k = k.saturating_mul(2);
     }
@@ -105,15 +105,16 @@ fn scan(
     comm: Handle,
     inclusive: bool,
 ) -> R<()> {
-    let (len, t) = g.lib()?.byte_len(count, datatype)?;
-    reduce(op, t.elem, &mut [], &[])?;
+    let lib = g.lib()?;
+    let (len, t) = lib.byte_len(count, datatype)?;
+    let op = Reduction::new(lib, op, datatype, &t)?;
     let c = Coll::start(g, comm)?;
     // SAFETY: MPI's contract: the buffers hold `count` items of `datatype`.
     let input = unsafe { input_of(sendbuf, recvbuf, len, len) }?;
     // SAFETY: MPI's contract: `recvbuf` holds `count` items, the program's alone during
     // the call.
     let out = unsafe { bytes_mut(recvbuf, len) }?;
-    prefix(g, &c, input, out, op, t.elem, inclusive)
+    prefix(g, &c, input, out, &op, inclusive)
 }
 
 crate::mpi_fn! {
@@ -158,8 +159,9 @@ fn reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> R<()> {
-    let (item, t) = g.lib()?.byte_len(1, datatype)?;
-    reduce(op, t.elem, &mut [], &[])?;
+    let lib = g.lib()?;
+    let (item, t) = lib.byte_len(1, datatype)?;
+    let op = Reduction::new(lib, op, datatype, &t)?;
     let mut c = Rounds::start(g, comm, 2)?;
     let (me, n) = (c.me, c.n);
     let mut total = 0usize;
@@ -181,7 +183,7 @@ fn reduce_scatter(
     // the whole vector with `MPI_IN_PLACE`.
     let mut acc = unsafe { input_of(sendbuf, recvbuf, total, if in_place { total } else { 0 }) }?;
     let mut scratch = Scratch::new();
-    c.allreduce(g, &mut acc, scratch.get(total), op, t.elem)?;
+    c.allreduce(g, &mut acc, scratch.get(total), &op)?;
     // SAFETY: as above; the program's alone during the call.
     let out = unsafe { bytes_mut(recvbuf, mine.1) }?;
     out.copy_from_slice(&acc[mine.0..mine.0 + mine.1]);

@@ -249,6 +249,13 @@ crate::mpi_fn! {
     fn MPI_Finalize / PMPI_Finalize() {
         call(MPI_COMM_WORLD, |g| {
             g.lib()?;
+            if crate::op::in_user_function() {
+                // It would end the state under the reduction that called the function.
+                return Err(Fail::new(
+                    MPI_ERR_OTHER,
+                    "MPI_Finalize inside a user reduction function",
+                ));
+            }
             // MPI_COMM_SELF's attributes first: libraries clean up in their callbacks.
             crate::attr::finalize_self(g)?;
             g.disown();

@@ -59,6 +59,7 @@ mod init;
 mod memory;
 mod mprobe;
 mod nbc;
+mod op;
 mod p2p;
 mod p2p_fast;
 mod persistent;

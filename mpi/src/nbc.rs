@@ -345,6 +345,19 @@ crate::mpi_fn! {
     }
 }
 
+/// Checks that `op` is a predefined operation defined on `elem`: a user operation's
+/// function would run inside a completion call holding the library's state, where it
+/// could not call MPI safely, so the non-blocking reductions refuse it (`MPI_ERR_OP`).
+fn predefined_op(lib: &crate::state::Lib, op: Handle, elem: Elem) -> R<()> {
+    if lib.ops.contains_key(&op) {
+        return Err(Fail::new(
+            MPI_ERR_OP,
+            "user operations are not supported in non-blocking reductions",
+        ));
+    }
+    reduce(op, elem, &mut [], &[])
+}
+
 /// The input of a reduction at this rank, copied into scratch: `sendbuf`, or with
 /// `MPI_IN_PLACE` (where allowed) `recvbuf`.
 fn reduction_input(
@@ -379,7 +392,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
-            reduce(op, t.elem, &mut [], &[])?;
+            predefined_op(g.lib()?, op, t.elem)?;
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let me = c.me;
@@ -423,7 +436,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
-            reduce(op, t.elem, &mut [], &[])?;
+            predefined_op(g.lib()?, op, t.elem)?;
             let c = Coll::start(g, comm)?;
             let me = c.me;
             let mut s = Nbc::new(c);

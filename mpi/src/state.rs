@@ -40,6 +40,7 @@ use steadfast_os::SpinWait;
 use crate::consts::*;
 use crate::datatype::TypeEntry;
 use crate::error::{self, Fail, R};
+use crate::op::UserOp;
 use crate::reqtable::Requests;
 use crate::request::Req;
 
@@ -224,6 +225,8 @@ pub(crate) struct Lib {
     /// The program's attribute keys and values (`attr.rs`).
     pub attrs: crate::attr::Attrs,
     pub types: Map<TypeEntry>,
+    /// Operations made by `MPI_Op_create` (`op`).
+    pub ops: Map<UserOp>,
     /// Groups as lists of world ranks.
     pub groups: Map<Vec<u32>>,
     pub errhandlers: Map<ErrFn>,
@@ -255,6 +258,7 @@ impl Lib {
             bsend_buffer: None,
             attrs: Default::default(),
             types: Map::default(),
+            ops: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),
             infos: Map::default(),

@@ -802,3 +802,21 @@ fn attributes_are_copied_by_dup_deleted_by_free_and_cleaned_up_by_finalize() {
     every_rank_prints("attr", "3", "", &[], "ATTR OK (3)");
     every_rank_prints("attr", "3", "multiple", &[], "ATTR OK (3)");
 }
+
+/// `user_op.c` at `np` ranks in `mode`: every rank ends with USER OP OK.
+fn user_op(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("user_op", np, mode, env, "USER OP OK");
+}
+
+#[test]
+fn user_operations_reduce_in_rank_order_at_every_size() {
+    for np in ["1", "2", "3", "4", "5", "7", "8"] {
+        user_op(np, "single", &[]);
+    }
+}
+
+#[test]
+fn user_operations_with_thread_multiple_and_over_tcp() {
+    user_op("5", "multiple", &[]);
+    user_op("3", "single", TCP);
+}
