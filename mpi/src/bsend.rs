@@ -68,7 +68,10 @@ fn bsend(
     comm: Handle,
 ) -> R<()> {
     let lib = g.lib()?;
-    let len = lib.byte_count(count, dt)?;
+    let buffer = lib.buffer_of(count, dt)?;
+    let len = match &buffer {
+        crate::typemap::Buffer::Contig(n) | crate::typemap::Buffer::Packed { len: n, .. } => *n,
+    };
     let tag = tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if dest == MPI_PROC_NULL {
@@ -90,8 +93,14 @@ fn bsend(
             ),
         ));
     }
-    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`.
-    let copy: Box<[u8]> = unsafe { bytes(buf, len) }?.into();
+    let copy: Box<[u8]> = match buffer {
+        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`.
+        crate::typemap::Buffer::Contig(n) => unsafe { bytes(buf, n) }?.into(),
+        crate::typemap::Buffer::Packed { layout, count, len } => {
+            // SAFETY: as above.
+            unsafe { crate::typemap::packed_copy(&layout, buf, count, len) }
+        }
+    };
     // SAFETY: `copy` is moved into the `Buffered` with the request and outlives it (the
     // request is dropped first); its heap bytes never move.
     let data: &'static [u8] = unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) };

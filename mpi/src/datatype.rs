@@ -84,6 +84,16 @@ const fn basic(h: Handle) -> Option<(usize, Elem)> {
     })
 }
 
+/// The entry of basic type `h`.
+pub(crate) fn basic_entry(h: Handle) -> Option<TypeEntry> {
+    basic(h).map(|(size, elem)| TypeEntry {
+        size,
+        elem,
+        elems: 1,
+        committed: true,
+    })
+}
+
 /// The first handle of a basic type and how many handles from there may be one.
 const BASIC_FIRST: Handle = 0x200;
 const BASIC_SPAN: usize = 0x60;
@@ -148,6 +158,12 @@ impl Lib {
     pub fn byte_len(&self, count: c_int, dt: Handle) -> R<(usize, TypeEntry)> {
         let n = crate::util::count_arg(count)?;
         let t = self.datatype(dt)?;
+        if self.layouts.contains_key(&dt) {
+            return Err(Fail::new(
+                MPI_ERR_TYPE,
+                "a datatype with gaps is taken by point-to-point calls and MPI_Pack only",
+            ));
+        }
         let len = n
             .checked_mul(t.size)
             .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "count times type size overflows"))?;
@@ -310,17 +326,11 @@ crate::mpi_fn! {
         extent: *mut isize
     ) {
         call(MPI_COMM_WORLD, |g| {
-            let lib = g.lib()?;
-            let t = match basic(datatype) {
-                Some((s, _)) => s,
-                None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
-                    Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
-                })?,
-            };
+            let (l, e) = crate::typemap::bounds(g.lib()?, datatype)?;
             // SAFETY: MPI's contract: both are valid for writes.
             unsafe {
-                *out(lb)? = 0;
-                *out(extent)? = t as isize;
+                *out(lb)? = l;
+                *out(extent)? = e;
             }
             Ok(())
         })
@@ -337,6 +347,10 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let n = crate::util::count_arg(count)?;
+            if lib.layouts.contains_key(&oldtype) {
+                // Items with gaps, one extent apart.
+                return crate::typemap::blocks_of(lib, oldtype, std::iter::once((n, 0)), newtype);
+            }
             let old = match basic(oldtype) {
                 Some((size, elem)) => TypeEntry { size, elem, elems: 1, committed: true },
                 None => *lib.types.get(&oldtype).ok_or_else(|| {
@@ -387,6 +401,7 @@ crate::mpi_fn! {
             let lib = g.lib()?;
             // SAFETY: MPI's contract: `datatype` is valid for reads and writes.
             let slot = unsafe { out(datatype) }?;
+            crate::typemap::forget(lib, *slot);
             if lib.types.remove(slot).is_none() {
                 return Err(Fail::new(
                     MPI_ERR_TYPE,

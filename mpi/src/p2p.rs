@@ -1,7 +1,8 @@
-//! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`,
-//! `Sendrecv`, `Ssend`, `Issend`, `Probe`, `Iprobe`; `MPI_PROC_NULL`. Every path (self,
-//! shared memory, fabric) matches in the runtime's one matcher, so probes and
-//! synchronous sends work whatever the peer's route.
+//! Point to point: `MPI_Send`, `Rsend`, `Recv`, `Isend`, `Irsend`, `Irecv`, `Ssend`,
+//! `Issend`, `Probe`, `Iprobe` (`Sendrecv`: `sendrecv.rs`); `MPI_PROC_NULL`. Every path
+//! (self, shared memory, fabric) matches in the runtime's one matcher, so probes and
+//! synchronous sends work whatever the peer's route. A type with gaps is packed before
+//! a send and unpacked after a receive (`typemap`).
 
 use std::ffi::{c_int, c_void};
 
@@ -11,7 +12,8 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::request::{write_status, write_status_ok, MPI_Status, Op, Outcome, Req};
 use crate::state::{call, CommKind, Guard};
-use crate::util::{bytes, bytes_mut, new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
+use crate::typemap::{send_bytes, Buffer, Unpack};
+use crate::util::{bytes_mut, new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
 
 /// Where the program's messages on a communicator travel: the runtime communicator,
 /// and the rank there of the program's peer rank 0. An intra-communicator's peers are
@@ -30,7 +32,7 @@ pub(crate) fn peers(kind: &CommKind) -> (&Comm, u32) {
 
 /// [`peers`] of `comm`, cloned (for a call that gives the lock up while it waits),
 /// with the number of peers.
-fn peers_of(g: &mut Guard, comm: Handle) -> R<(Comm, u32, u32)> {
+pub(crate) fn peers_of(g: &mut Guard, comm: Handle) -> R<(Comm, u32, u32)> {
     let e = g.lib()?.comm(comm)?;
     let (c, offset) = peers(&e.kind);
     Ok((c.clone(), offset, e.size))
@@ -56,16 +58,17 @@ pub(crate) fn send(
     mode: Mode,
 ) -> R<()> {
     let lib = g.lib()?;
-    let len = lib.byte_count(count, dt)?;
+    let buffer = lib.buffer_of(count, dt)?;
     let tag = tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if dest == MPI_PROC_NULL {
         return Ok(());
     }
     let dest = rank_arg(dest, e.size)?;
+    let mut packed = None;
     // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, unchanged during the
     // call.
-    let data = unsafe { bytes(buf, len) }?;
+    let data = unsafe { send_bytes(buffer, buf, &mut packed) }?;
     let (p2p, offset) = peers(&e.kind);
     if lib.multiple() {
         // Other threads' calls go on while this one waits (the runtime is
@@ -108,7 +111,7 @@ pub(crate) unsafe fn start_send<'a>(
 }
 
 /// Extends a borrowed send request to `'static` to keep it in a [`Req`].
-fn extend_send(r: sf::comm::SendRequest<'_>) -> sf::comm::SendRequest<'static> {
+pub(crate) fn extend_send(r: sf::comm::SendRequest<'_>) -> sf::comm::SendRequest<'static> {
     // SAFETY: the request only refers to the program's buffer, which MPI's rules keep
     // valid and unchanged until the request completes or is freed; the `Req` holding
     // it is completed or dropped (which cancels or finishes it) within those rules.
@@ -293,7 +296,7 @@ pub(crate) fn recv(
     status: *mut MPI_Status,
 ) -> R<()> {
     let lib = g.lib()?;
-    let len = lib.byte_count(count, dt)?;
+    let buffer = lib.buffer_of(count, dt)?;
     let tag = recv_tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if source == MPI_PROC_NULL {
@@ -303,6 +306,13 @@ pub(crate) fn recv(
     }
     let (p2p, offset) = peers(&e.kind);
     let source = recv_source(source, e.size)?.map(|s| offset + s);
+    let len = match buffer {
+        Buffer::Contig(len) => len,
+        packed => {
+            let c = p2p.clone();
+            return recv_unpacked(g, &c, offset, source, tag, Unpack::of(&packed, buf), status);
+        }
+    };
     // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, untouched by the
     // program during the call.
     let data = unsafe { bytes_mut(buf, len) }?;
@@ -328,6 +338,37 @@ pub(crate) fn recv(
     unsafe { write_status(status, &outcome, false) };
     if outcome.error != MPI_SUCCESS {
         return Err(Fail::new(outcome.error, "receive failed"));
+    }
+    Ok(())
+}
+
+/// A blocking receive into a type with gaps: into `u`'s buffer, then unpacked.
+fn recv_unpacked(
+    g: &mut Guard,
+    c: &Comm,
+    offset: u32,
+    source: Option<u32>,
+    tag: Option<u32>,
+    u: Option<Unpack>,
+    status: *mut MPI_Status,
+) -> R<()> {
+    let mut u =
+        u.ok_or_else(|| Fail::new(MPI_ERR_INTERN, "an unpacked receive without a layout"))?;
+    let o = if g.lib()?.multiple() {
+        g.unlocked(|| recv_on(c, offset, source, tag, &mut u.temp))
+    } else {
+        recv_on(c, offset, source, tag, &mut u.temp)
+    };
+    if o.error == MPI_SUCCESS || o.error == MPI_ERR_TRUNCATE {
+        // SAFETY: MPI's contract: the program's buffer holds the items; the receive
+        // into `temp` is over.
+        unsafe { u.apply(o.bytes) };
+    }
+    let o = blocking(o);
+    // SAFETY: MPI's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &o, false) };
+    if o.error != MPI_SUCCESS {
+        return Err(Fail::new(o.error, "receive failed"));
     }
     Ok(())
 }
@@ -379,7 +420,7 @@ fn recv_failed(e: sf::CommError, len: usize) -> Outcome {
 /// ULFM: a blocking wildcard receive that meets an unacknowledged failure completes
 /// with `MPIX_ERR_PROC_FAILED` (only a non-blocking one stays pending with
 /// `MPIX_ERR_PROC_FAILED_PENDING`), as Open MPI does.
-fn blocking(o: Outcome) -> Outcome {
+pub(crate) fn blocking(o: Outcome) -> Outcome {
     if o.error == MPI_ERR_PROC_FAILED_PENDING {
         Outcome {
             keep: false,
@@ -475,7 +516,7 @@ pub(crate) fn isend(
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
     let lib = g.lib()?;
-    let len = lib.byte_count(count, dt)?;
+    let buffer = lib.buffer_of(count, dt)?;
     let e = lib.comm(comm)?;
     let tag = tag_arg(tag)?;
     let req = if dest == MPI_PROC_NULL {
@@ -483,15 +524,21 @@ pub(crate) fn isend(
     } else {
         let dest = rank_arg(dest, e.size)?;
         let (c, offset) = peers(&e.kind);
+        let mut packed = None;
         // SAFETY: MPI's contract: `buf` stays valid and unchanged until the request
         // completes or is freed.
-        let data: &'static [u8] = unsafe { bytes(buf, len) }?;
+        let data = unsafe { send_bytes(buffer, buf, &mut packed) }?;
+        // SAFETY: `data` is the program's buffer (as above) or the packed copy, which
+        // the `Req` keeps in `packed` until after its request is dropped.
+        let data: &'static [u8] = unsafe { std::slice::from_raw_parts(data.as_ptr(), data.len()) };
         // SAFETY: as above; the request lives in a `Req` within those rules.
         let r = unsafe { start_send(c, offset + dest, tag, data, mode) };
-        deferred(
+        let mut req = deferred(
             comm,
             r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from),
-        )?
+        )?;
+        req.packed = packed;
+        req
     };
     let h = lib.add_request(req)?;
     *slot = h;
@@ -576,7 +623,7 @@ pub(crate) fn irecv(
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
     let lib = g.lib()?;
-    let len = lib.byte_count(count, datatype)?;
+    let buffer = lib.buffer_of(count, datatype)?;
     let e = lib.comm(comm)?;
     let tag = recv_tag_arg(tag)?;
     let req = if source == MPI_PROC_NULL {
@@ -584,125 +631,30 @@ pub(crate) fn irecv(
     } else {
         let (c, offset) = peers(&e.kind);
         let source = recv_source(source, e.size)?.map(|s| offset + s);
-        if len > 0 && buf.is_null() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+        match Unpack::of(&buffer, buf) {
+            None => {
+                let Buffer::Contig(len) = buffer else {
+                    return Err(Fail::new(
+                        MPI_ERR_INTERN,
+                        "a packed buffer without a layout",
+                    ));
+                };
+                if len > 0 && buf.is_null() {
+                    return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
+                }
+                irecv_req_at(c, offset, comm, source, tag, buf.cast(), len)?
+            }
+            Some(mut u) => {
+                // Into the `Unpack`'s buffer, whose heap bytes stay where they are
+                // while the `Req` keeps it (after its request, which is dropped first).
+                let (p, n) = (u.temp.as_mut_ptr(), u.temp.len());
+                let mut req = irecv_req_at(c, offset, comm, source, tag, p, n)?;
+                req.unpack = Some(Box::new(u));
+                req
+            }
         }
-        irecv_req_at(c, offset, comm, source, tag, buf.cast(), len)?
     };
     let h = lib.add_request(req)?;
     *slot = h;
     Ok(())
-}
-
-/// `MPI_Sendrecv` of `slen` bytes at `sendbuf` and `rlen` at `recvbuf`: the receive is
-/// posted first, then the send; both complete before it returns.
-#[allow(clippy::too_many_arguments)]
-fn sendrecv(
-    g: &mut Guard,
-    sendbuf: *const c_void,
-    slen: usize,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    rlen: usize,
-    source: c_int,
-    recvtag: c_int,
-    comm: Handle,
-    status: *mut MPI_Status,
-) -> R<()> {
-    let (c, offset, size) = peers_of(g, comm)?;
-    let stag = tag_arg(sendtag)?;
-    let rtag = recv_tag_arg(recvtag)?;
-    let mut rreq = if source == MPI_PROC_NULL {
-        Req::finished(comm, Outcome::proc_null())
-    } else {
-        let src = recv_source(source, size)?.map(|s| offset + s);
-        if rlen > 0 && recvbuf.is_null() {
-            return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
-        }
-        irecv_req_at(&c, offset, comm, src, rtag, recvbuf.cast(), rlen)?
-    };
-    let mut sreq = if dest == MPI_PROC_NULL {
-        Req::finished(comm, Outcome::empty())
-    } else {
-        let d = rank_arg(dest, size)?;
-        // SAFETY: the caller's: `sendbuf` is valid and unchanged during the call; the
-        // request completes or is dropped before it returns.
-        let data = unsafe { bytes(sendbuf, slen) }?;
-        // SAFETY: as above.
-        let r = unsafe { c.isend(offset + d, stag, data) }?;
-        Req::new(comm, Op::Send(extend_send(r)))
-    };
-    let mut spin = crate::util::spin_wait();
-    let (so, ro) = loop {
-        g.lib()?;
-        let s = sreq.test();
-        let r = rreq.test();
-        if let (Some(s), Some(r)) = (s, r) {
-            break (s, r);
-        }
-        g.relax(&mut spin);
-    };
-    let ro = blocking(ro);
-    // SAFETY: MPI's contract: `status` is null or valid for a write.
-    unsafe { write_status(status, &ro, false) };
-    for o in [so, ro] {
-        if o.error != MPI_SUCCESS {
-            return Err(Fail::new(o.error, "MPI_Sendrecv failed"));
-        }
-    }
-    Ok(())
-}
-
-crate::mpi_fn! {
-    /// `MPI_Sendrecv`: the receive is posted first, then the send; both complete
-    /// before it returns.
-    fn MPI_Sendrecv / PMPI_Sendrecv(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: Handle,
-        dest: c_int,
-        sendtag: c_int,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: Handle,
-        source: c_int,
-        recvtag: c_int,
-        comm: Handle,
-        status: *mut MPI_Status
-    ) {
-        call(comm, |g| {
-            let slen = g.lib()?.byte_count(sendcount, sendtype)?;
-            let rlen = g.lib()?.byte_count(recvcount, recvtype)?;
-            sendrecv(g, sendbuf, slen, dest, sendtag, recvbuf, rlen, source, recvtag, comm, status)
-        })
-    }
-}
-
-crate::mpi_fn! {
-    /// `MPI_Sendrecv_replace`: sends `buf`'s content and receives into `buf`; what is
-    /// sent is a copy taken at the call, so the receive may overwrite `buf` at once.
-    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
-        buf: *mut c_void,
-        count: c_int,
-        datatype: Handle,
-        dest: c_int,
-        sendtag: c_int,
-        source: c_int,
-        recvtag: c_int,
-        comm: Handle,
-        status: *mut MPI_Status
-    ) {
-        call(comm, |g| {
-            let len = g.lib()?.byte_count(count, datatype)?;
-            let sent = if dest == MPI_PROC_NULL {
-                Vec::new()
-            } else {
-                // SAFETY: MPI's contract: `buf` holds `count` items of `datatype`.
-                unsafe { bytes(buf, len) }?.to_vec()
-            };
-            let (sendbuf, slen) = (sent.as_ptr().cast(), sent.len());
-            sendrecv(g, sendbuf, slen, dest, sendtag, buf, len, source, recvtag, comm, status)
-        })
-    }
 }

@@ -119,6 +119,11 @@ pub(crate) struct Req {
     /// A persistent request's operation (`MPI_Send_init`, `MPI_Recv_init`...), which
     /// `MPI_Start` starts again each time; `None` for the others.
     pub persistent: Option<Box<crate::persistent::Persistent>>,
+    /// A packed copy a send sends from (a type with gaps): after `op`, so dropped
+    /// after the request.
+    pub packed: Option<Box<[u8]>>,
+    /// A receive into a type with gaps, unpacked when it completes.
+    pub unpack: Option<Box<crate::typemap::Unpack>>,
 }
 
 impl Req {
@@ -128,6 +133,8 @@ impl Req {
             op,
             done: None,
             persistent: None,
+            packed: None,
+            unpack: None,
         }
     }
 
@@ -137,6 +144,8 @@ impl Req {
             op: Op::Done,
             done: Some(outcome),
             persistent: None,
+            packed: None,
+            unpack: None,
         }
     }
 
@@ -267,6 +276,13 @@ impl Req {
         self.done = Some(o);
         // The runtime's request is over: drop it now (a receive lets go of the buffer).
         self.op = Op::Done;
+        if let Some(u) = self.unpack.take() {
+            if !o.cancelled && (o.error == MPI_SUCCESS || o.error == MPI_ERR_TRUNCATE) {
+                // SAFETY: the program's buffer stays valid until the request completes
+                // (MPI's contract), which is now; the receive into `temp` is dropped.
+                unsafe { u.apply(o.bytes) };
+            }
+        }
         o
     }
 

@@ -225,6 +225,8 @@ pub(crate) struct Lib {
     /// The program's attribute keys and values (`attr.rs`).
     pub attrs: crate::attr::Attrs,
     pub types: Map<TypeEntry>,
+    /// The layouts of the types with gaps (`typemap`).
+    pub layouts: Map<std::sync::Arc<crate::typemap::Layout>>,
     /// Operations made by `MPI_Op_create` (`op`).
     pub ops: Map<UserOp>,
     /// Groups as lists of world ranks.
@@ -258,6 +260,7 @@ impl Lib {
             bsend_buffer: None,
             attrs: Default::default(),
             types: Map::default(),
+            layouts: Map::default(),
             ops: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),

@@ -820,3 +820,15 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
     user_op("5", "multiple", &[]);
     user_op("3", "single", TCP);
 }
+
+#[test]
+fn derived_datatypes_with_gaps_travel_point_to_point() {
+    every_rank_prints("dtypes", "2", "", &[], "DTYPES OK");
+    every_rank_prints(
+        "dtypes",
+        "2",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "DTYPES OK",
+    );
+}
