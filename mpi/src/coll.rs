@@ -273,6 +273,10 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed`).
+        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let buf = RecvArg { ptr: buffer, count, dt: datatype };
@@ -428,6 +432,20 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed`).
+        if let Some(rc) = crate::coll_packed::moved(
+            crate::coll_packed::Kind::Gather,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
@@ -471,6 +489,20 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed`).
+        if let Some(rc) = crate::coll_packed::moved(
+            crate::coll_packed::Kind::Scatter,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
@@ -520,6 +552,20 @@ crate::mpi_fn! {
         recvtype: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed`).
+        if let Some(rc) = crate::coll_packed::moved(
+            crate::coll_packed::Kind::Allgather,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            0,
+            comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
@@ -575,6 +621,20 @@ crate::mpi_fn! {
         recvtype: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed`).
+        if let Some(rc) = crate::coll_packed::moved(
+            crate::coll_packed::Kind::Alltoall,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            0,
+            comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };

@@ -161,7 +161,8 @@ impl Lib {
         if self.layouts.contains_key(&dt) {
             return Err(Fail::new(
                 MPI_ERR_TYPE,
-                "a datatype with gaps is taken by point-to-point calls and MPI_Pack only",
+                "a datatype with gaps is taken by point-to-point calls, MPI_Pack and the \
+                 collectives that move data (not reductions, v forms, persistent requests)",
             ));
         }
         let len = n

@@ -44,6 +44,7 @@ mod attr;
 mod bsend;
 mod coll;
 mod coll_inter;
+mod coll_packed;
 mod coll_rounds;
 mod coll_scan;
 mod collv;

@@ -6,7 +6,8 @@
  * (MPI_Type_create_struct with MPI_Get_address: extent = sizeof the struct, padding
  * untouched); an upper triangle (MPI_Type_indexed); MPI_Pack / MPI_Unpack /
  * MPI_Pack_size; MPI_Get_count and MPI_Get_elements; bounds and true bounds; a dup;
- * a collective refusing a type with gaps (MPI_ERR_TYPE). Every element is checked and
+ * MPI_Bcast, Gather, Scatter, Allgather and Alltoall with columns and resized columns
+ * on either side; a reduction refusing a type with gaps (MPI_ERR_TYPE). Every element is checked and
  * the elements between the pieces must stay as they were.
  * Each rank prints "rank R: DTYPES OK".
  */
@@ -175,12 +176,47 @@ int main(int argc, char **argv) {
     pos = sizeof packed - 4;
     CHECK(MPI_Pack(&m[0][0], 1, col, packed, sizeof packed, &pos, MPI_COMM_WORLD) != MPI_SUCCESS);
 
-    /* A dup; a collective refuses a type with gaps. */
+    /* Collectives that move data take types with gaps. */
+    double bm[R][C], vec[R], gm[R][C];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) bm[r][c] = me == 0 ? cell(r, c) : -1;
+    OK(MPI_Bcast(&bm[0][2], 1, col, 0, MPI_COMM_WORLD));
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) CHECK(bm[r][c] == (me == 0 || c == 2 ? cell(r, c) : -1));
+    /* Gather: each rank's column `me` into a contiguous array at rank 1. */
+    double gath[2 * R];
+    OK(MPI_Gather(&m[0][me], 1, col, gath, R, MPI_DOUBLE, 1, MPI_COMM_WORLD));
+    for (int k = 0; k < 2 && me == 1; k++)
+        for (int r = 0; r < R; r++) CHECK(gath[k * R + r] == cell(r, k) + k * 1000);
+    /* Gather contiguous arrays into columns (a resized column type at the root). */
+    for (int r = 0; r < R; r++) vec[r] = me * 10 + r;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) gm[r][c] = -1;
+    OK(MPI_Gather(vec, R, MPI_DOUBLE, &gm[0][0], 1, cols, 0, MPI_COMM_WORLD));
+    for (int r = 0; r < R && me == 0; r++)
+        for (int c = 0; c < C; c++) CHECK(gm[r][c] == (c < 2 ? c * 10 + r : -1));
+    /* Scatter columns 1 and 2 of rank 0's matrix. */
+    OK(MPI_Scatter(&m[0][1], 1, cols, vec, R, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    for (int r = 0; r < R; r++) CHECK(vec[r] == cell(r, 1 + me));
+    /* Allgather into columns; alltoall from columns. */
+    for (int r = 0; r < R; r++) vec[r] = me * 10 + r;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) gm[r][c] = -1;
+    OK(MPI_Allgather(vec, R, MPI_DOUBLE, &gm[0][1], 1, cols, MPI_COMM_WORLD));
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) CHECK(gm[r][c] == (c == 1 || c == 2 ? (c - 1) * 10 + r : -1));
+    double a2a[2 * R];
+    OK(MPI_Alltoall(&m[0][0], 1, cols, a2a, R, MPI_DOUBLE, MPI_COMM_WORLD));
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < R; r++) CHECK(a2a[k * R + r] == cell(r, me) + k * 1000);
+
+    /* A dup; a reduction refuses a type with gaps. */
     MPI_Datatype col2;
     OK(MPI_Type_dup(col, &col2));
     OK(MPI_Type_size(col2, &size));
     CHECK(size == R * (int)sizeof(double));
-    int rc = MPI_Bcast(&m[0][0], 1, col2, 0, MPI_COMM_WORLD), cls;
+    double red[R][C];
+    int rc = MPI_Allreduce(&m[0][0], &red[0][0], 1, col2, MPI_SUM, MPI_COMM_WORLD), cls;
     OK(MPI_Error_class(rc, &cls));
     CHECK(cls == MPI_ERR_TYPE);
     OK(MPI_Type_free(&col2));

@@ -1,0 +1,291 @@
+//! The data-moving collectives (`MPI_Bcast`, `MPI_Gather`, `MPI_Scatter`,
+//! `MPI_Allgather`, `MPI_Alltoall`) with a type with gaps (`typemap`) on an
+//! intra-communicator: the significant buffers of such a type are packed into
+//! contiguous bytes, the collective runs on those as `MPI_BYTE`, and what was received
+//! is unpacked into the program's buffer. Item `k` of a buffer lies `k` extents from
+//! its start, so the blocks of a gather or an alltoall unpack in one pass. Each entry
+//! point asks here first, before it takes the library's lock; a basic type costs one
+//! table read, another contiguous type one lookup. Reductions keep refusing a type
+//! with gaps (MPI defines the predefined operations on basic types).
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use crate::consts::*;
+use crate::state::{call, CommKind};
+use crate::typemap::{pack, unpack, Layout};
+
+/// `MPI_BYTE`.
+const BYTE: Handle = 0x247;
+
+/// A type with gaps, with the facts of the communicator a collective needs.
+struct Gapped {
+    layout: Arc<Layout>,
+    /// Packed bytes of one item.
+    size: usize,
+}
+
+/// This process's rank and the size of intra-communicator `comm`, and `dt`'s layout
+/// when it has gaps; `None` when the entry point's own path applies (a contiguous
+/// type, an inter-communicator, or anything it will report itself).
+fn look(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
+    let mut found = None;
+    // Never an error here: whatever is wrong, the entry point's own path reports.
+    call(comm, |g| {
+        if let Ok(lib) = g.lib() {
+            if let Ok(e) = lib.comm(comm) {
+                if let CommKind::Intra { .. } = e.kind {
+                    let gap = lib.layouts.get(&dt).and_then(|l| {
+                        let size = lib.datatype(dt).ok()?.size;
+                        Some(Gapped {
+                            layout: Arc::clone(l),
+                            size,
+                        })
+                    });
+                    found = Some((gap, e.rank, e.size));
+                }
+            }
+        }
+        Ok(())
+    });
+    found
+}
+
+/// Whether `dt` may have gaps (not a basic type).
+fn maybe_gapped(dt: Handle) -> bool {
+    crate::datatype::basic_bytes(1, dt).is_none()
+}
+
+/// A contiguous buffer for `items` items of `g`, packed from `from` when given.
+fn packed(g: &Gapped, items: usize, from: Option<*const c_void>) -> Option<Box<[u8]>> {
+    let len = g.size.checked_mul(items)?;
+    let mut b = vec![0u8; len].into_boxed_slice();
+    if let Some(p) = from {
+        // SAFETY: MPI's contract for the collective's buffer: `items` items of the type
+        // at `p`, readable.
+        unsafe { pack(&g.layout, p.cast(), items, &mut b) };
+    }
+    Some(b)
+}
+
+/// Unpacks `b` into `items` items of `g` at `to`.
+fn unpack_into(g: &Gapped, b: &[u8], to: *mut c_void, items: usize) {
+    // SAFETY: MPI's contract for the collective's receive buffer: `items` items of the
+    // type at `to`, the program's alone during the call (which ends now).
+    unsafe { unpack(&g.layout, b, to.cast(), items) };
+}
+
+/// A count as the number of items it is (a negative one is the entry point's to
+/// report).
+fn items(count: c_int) -> Option<usize> {
+    usize::try_from(count).ok()
+}
+
+/// A byte count for `MPI_BYTE` (too large for an `int`: the entry point's path).
+fn bytes_arg(b: &[u8]) -> Option<c_int> {
+    c_int::try_from(b.len()).ok()
+}
+
+/// `MPI_Bcast` of a type with gaps; `None`: the entry point's own path.
+pub(crate) fn bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> Option<c_int> {
+    if !maybe_gapped(dt) {
+        return None;
+    }
+    let (gap, me, _) = look(dt, comm)?;
+    let gap = gap?;
+    let n = items(count)?;
+    let is_root = root == me as c_int;
+    let temp = packed(&gap, n, is_root.then_some(buffer.cast_const()))?;
+    let len = bytes_arg(&temp)?;
+    // SAFETY: `temp` holds `len` bytes for the call.
+    let rc =
+        unsafe { crate::coll::PMPI_Bcast(temp.as_ptr().cast_mut().cast(), len, BYTE, root, comm) };
+    if rc == MPI_SUCCESS && !is_root {
+        unpack_into(&gap, &temp, buffer, n);
+    }
+    Some(rc)
+}
+
+/// The send side of a gather-like call: packed when its type has gaps.
+struct Side {
+    ptr: *const c_void,
+    count: c_int,
+    dt: Handle,
+    _keep: Option<Box<[u8]>>,
+}
+
+/// A send buffer of `count` items of `dt` (`n_blocks` blocks of them), packed when
+/// `dt` has gaps; `MPI_IN_PLACE` passes.
+fn send_side(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    blocks: usize,
+    comm: Handle,
+) -> Option<Side> {
+    if buf as usize == IN_PLACE || !maybe_gapped(dt) {
+        return Some(Side {
+            ptr: buf,
+            count,
+            dt,
+            _keep: None,
+        });
+    }
+    let (gap, _, _) = look(dt, comm)?;
+    let Some(gap) = gap else {
+        return Some(Side {
+            ptr: buf,
+            count,
+            dt,
+            _keep: None,
+        });
+    };
+    let b = packed(&gap, items(count)?.checked_mul(blocks)?, Some(buf))?;
+    let per = c_int::try_from(gap.size.checked_mul(items(count)?)?).ok()?;
+    Some(Side {
+        ptr: b.as_ptr().cast(),
+        count: per,
+        dt: BYTE,
+        _keep: Some(b),
+    })
+}
+
+/// A receive buffer of `blocks` blocks of `count` items of `dt` with gaps: packed
+/// bytes (holding the buffer's content when `keep_content`, for `MPI_IN_PLACE`), and
+/// how to unpack them after.
+struct RecvSide {
+    gap: Gapped,
+    temp: Box<[u8]>,
+    items: usize,
+    per: c_int,
+}
+
+fn recv_side(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    blocks: usize,
+    keep_content: bool,
+    comm: Handle,
+) -> Option<Option<RecvSide>> {
+    if !maybe_gapped(dt) {
+        return Some(None);
+    }
+    let (gap, _, _) = look(dt, comm)?;
+    let Some(gap) = gap else { return Some(None) };
+    let n = items(count)?.checked_mul(blocks)?;
+    let temp = packed(&gap, n, keep_content.then_some(buf.cast_const()))?;
+    let per = c_int::try_from(gap.size.checked_mul(items(count)?)?).ok()?;
+    Some(Some(RecvSide {
+        gap,
+        temp,
+        items: n,
+        per,
+    }))
+}
+
+impl RecvSide {
+    fn finish(&self, to: *mut c_void) {
+        unpack_into(&self.gap, &self.temp, to, self.items);
+    }
+}
+
+/// The facts of intra-communicator `comm` (rank, size), or `None`.
+fn facts(comm: Handle) -> Option<(u32, u32)> {
+    // Any type: only the communicator is looked at.
+    look(BYTE, comm).map(|(_, me, n)| (me, n))
+}
+
+/// Which gather-like call [`moved`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+}
+
+/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` with a type with
+/// gaps on either side; `None`: the entry point's own path (no gaps, an
+/// inter-communicator, an argument it reports).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn moved(
+    kind: Kind,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: Handle,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> Option<c_int> {
+    if !maybe_gapped(stype) && !maybe_gapped(rtype) {
+        return None;
+    }
+    let (me, n) = facts(comm)?;
+    let n = n as usize;
+    let is_root = root == me as c_int;
+    let in_place = |p: usize| p == IN_PLACE;
+    // Which sides are significant here, and how many blocks each holds.
+    let (send_blocks, recv_blocks, send_used, recv_used) = match kind {
+        Kind::Gather => (1, n, !(is_root && in_place(sendbuf as usize)), is_root),
+        Kind::Scatter => (n, 1, is_root, !(is_root && in_place(recvbuf as usize))),
+        Kind::Allgather => (1, n, !in_place(sendbuf as usize), true),
+        Kind::Alltoall => (n, n, !in_place(sendbuf as usize), true),
+    };
+    let send = if send_used {
+        send_side(sendbuf, scount, stype, send_blocks, comm)?
+    } else {
+        Side {
+            ptr: sendbuf,
+            count: scount,
+            dt: stype,
+            _keep: None,
+        }
+    };
+    // In place, the receive buffer holds this rank's input: packed with the rest.
+    let keep = in_place(sendbuf as usize) && kind != Kind::Scatter;
+    let recv = if recv_used {
+        recv_side(recvbuf, rcount, rtype, recv_blocks, keep, comm)?
+    } else {
+        None
+    };
+    if send._keep.is_none() && recv.is_none() {
+        return None;
+    }
+    let (rptr, rc_count, rdt) = match &recv {
+        Some(r) => (r.temp.as_ptr().cast_mut().cast(), r.per, BYTE),
+        None => (recvbuf, rcount, rtype),
+    };
+    // SAFETY: the buffers are the program's (MPI's contract) or the packed copies,
+    // which live until the call returns.
+    let rc = unsafe {
+        match kind {
+            Kind::Gather => crate::coll::PMPI_Gather(
+                send.ptr, send.count, send.dt, rptr, rc_count, rdt, root, comm,
+            ),
+            Kind::Scatter => crate::coll::PMPI_Scatter(
+                send.ptr, send.count, send.dt, rptr, rc_count, rdt, root, comm,
+            ),
+            Kind::Allgather => crate::coll::PMPI_Allgather(
+                send.ptr, send.count, send.dt, rptr, rc_count, rdt, comm,
+            ),
+            Kind::Alltoall => {
+                crate::coll::PMPI_Alltoall(send.ptr, send.count, send.dt, rptr, rc_count, rdt, comm)
+            }
+        }
+    };
+    if rc == MPI_SUCCESS {
+        if let Some(r) = &recv {
+            r.finish(recvbuf);
+        }
+    }
+    Some(rc)
+}
