@@ -265,6 +265,60 @@ crate::mpi_fn! {
     }
 }
 
+// The MPI-1 names, deprecated since MPI-2.0 but still in MPI 4.1 (§20.1) and in
+// many programs: the same calls as the `MPI_Comm_*` ones (MPI_Copy_function and
+// MPI_Delete_function have the C signatures of the new callback types).
+
+crate::mpi_fn! {
+    /// `MPI_Keyval_create` (deprecated): `MPI_Comm_create_keyval`.
+    fn MPI_Keyval_create / PMPI_Keyval_create(
+        copy_fn: usize,
+        delete_fn: Option<DeleteFn>,
+        keyval: *mut c_int,
+        extra_state: *mut c_void
+    ) {
+        // SAFETY: the same contract as this function's.
+        unsafe { PMPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state) }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Keyval_free` (deprecated): `MPI_Comm_free_keyval`.
+    fn MPI_Keyval_free / PMPI_Keyval_free(keyval: *mut c_int) {
+        // SAFETY: the same contract as this function's.
+        unsafe { PMPI_Comm_free_keyval(keyval) }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Attr_put` (deprecated): `MPI_Comm_set_attr`.
+    fn MPI_Attr_put / PMPI_Attr_put(comm: Handle, keyval: c_int, attribute_val: *mut c_void) {
+        // SAFETY: the same contract as this function's.
+        unsafe { PMPI_Comm_set_attr(comm, keyval, attribute_val) }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Attr_get` (deprecated): `MPI_Comm_get_attr`.
+    fn MPI_Attr_get / PMPI_Attr_get(
+        comm: Handle,
+        keyval: c_int,
+        attribute_val: *mut c_void,
+        flag: *mut c_int
+    ) {
+        // SAFETY: the same contract as this function's.
+        unsafe { crate::comm::PMPI_Comm_get_attr(comm, keyval, attribute_val, flag) }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Attr_delete` (deprecated): `MPI_Comm_delete_attr`.
+    fn MPI_Attr_delete / PMPI_Attr_delete(comm: Handle, keyval: c_int) {
+        // SAFETY: the same contract as this function's.
+        unsafe { PMPI_Comm_delete_attr(comm, keyval) }
+    }
+}
+
 /// `MPI_Comm_get_attr` for a key of the program's: `*attribute_val` becomes the value
 /// set and `*flag` 1, or `*flag` 0.
 ///

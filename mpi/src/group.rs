@@ -123,6 +123,95 @@ crate::mpi_fn! {
     }
 }
 
+/// The ranks that `n` triplets `(first, last, stride)` name in a group of `size`, in
+/// order (MPI 4.1 §7.3.2 `MPI_GROUP_RANGE_INCL`): each rank in the group, none named
+/// twice, no stride 0.
+///
+/// # Safety
+/// `p` is valid for reads of `3 * n` ints when `n > 0`.
+unsafe fn range_ranks(p: *const [c_int; 3], n: c_int, size: usize) -> R<Vec<c_int>> {
+    let n = count_arg(n)?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null range array"));
+    }
+    // SAFETY: the caller's contract.
+    let triplets = unsafe { std::slice::from_raw_parts(p, n) };
+    let mut named = vec![false; size];
+    let mut out_ = Vec::new();
+    for &[first, last, stride] in triplets {
+        if stride == 0 {
+            return Err(Fail::new(MPI_ERR_ARG, "a range of stride 0"));
+        }
+        let (mut r, last, stride) = (i64::from(first), i64::from(last), i64::from(stride));
+        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+            let i = usize::try_from(r)
+                .ok()
+                .filter(|&i| i < size)
+                .ok_or_else(|| {
+                    Fail::new(MPI_ERR_RANK, format!("rank {r} outside a group of {size}"))
+                })?;
+            if std::mem::replace(&mut named[i], true) {
+                return Err(Fail::new(MPI_ERR_RANK, format!("rank {r} named twice")));
+            }
+            out_.push(i as c_int);
+            r += stride;
+        }
+    }
+    Ok(out_)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Group_range_incl`: the ranks of `n` triplets (first, last, stride), in
+    /// order.
+    fn MPI_Group_range_incl / PMPI_Group_range_incl(
+        grp: Handle,
+        n: c_int,
+        ranges: *const [c_int; 3],
+        newgroup: *mut Handle
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let lib = g.lib()?;
+            let old = group(lib, grp)?;
+            // SAFETY: MPI's contract: `ranges` holds `n` triplets, `newgroup` is
+            // writable.
+            let (rs, slot) = unsafe { (range_ranks(ranges, n, old.len())?, out(newgroup)?) };
+            let members = rs.iter().map(|&r| old[r as usize]).collect();
+            *slot = new_group(lib, members);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Group_range_excl`: the group without the ranks of `n` triplets, in the
+    /// group's order.
+    fn MPI_Group_range_excl / PMPI_Group_range_excl(
+        grp: Handle,
+        n: c_int,
+        ranges: *const [c_int; 3],
+        newgroup: *mut Handle
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            let lib = g.lib()?;
+            let old = group(lib, grp)?;
+            // SAFETY: MPI's contract: `ranges` holds `n` triplets, `newgroup` is
+            // writable.
+            let (rs, slot) = unsafe { (range_ranks(ranges, n, old.len())?, out(newgroup)?) };
+            let members = old
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !rs.contains(&(*i as c_int)))
+                .map(|(_, &w)| w)
+                .collect();
+            *slot = new_group(lib, members);
+            Ok(())
+        })
+    }
+}
+
 crate::mpi_fn! {
     /// `MPI_Group_translate_ranks` (`MPI_UNDEFINED` for a rank not in `group2`;
     /// `MPI_PROC_NULL` stays `MPI_PROC_NULL`).

@@ -38,6 +38,7 @@ use crate::consts::*;
 use crate::datatype::{reduce, Elem, TypeEntry};
 use crate::error::{Fail, R};
 use crate::state::{call, Guard, Lib};
+use crate::util::{bytes, bytes_mut};
 use crate::util::{out, read_handle};
 
 /// `MPI_User_function`: `inoutvec[i] = invec[i] op inoutvec[i]` for `*len` items of
@@ -260,6 +261,34 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `commute` is valid for a write.
             *unsafe { out(commute) }? = c_int::from(c);
             Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Reduce_local`: `inoutbuf = inbuf op inoutbuf`, element by element, on
+    /// this process only (MPI 4.1 §6.9.7); `inbuf` is the left operand, as a lower
+    /// rank's value in a reduction, and is left unchanged (a user function gets a
+    /// copy of it as `invec`).
+    fn MPI_Reduce_local / PMPI_Reduce_local(
+        inbuf: *const c_void,
+        inoutbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle
+    ) {
+        call(MPI_COMM_SELF, |g| {
+            if inbuf as usize == IN_PLACE || inoutbuf as usize == IN_PLACE {
+                return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE in MPI_Reduce_local"));
+            }
+            let lib = g.lib()?;
+            let (len, t) = lib.byte_len(count, datatype)?;
+            let op = Reduction::new(lib, op, datatype, &t)?;
+            // SAFETY: MPI's contract: both buffers hold `count` items of `datatype`,
+            // `inoutbuf` is the program's alone during the call.
+            let (input, acc) = unsafe { (bytes(inbuf, len)?, bytes_mut(inoutbuf, len)?) };
+            let mut lower = input.to_vec();
+            op.reduce_into_higher(g, &mut lower, acc)
         })
     }
 }

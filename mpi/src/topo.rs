@@ -209,6 +209,45 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
+    /// `MPI_Cart_map`: the rank `MPI_Cart_create` would give this process in a grid of
+    /// `dims` (its own rank among the first `dims[0] * dims[1] * ...`; `reorder` is
+    /// not used), else `MPI_UNDEFINED`. Local: nothing is exchanged.
+    fn MPI_Cart_map / PMPI_Cart_map(
+        comm: Handle,
+        ndims: c_int,
+        dims: *const c_int,
+        _periods: *const c_int,
+        newrank: *mut c_int
+    ) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `newrank` is valid for a write.
+            let slot = unsafe { out(newrank) }?;
+            let n = ndims_arg(ndims)?;
+            // SAFETY: MPI's contract: `dims` holds `ndims` ints.
+            let d = unsafe { ints(dims, n, "dims") }?;
+            let mut cells: u64 = 1;
+            for &dim in d {
+                let dim = u64::try_from(dim).ok().filter(|&x| x > 0).ok_or_else(|| {
+                    Fail::new(MPI_ERR_DIMS, format!("a dimension of {dim}"))
+                })?;
+                cells = cells.saturating_mul(dim);
+            }
+            let e = g.lib()?.comm(comm)?;
+            e.intra()?;
+            let (me, size) = (e.rank, e.size);
+            if cells > u64::from(size) {
+                return Err(Fail::new(
+                    MPI_ERR_DIMS,
+                    format!("a grid of {cells} processes on a communicator of {size}"),
+                ));
+            }
+            *slot = if u64::from(me) < cells { me as c_int } else { MPI_UNDEFINED };
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
     /// `MPI_Cartdim_get`.
     fn MPI_Cartdim_get / PMPI_Cartdim_get(comm: Handle, ndims: *mut c_int) {
         call(comm, |g| {

@@ -832,3 +832,10 @@ fn derived_datatypes_with_gaps_travel_point_to_point() {
         "DTYPES OK",
     );
 }
+
+#[test]
+fn what_mpichs_test_suite_found() {
+    for np in ["1", "3", "4"] {
+        every_rank_prints("mpich_found", np, "", &[], "MPICH FOUND OK");
+    }
+}

@@ -1,0 +1,133 @@
+/* What running MPICH's test suite against the library found missing or wrong, one
+ * function per finding (docs/mpi.md, "MPICH's tests"). Each rank prints
+ * "MPICH FOUND OK" at the end. */
+#include <mpi.h>
+#include <string.h>
+
+#include "check.h"
+
+static int me, np;
+
+/* invec[i] * 10 + inoutvec[i]: not commutative, so the operand order shows. */
+static void shift_add(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int *a = in, *b = inout;
+    CHECK(*dt == MPI_INT);
+    for (int i = 0; i < *len; i++) {
+        b[i] = a[i] * 10 + b[i];
+    }
+}
+
+/* MPI_Reduce_local: inoutbuf = inbuf op inoutbuf, inbuf left alone. */
+static void reduce_local(void) {
+    int in[5] = {1, 2, 3, 4, 5}, io[5] = {10, 20, 30, 40, 50};
+    OK(MPI_Reduce_local(in, io, 5, MPI_INT, MPI_SUM));
+    for (int i = 0; i < 5; i++) {
+        CHECK(in[i] == i + 1 && io[i] == 11 * (i + 1));
+    }
+    MPI_Op op;
+    OK(MPI_Op_create(shift_add, 0, &op));
+    int a[2] = {7, 8}, b[2] = {3, 4};
+    OK(MPI_Reduce_local(a, b, 2, MPI_INT, op));
+    CHECK(a[0] == 7 && a[1] == 8 && b[0] == 73 && b[1] == 84);
+    OK(MPI_Reduce_local(a, b, 0, MPI_INT, op));
+    OK(MPI_Op_free(&op));
+    double x = 2.5, y = 4.0;
+    OK(MPI_Reduce_local(&x, &y, 1, MPI_DOUBLE, MPI_MAX));
+    CHECK(y == 4.0);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    int cls;
+    MPI_Error_class(MPI_Reduce_local(a, b, 2, MPI_INT, MPI_OP_NULL), &cls);
+    CHECK(cls == MPI_ERR_OP);
+}
+
+/* MPI_Group_range_incl / excl: triplets in order, negative strides, errors. */
+static void group_ranges(void) {
+    MPI_Group world, g;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    /* Every other rank from the top down, then rank 0 again unless already named. */
+    int r1[2][3] = {{np - 1, 0, -2}, {0, 0, 1}};
+    int n1 = (np - 1) % 2 == 1 ? 2 : 1;
+    OK(MPI_Group_range_incl(world, n1, r1, &g));
+    int size, expect = (np + 1) / 2 + (n1 == 2 ? 1 : 0);
+    OK(MPI_Group_size(g, &size));
+    CHECK(size == expect);
+    int zero = 0, tr;
+    OK(MPI_Group_translate_ranks(g, 1, &zero, world, &tr));
+    CHECK(tr == np - 1);
+    OK(MPI_Group_free(&g));
+    int r2[1][3] = {{0, np - 1, 2}};
+    OK(MPI_Group_range_excl(world, 1, r2, &g));
+    OK(MPI_Group_size(g, &size));
+    CHECK(size == np / 2);
+    int rank;
+    OK(MPI_Group_rank(g, &rank));
+    CHECK(rank == (me % 2 == 1 ? me / 2 : MPI_UNDEFINED));
+    OK(MPI_Group_free(&g));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int twice[2][3] = {{0, 0, 1}, {0, 0, 1}}, cls;
+    MPI_Error_class(MPI_Group_range_incl(world, 2, twice, &g), &cls);
+    CHECK(cls == MPI_ERR_RANK);
+    int outside[1][3] = {{0, np, 1}};
+    MPI_Error_class(MPI_Group_range_excl(world, 1, outside, &g), &cls);
+    CHECK(cls == MPI_ERR_RANK);
+    int stride0[1][3] = {{0, 0, 0}};
+    MPI_Error_class(MPI_Group_range_incl(world, 1, stride0, &g), &cls);
+    CHECK(cls == MPI_ERR_ARG);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Group_free(&world));
+}
+
+/* MPI_Cart_map: the rank Cart_create would give, MPI_UNDEFINED outside the grid. */
+static void cart_map(void) {
+    int dims[2] = {1, np > 1 ? np - 1 : 1}, periods[2] = {0, 1}, r;
+    OK(MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, &r));
+    CHECK(r == (me < dims[1] ? me : MPI_UNDEFINED));
+    OK(MPI_Cart_map(MPI_COMM_WORLD, 0, dims, periods, &r));
+    CHECK(r == (me == 0 ? 0 : MPI_UNDEFINED));
+}
+
+static int deleted;
+static int count_delete(MPI_Comm c, int k, void *v, void *x) {
+    (void)c, (void)k, (void)x;
+    deleted += *(int *)v;
+    return MPI_SUCCESS;
+}
+
+/* The deprecated MPI-1 attribute calls. */
+static void mpi1_attributes(void) {
+    int key, v = 5, *got, flag;
+    OK(MPI_Keyval_create(MPI_DUP_FN, count_delete, &key, NULL));
+    MPI_Comm dup;
+    OK(MPI_Attr_put(MPI_COMM_WORLD, key, &v));
+    OK(MPI_Attr_get(MPI_COMM_WORLD, key, &got, &flag));
+    CHECK(flag == 1 && got == &v);
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Attr_get(dup, key, &got, &flag));
+    CHECK(flag == 1 && got == &v);
+    OK(MPI_Comm_free(&dup));
+    CHECK(deleted == 5);
+    OK(MPI_Attr_delete(MPI_COMM_WORLD, key));
+    CHECK(deleted == 10);
+    OK(MPI_Attr_get(MPI_COMM_WORLD, key, &got, &flag));
+    CHECK(flag == 0);
+    OK(MPI_Keyval_free(&key));
+    CHECK(key == MPI_KEYVAL_INVALID);
+    int *ub;
+    OK(MPI_Attr_get(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
+    CHECK(flag == 1 && *ub >= 32767);
+}
+
+int main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    OK(MPI_Init(NULL, NULL));
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &np));
+    reduce_local();
+    group_ranges();
+    cart_map();
+    mpi1_attributes();
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    printf("rank %d: MPICH FOUND OK\n", me);
+    OK(MPI_Finalize());
+    return 0;
+}
