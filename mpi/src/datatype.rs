@@ -320,6 +320,24 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
+    /// `MPI_Type_size_x`: `MPI_Type_size` as an `MPI_Count` (never `MPI_UNDEFINED`).
+    fn MPI_Type_size_x / PMPI_Type_size_x(datatype: Handle, size: *mut i64) {
+        call(MPI_COMM_WORLD, |g| {
+            let lib = g.lib()?;
+            let t = match basic(datatype) {
+                Some((s, _)) => s,
+                None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
+                    Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
+                })?,
+            };
+            // SAFETY: MPI's contract: `size` is valid for a write.
+            *unsafe { out(size) }? = i64::try_from(t).unwrap_or(i64::MAX);
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
     /// `MPI_Type_get_extent` (contiguous types: lower bound 0, extent = size).
     fn MPI_Type_get_extent / PMPI_Type_get_extent(
         datatype: Handle,

@@ -96,6 +96,28 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
+    /// `MPI_Info_get_valuelen` (deprecated in MPI 4.0; kept for old programs): the
+    /// value's length without its NUL.
+    fn MPI_Info_get_valuelen / PMPI_Info_get_valuelen(
+        info: Handle,
+        key: *const c_char,
+        valuelen: *mut c_int,
+        flag: *mut c_int
+    ) {
+        call(MPI_COMM_WORLD, |g| {
+            // SAFETY: MPI's contract: a C string; `valuelen`, `flag` valid for writes.
+            let (k, valuelen, flag) = unsafe { (key_arg(key)?, out(valuelen)?, out(flag)?) };
+            let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.len());
+            *flag = c_int::from(found.is_some());
+            if let Some(n) = found {
+                *valuelen = c_int::try_from(n).unwrap_or(c_int::MAX);
+            }
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
     /// `MPI_Info_get_string`: `*buflen` in: the buffer's size; out: the value's size
     /// with its NUL.
     fn MPI_Info_get_string / PMPI_Info_get_string(

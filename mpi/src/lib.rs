@@ -74,6 +74,7 @@ mod state;
 mod status;
 mod topo;
 mod typemap;
+mod typemap_ctors;
 mod ulfm;
 mod util;
 mod wait;

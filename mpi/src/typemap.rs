@@ -70,13 +70,13 @@ impl Layout {
 }
 
 /// Builds a layout from items of an old type placed at byte offsets.
-struct Builder {
-    layout: Layout,
-    first: bool,
+pub(crate) struct Builder {
+    pub layout: Layout,
+    pub first: bool,
 }
 
 impl Builder {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Builder {
             layout: Layout {
                 segs: Vec::new(),
@@ -117,7 +117,7 @@ impl Builder {
 }
 
 /// A type's entry and layout (a contiguous one's made up), for building on it.
-fn describe(lib: &Lib, h: Handle) -> R<(TypeEntry, Layout)> {
+pub(crate) fn describe(lib: &Lib, h: Handle) -> R<(TypeEntry, Layout)> {
     let t = match basic_entry(h) {
         Some(t) => t,
         None => *lib
@@ -142,7 +142,7 @@ fn align_of(t: &TypeEntry) -> usize {
 }
 
 /// Registers a new type from the parts placed (not committed).
-fn register(lib: &mut Lib, b: Builder, size: usize, elem: Elem, elems: usize) -> Handle {
+pub(crate) fn register(lib: &mut Lib, b: Builder, size: usize, elem: Elem, elems: usize) -> Handle {
     let h = lib.new_handle();
     lib.types.insert(
         h,
@@ -177,7 +177,7 @@ fn common_elem(parts: impl IntoIterator<Item = Elem>) -> Elem {
 ///
 /// # Safety
 /// `p` holds `n` values when `n > 0`.
-unsafe fn arr<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
+pub(crate) unsafe fn arr<'a, T>(p: *const T, n: usize, what: &str) -> R<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -215,12 +215,12 @@ pub(crate) fn blocks_of(
 }
 
 /// A non-negative count argument of a constructor.
-fn n_arg(c: c_int) -> R<usize> {
+pub(crate) fn n_arg(c: c_int) -> R<usize> {
     count_arg(c)
 }
 
 /// `oldtype`'s extent (for displacements counted in items).
-fn extent_of(lib: &Lib, h: Handle) -> R<isize> {
+pub(crate) fn extent_of(lib: &Lib, h: Handle) -> R<isize> {
     Ok(describe(lib, h)?.1.extent)
 }
 

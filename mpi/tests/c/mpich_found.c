@@ -117,6 +117,72 @@ static void mpi1_attributes(void) {
     CHECK(flag == 1 && *ub >= 32767);
 }
 
+/* MPI_Type_create_subarray in both orders, hindexed_block, the _x queries. */
+static void subarrays(void) {
+    int a[4][5], got[6];
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 5; j++) {
+            a[i][j] = 10 * i + j;
+        }
+    }
+    int sizes[2] = {4, 5}, subs[2] = {2, 3}, starts[2] = {1, 2};
+    MPI_Datatype t;
+    OK(MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &t));
+    OK(MPI_Type_commit(&t));
+    MPI_Aint lb, ext;
+    OK(MPI_Type_get_extent(t, &lb, &ext));
+    CHECK(lb == 0 && ext == (MPI_Aint)sizeof a);
+    MPI_Count size_x, lb_x, ext_x, tlb_x, text_x;
+    OK(MPI_Type_size_x(t, &size_x));
+    CHECK(size_x == 6 * (MPI_Count)sizeof(int));
+    OK(MPI_Type_get_extent_x(t, &lb_x, &ext_x));
+    CHECK(lb_x == 0 && ext_x == (MPI_Count)sizeof a);
+    OK(MPI_Type_get_true_extent_x(t, &tlb_x, &text_x));
+    CHECK(tlb_x == (5 + 2) * (MPI_Count)sizeof(int) && text_x == 8 * (MPI_Count)sizeof(int));
+    OK(MPI_Sendrecv(a, 1, t, me, 7, got, 6, MPI_INT, me, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int k = 0; k < 6; k++) {
+        CHECK(got[k] == 10 * (1 + k / 3) + 2 + k % 3);
+    }
+    OK(MPI_Type_free(&t));
+    /* Fortran order: sizes[0] varies fastest, so a[j][i] in C terms is (i, j). */
+    int fsizes[2] = {5, 4}, fsubs[2] = {3, 2}, fstarts[2] = {2, 1};
+    OK(MPI_Type_create_subarray(2, fsizes, fsubs, fstarts, MPI_ORDER_FORTRAN, MPI_INT, &t));
+    OK(MPI_Type_commit(&t));
+    memset(got, 0, sizeof got);
+    OK(MPI_Sendrecv(a, 1, t, me, 8, got, 6, MPI_INT, me, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int k = 0; k < 6; k++) {
+        CHECK(got[k] == 10 * (1 + k / 3) + 2 + k % 3);
+    }
+    OK(MPI_Type_free(&t));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int cls, past[2] = {3, 3};
+    MPI_Error_class(MPI_Type_create_subarray(2, sizes, subs, past, MPI_ORDER_C, MPI_INT, &t), &cls);
+    CHECK(cls == MPI_ERR_ARG);
+    MPI_Error_class(MPI_Type_create_subarray(2, sizes, subs, starts, 3, MPI_INT, &t), &cls);
+    CHECK(cls == MPI_ERR_ARG);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    /* Two ints at bytes 4 and 12 (a[0][1..2], a[0][3..4]). */
+    MPI_Aint displs[2] = {4, 12};
+    OK(MPI_Type_create_hindexed_block(2, 2, displs, MPI_INT, &t));
+    OK(MPI_Type_commit(&t));
+    OK(MPI_Sendrecv(a, 1, t, me, 9, got, 4, MPI_INT, me, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4);
+    OK(MPI_Type_free(&t));
+}
+
+/* MPI_Info_get_valuelen: the length without the NUL, flag 0 for a missing key. */
+static void info_valuelen(void) {
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "host", "node17"));
+    int len = -1, flag = -1;
+    OK(MPI_Info_get_valuelen(info, "host", &len, &flag));
+    CHECK(flag == 1 && len == 6);
+    OK(MPI_Info_get_valuelen(info, "wdir", &len, &flag));
+    CHECK(flag == 0);
+    OK(MPI_Info_free(&info));
+}
+
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     OK(MPI_Init(NULL, NULL));
@@ -126,6 +192,8 @@ int main(int argc, char **argv) {
     group_ranges();
     cart_map();
     mpi1_attributes();
+    subarrays();
+    info_valuelen();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d: MPICH FOUND OK\n", me);
     OK(MPI_Finalize());
