@@ -168,8 +168,25 @@ pub(crate) fn split(g: &mut Guard, comm: Handle, color: Option<u32>, key: c_int)
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_split` (`MPI_UNDEFINED` gives `MPI_COMM_NULL`).
+    /// `MPI_Comm_split` (`MPI_UNDEFINED` gives `MPI_COMM_NULL`); on an
+    /// inter-communicator, `split_inter`.
     fn MPI_Comm_split / PMPI_Comm_split(comm: Handle, color: c_int, key: c_int, newcomm: *mut Handle) {
+        let mut inter = false;
+        let rc = call(comm, |g| {
+            inter = crate::coll_inter::is_inter(g, comm)?;
+            Ok(())
+        });
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        if inter {
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let rc = unsafe { crate::split_inter::split(comm, color, key, newcomm) };
+            if rc == MPI_SUCCESS {
+                return rc;
+            }
+            return call(comm, |_| Err(Fail::new(rc, "splitting an inter-communicator")));
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
             let slot = unsafe { out(newcomm) }?;

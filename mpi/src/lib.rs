@@ -70,6 +70,7 @@ mod restart;
 mod sendrecv;
 mod singleton;
 mod spawn;
+mod split_inter;
 mod state;
 mod status;
 mod topo;

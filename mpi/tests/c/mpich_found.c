@@ -183,6 +183,57 @@ static void info_valuelen(void) {
     OK(MPI_Info_free(&info));
 }
 
+/* MPI_Comm_split on an inter-communicator (even against odd world ranks). */
+static void split_inter(void) {
+    if (np < 2) {
+        return;
+    }
+    MPI_Comm half, inter, sub;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half));
+    OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me % 2 == 0 ? 1 : 0, 5, &inter));
+    int lr, ls, rs;
+    OK(MPI_Comm_rank(inter, &lr));
+    OK(MPI_Comm_size(inter, &ls));
+    OK(MPI_Comm_remote_size(inter, &rs));
+    /* Color by local rank parity, keys reversing the order. */
+    int color = lr % 2;
+    OK(MPI_Comm_split(inter, color, -lr, &sub));
+    int nl = (ls + 1 - color) / 2, nr = (rs + 1 - color) / 2;
+    if (nr == 0) {
+        CHECK(sub == MPI_COMM_NULL);
+    } else {
+        int flag, srank, ssize, srsize;
+        OK(MPI_Comm_test_inter(sub, &flag));
+        CHECK(flag);
+        OK(MPI_Comm_rank(sub, &srank));
+        OK(MPI_Comm_size(sub, &ssize));
+        OK(MPI_Comm_remote_size(sub, &srsize));
+        CHECK(ssize == nl && srsize == nr);
+        CHECK(srank == nl - 1 - lr / 2);
+        /* Each sends (its world rank, its new rank) to every remote rank; what comes
+         * from remote rank r has new rank r, world parity the other side's and the
+         * same local-rank parity. */
+        for (int r = 0; r < srsize; r++) {
+            int msg[2] = {me, srank};
+            OK(MPI_Send(msg, 2, MPI_INT, r, 3, sub));
+        }
+        for (int r = 0; r < srsize; r++) {
+            int msg[2];
+            OK(MPI_Recv(msg, 2, MPI_INT, r, 3, sub, MPI_STATUS_IGNORE));
+            CHECK(msg[1] == r && msg[0] % 2 != me % 2 && (msg[0] / 2) % 2 == color);
+        }
+        int sum = 0, one = 1;
+        OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, sub));
+        CHECK(sum == nr);
+        OK(MPI_Comm_free(&sub));
+    }
+    /* MPI_UNDEFINED on one side: the other side's color has no partner. */
+    OK(MPI_Comm_split(inter, me % 2 == 0 ? 7 : MPI_UNDEFINED, 0, &sub));
+    CHECK(sub == MPI_COMM_NULL);
+    OK(MPI_Comm_free(&inter));
+    OK(MPI_Comm_free(&half));
+}
+
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     OK(MPI_Init(NULL, NULL));
@@ -194,6 +245,7 @@ int main(int argc, char **argv) {
     mpi1_attributes();
     subarrays();
     info_valuelen();
+    split_inter();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d: MPICH FOUND OK\n", me);
     OK(MPI_Finalize());
