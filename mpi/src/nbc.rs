@@ -35,14 +35,14 @@ use crate::util::{bytes, new_request_out};
 /// Memory a step reads or writes: the program's buffer or the schedule's scratch
 /// (whose boxes never move while the schedule lives).
 #[derive(Clone, Copy)]
-struct Span {
+pub(crate) struct Span {
     ptr: *mut u8,
-    len: usize,
+    pub(crate) len: usize,
 }
 
 impl Span {
     /// `len` bytes at `ptr` (a null pointer only with `len == 0`).
-    fn at(ptr: *mut u8, len: usize) -> R<Span> {
+    pub(crate) fn at(ptr: *mut u8, len: usize) -> R<Span> {
         if ptr.is_null() && len > 0 {
             return Err(Fail::new(
                 MPI_ERR_BUFFER,
@@ -57,6 +57,14 @@ impl Span {
         Span {
             // Within the span: the callers' blocks are those of its layout.
             ptr: self.ptr.wrapping_add(i as usize * len),
+            len,
+        }
+    }
+
+    /// `len` bytes from byte `offset` (a block of a `v` layout, inside the span).
+    pub(crate) fn sub(self, offset: usize, len: usize) -> Span {
+        Span {
+            ptr: self.ptr.wrapping_add(offset),
             len,
         }
     }
@@ -84,7 +92,7 @@ impl Span {
 }
 
 /// One step of a schedule.
-enum Step {
+pub(crate) enum Step {
     /// Posts every send and receive at once; done when all are.
     Exchange {
         sends: Vec<(u32, Span)>,
@@ -101,7 +109,7 @@ pub(crate) struct Nbc {
     c: Coll,
     op: Handle,
     elem: Elem,
-    steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
     next: usize,
     polls: u32,
     sends: Vec<SendRequest<'static>>,
@@ -113,7 +121,7 @@ pub(crate) struct Nbc {
 }
 
 impl Nbc {
-    fn new(c: Coll) -> Self {
+    pub(crate) fn new(c: Coll) -> Self {
         Nbc {
             c,
             // `MPI_OP_NULL`: set by the reductions, never used by the others.
@@ -129,7 +137,7 @@ impl Nbc {
     }
 
     /// `len` bytes of scratch holding `init` (zeros when `None`).
-    fn scratch(&mut self, len: usize, init: Option<&[u8]>) -> Span {
+    pub(crate) fn scratch(&mut self, len: usize, init: Option<&[u8]>) -> Span {
         let mut b = vec![0u8; len].into_boxed_slice();
         if let Some(i) = init {
             b.copy_from_slice(i);
@@ -296,7 +304,7 @@ impl Nbc {
     }
 
     /// Registers the schedule as a request and writes its handle.
-    fn submit(mut self, g: &mut Guard, comm: Handle, slot: &mut Handle) -> R<()> {
+    pub(crate) fn submit(mut self, g: &mut Guard, comm: Handle, slot: &mut Handle) -> R<()> {
         // Whatever needs no message (a copy, the whole call at one rank) is done now,
         // and the first exchange is posted. A process failure met there is the
         // request's outcome, reported at completion (as `p2p::deferred` does).
@@ -317,7 +325,7 @@ impl Nbc {
 ///
 /// # Safety
 /// `request` is null or valid for a write.
-unsafe fn request_slot<'a>(request: *mut Handle) -> R<&'a mut Handle> {
+pub(crate) unsafe fn request_slot<'a>(request: *mut Handle) -> R<&'a mut Handle> {
     // SAFETY: the caller's contract.
     unsafe { new_request_out(request) }
 }
@@ -500,7 +508,7 @@ crate::mpi_fn! {
 
 /// The root's own block must fit its place (`MPI_ERR_TRUNCATE`: the counts or types
 /// differ).
-fn own_fits(len: usize, block: usize) -> R<()> {
+pub(crate) fn own_fits(len: usize, block: usize) -> R<()> {
     if len > block {
         return Err(Fail::new(
             MPI_ERR_TRUNCATE,

@@ -838,4 +838,5 @@ fn what_mpichs_test_suite_found() {
     for np in ["1", "3", "4"] {
         every_rank_prints("mpich_found", np, "", &[], "MPICH FOUND OK");
     }
+    every_rank_prints("mpich_found", "3", "", TCP, "MPICH FOUND OK");
 }

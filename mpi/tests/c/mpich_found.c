@@ -234,6 +234,102 @@ static void split_inter(void) {
     OK(MPI_Comm_free(&half));
 }
 
+/* The non-blocking v collectives: rank r contributes r + 1 ints; blocks placed in
+ * reverse rank order with a gap of one int before each, which must stay untouched. */
+static void nbc_v(void) {
+    enum { MAXN = 16 };
+    CHECK(np <= MAXN);
+    int counts[MAXN], displs[MAXN], total = 0;
+    for (int r = np - 1; r >= 0; r--) {
+        counts[r] = r + 1;
+        displs[r] = total + 1;
+        total += r + 2;
+    }
+    int mine[MAXN], out[MAXN * (MAXN + 2)], in_place[MAXN * (MAXN + 2)];
+    for (int k = 0; k <= me; k++) {
+        mine[k] = 1000 * me + k;
+    }
+#define FILL(buf) for (int k = 0; k < total; k++) (buf)[k] = -7
+#define CHECK_ALL(buf)                                                        \
+    for (int r = 0; r < np; r++) {                                            \
+        CHECK((buf)[displs[r] - 1] == -7);                                    \
+        for (int k = 0; k < counts[r]; k++) CHECK((buf)[displs[r] + k] == 1000 * r + k); \
+    }
+    for (int root = 0; root < np; root++) {
+        MPI_Request q[2];
+        FILL(out);
+        OK(MPI_Igatherv(mine, me + 1, MPI_INT, out, counts, displs, MPI_INT, root, MPI_COMM_WORLD, &q[0]));
+        /* The scatter from the gathered layout back into a fresh block, at once. */
+        int back[MAXN];
+        for (int k = 0; k < MAXN; k++) back[k] = -1;
+        int scatter_src[MAXN * (MAXN + 2)];
+        FILL(scatter_src);
+        for (int r = 0; r < np; r++) {
+            for (int k = 0; k < counts[r]; k++) scatter_src[displs[r] + k] = 1000 * r + k;
+        }
+        OK(MPI_Iscatterv(scatter_src, counts, displs, MPI_INT, back, me + 1, MPI_INT, root, MPI_COMM_WORLD, &q[1]));
+        OK(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+        if (me == root) {
+            CHECK_ALL(out);
+        }
+        for (int k = 0; k <= me; k++) CHECK(back[k] == 1000 * me + k);
+        CHECK(back[me + 1] == -1);
+        /* In place at the root. */
+        FILL(in_place);
+        for (int k = 0; k <= me; k++) in_place[displs[me] + k] = mine[k];
+        MPI_Request r1;
+        OK(MPI_Igatherv(me == root ? MPI_IN_PLACE : (void *)mine, me + 1, MPI_INT, in_place, counts, displs, MPI_INT, root, MPI_COMM_WORLD, &r1));
+        OK(MPI_Wait(&r1, MPI_STATUS_IGNORE));
+        if (me == root) {
+            CHECK_ALL(in_place);
+        }
+    }
+    MPI_Request r2;
+    FILL(out);
+    OK(MPI_Iallgatherv(mine, me + 1, MPI_INT, out, counts, displs, MPI_INT, MPI_COMM_WORLD, &r2));
+    int flag = 0;
+    while (!flag) OK(MPI_Test(&r2, &flag, MPI_STATUS_IGNORE));
+    CHECK_ALL(out);
+    FILL(in_place);
+    for (int k = 0; k <= me; k++) in_place[displs[me] + k] = mine[k];
+    OK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, in_place, counts, displs, MPI_INT, MPI_COMM_WORLD, &r2));
+    OK(MPI_Wait(&r2, MPI_STATUS_IGNORE));
+    CHECK_ALL(in_place);
+    /* Alltoallv: rank s sends s + 1 ints to every rank (value 1000 * s + k); every
+     * rank receives counts[s] from s into the layout above. */
+    int sc[MAXN], sd[MAXN], sendbuf[MAXN * MAXN];
+    for (int r = 0; r < np; r++) {
+        sc[r] = me + 1;
+        sd[r] = r * (me + 1);
+        for (int k = 0; k <= me; k++) sendbuf[sd[r] + k] = 1000 * me + k;
+    }
+    FILL(out);
+    OK(MPI_Ialltoallv(sendbuf, sc, sd, MPI_INT, out, counts, displs, MPI_INT, MPI_COMM_WORLD, &r2));
+    OK(MPI_Wait(&r2, MPI_STATUS_IGNORE));
+    CHECK_ALL(out);
+    /* In place: every rank sends, from the receive layout, the block it receives, so
+     * the counts must be symmetric: r + me + 1 ints between me and r. */
+    int c2[MAXN], d2[MAXN], t2 = 0;
+    for (int r = 0; r < np; r++) {
+        c2[r] = r + me + 1;
+        d2[r] = t2 + 1;
+        t2 += c2[r] + 1;
+    }
+    int sym[MAXN * (2 * MAXN + 1)];
+    for (int k = 0; k < t2; k++) sym[k] = -7;
+    for (int r = 0; r < np; r++) {
+        for (int k = 0; k < c2[r]; k++) sym[d2[r] + k] = 1000 * me + k;
+    }
+    OK(MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, sym, c2, d2, MPI_INT, MPI_COMM_WORLD, &r2));
+    OK(MPI_Wait(&r2, MPI_STATUS_IGNORE));
+    for (int r = 0; r < np; r++) {
+        CHECK(sym[d2[r] - 1] == -7);
+        for (int k = 0; k < c2[r]; k++) CHECK(sym[d2[r] + k] == 1000 * r + k);
+    }
+#undef FILL
+#undef CHECK_ALL
+}
+
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     OK(MPI_Init(NULL, NULL));
@@ -246,6 +342,7 @@ int main(int argc, char **argv) {
     subarrays();
     info_valuelen();
     split_inter();
+    nbc_v();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d: MPICH FOUND OK\n", me);
     OK(MPI_Finalize());
