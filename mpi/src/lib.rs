@@ -60,6 +60,7 @@ mod init;
 mod memory;
 mod mprobe;
 mod nbc;
+mod nbc_scan;
 mod nbc_v;
 mod op;
 mod p2p;

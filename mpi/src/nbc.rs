@@ -107,8 +107,8 @@ pub(crate) enum Step {
 /// A non-blocking collective in flight (see the module doc).
 pub(crate) struct Nbc {
     c: Coll,
-    op: Handle,
-    elem: Elem,
+    pub(crate) op: Handle,
+    pub(crate) elem: Elem,
     pub(crate) steps: Vec<Step>,
     next: usize,
     polls: u32,
@@ -134,6 +134,16 @@ impl Nbc {
             recvs: Vec::new(),
             scratch: Vec::new(),
         }
+    }
+
+    /// This rank's rank in the communicator.
+    pub(crate) fn rank(&self) -> u32 {
+        self.c.me
+    }
+
+    /// The communicator's size.
+    pub(crate) fn size(&self) -> u32 {
+        self.c.n
     }
 
     /// `len` bytes of scratch holding `init` (zeros when `None`).
@@ -238,7 +248,7 @@ impl Nbc {
 
     /// A binomial broadcast of `buf` from `root`: receive from the parent, then send
     /// to every child at once.
-    fn bcast(&mut self, buf: Span, root: u32) {
+    pub(crate) fn bcast(&mut self, buf: Span, root: u32) {
         let (me, n) = (self.c.me, self.c.n);
         let vr = (me + n - root) % n;
         let abs = |v: u32| (v + root) % n;
@@ -271,7 +281,7 @@ impl Nbc {
 
     /// Reduces `acc` (this rank's input, in scratch) up a binomial tree over the ranks
     /// in order: rank 0 ends with the reduction of all, in rank order.
-    fn reduce_to_zero(&mut self, acc: Span) {
+    pub(crate) fn reduce_to_zero(&mut self, acc: Span) {
         let (me, n) = (self.c.me, self.c.n);
         let mut children = Vec::new();
         let mut mask = 1;
@@ -356,7 +366,7 @@ crate::mpi_fn! {
 /// Checks that `op` is a predefined operation defined on `elem`: a user operation's
 /// function would run inside a completion call holding the library's state, where it
 /// could not call MPI safely, so the non-blocking reductions refuse it (`MPI_ERR_OP`).
-fn predefined_op(lib: &crate::state::Lib, op: Handle, elem: Elem) -> R<()> {
+pub(crate) fn predefined_op(lib: &crate::state::Lib, op: Handle, elem: Elem) -> R<()> {
     if lib.ops.contains_key(&op) {
         return Err(Fail::new(
             MPI_ERR_OP,
@@ -368,7 +378,7 @@ fn predefined_op(lib: &crate::state::Lib, op: Handle, elem: Elem) -> R<()> {
 
 /// The input of a reduction at this rank, copied into scratch: `sendbuf`, or with
 /// `MPI_IN_PLACE` (where allowed) `recvbuf`.
-fn reduction_input(
+pub(crate) fn reduction_input(
     s: &mut Nbc,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,

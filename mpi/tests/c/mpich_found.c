@@ -330,6 +330,55 @@ static void nbc_v(void) {
 #undef CHECK_ALL
 }
 
+/* The non-blocking scans and reduce-scatters, all four in flight at once, against the
+ * sums and maxima they must give (rank r contributes r + 1 + 10 * k at element k). */
+static void nbc_scans(void) {
+    enum { N = 300, MAXN = 16 };
+    CHECK(np <= MAXN);
+    static int in[N], scan[N], exscan[N], blk[N], rs[N], full[MAXN * 3];
+    for (int k = 0; k < N; k++) {
+        in[k] = me + 1 + 10 * k;
+        exscan[k] = -5;
+        blk[k] = rs[k] = -5;
+    }
+    int bcount = 3, counts[MAXN], total = 0;
+    for (int r = 0; r < np; r++) {
+        counts[r] = r % 3; /* some ranks get nothing */
+        total += counts[r];
+    }
+    for (int k = 0; k < np * bcount; k++) full[k] = me + k;
+    MPI_Request q[4];
+    OK(MPI_Iscan(in, scan, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[0]));
+    OK(MPI_Iexscan(in, exscan, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[1]));
+    OK(MPI_Ireduce_scatter_block(full, blk, bcount, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &q[2]));
+    OK(MPI_Ireduce_scatter(full, rs, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[3]));
+    OK(MPI_Waitall(4, q, MPI_STATUSES_IGNORE));
+    for (int k = 0; k < N; k++) {
+        int below = me * (me + 1) / 2 + 10 * k * me; /* sum over r < me */
+        CHECK(scan[k] == below + me + 1 + 10 * k);
+        CHECK(exscan[k] == (me == 0 ? -5 : below));
+    }
+    for (int k = 0; k < bcount; k++) {
+        CHECK(blk[k] == np - 1 + me * bcount + k); /* max over ranks of r + index */
+    }
+    CHECK(blk[bcount] == -5);
+    int start = 0;
+    for (int r = 0; r < me; r++) start += counts[r];
+    for (int k = 0; k < counts[me]; k++) {
+        CHECK(rs[k] == np * (np - 1) / 2 + np * (start + k));
+    }
+    CHECK(rs[counts[me]] == -5);
+    /* In place, doubles, maxima: the scan of r at rank me is me. */
+    double d[4];
+    for (int k = 0; k < 4; k++) d[k] = me - k;
+    MPI_Request r1;
+    OK(MPI_Iscan(MPI_IN_PLACE, d, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &r1));
+    int flag = 0;
+    while (!flag) OK(MPI_Test(&r1, &flag, MPI_STATUS_IGNORE));
+    for (int k = 0; k < 4; k++) CHECK(d[k] == me - k);
+    (void)total;
+}
+
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     OK(MPI_Init(NULL, NULL));
@@ -343,6 +392,7 @@ int main(int argc, char **argv) {
     info_valuelen();
     split_inter();
     nbc_v();
+    nbc_scans();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d: MPICH FOUND OK\n", me);
     OK(MPI_Finalize());

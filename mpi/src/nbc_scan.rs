@@ -1,0 +1,222 @@
+//! The non-blocking prefix reductions and reduce-scatters on intra-communicators:
+//! `MPI_Iscan`, `MPI_Iexscan` (recursive doubling, as the blocking `coll_scan`: in
+//! round k each rank sends its partial result k ranks up), `MPI_Ireduce_scatter_block`
+//! and `MPI_Ireduce_scatter` (as the blocking ones: a reduction of the whole vector,
+//! each rank keeping its block; here to rank 0 and broadcast). Predefined operations
+//! only (`nbc::predefined_op`); these all commute, so a `Reduce` step's operand order
+//! (`acc = acc op other`) gives the rank-order result even where `other` holds the
+//! lower ranks.
+
+use std::ffi::{c_int, c_void};
+
+use crate::coll::Coll;
+use crate::consts::*;
+use crate::error::{Fail, R};
+use crate::nbc::{predefined_op, reduction_input, request_slot, Nbc, Span, Step};
+use crate::state::call;
+use crate::util::count_arg;
+
+/// Adds the recursive-doubling rounds of a scan to `s`: `partial` (this rank's input,
+/// in scratch) ends as the reduction of ranks 0..=me; `exclusive`, when given, as that
+/// of ranks 0..me (untouched at rank 0).
+fn scan_rounds(s: &mut Nbc, partial: Span, exclusive: Option<Span>) {
+    let (me, n) = (s.rank(), s.size());
+    let tmp = s.scratch(partial.len, None);
+    let mut first = true;
+    let mut k = 1u32;
+    while k < n {
+        let sends = if me + k < n {
+            vec![(me + k, partial)]
+        } else {
+            Vec::new()
+        };
+        let recvs = if me >= k {
+            vec![(me - k, tmp)]
+        } else {
+            Vec::new()
+        };
+        let received = !recvs.is_empty();
+        s.steps.push(Step::Exchange { sends, recvs });
+        if received {
+            if let Some(ex) = exclusive {
+                if first {
+                    s.steps.push(Step::Copy { from: tmp, to: ex });
+                } else {
+                    s.steps.push(Step::Reduce {
+                        acc: ex,
+                        other: tmp,
+                    });
+                }
+            }
+            first = false;
+            s.steps.push(Step::Reduce {
+                acc: partial,
+                other: tmp,
+            });
+        }
+        k = k.saturating_mul(2);
+    }
+}
+
+/// The arguments of `MPI_Iscan` and `MPI_Iexscan`.
+struct ScanArgs {
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    op: Handle,
+}
+
+/// The shared body of `MPI_Iscan` and `MPI_Iexscan`.
+fn iscan(a: ScanArgs, comm: Handle, request: *mut Handle, exclusive: bool) -> c_int {
+    let ScanArgs {
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+    } = a;
+    call(comm, |g| {
+        // SAFETY: MPI's contract: `request` is valid for a write.
+        let slot = unsafe { request_slot(request) }?;
+        let (len, t) = g.lib()?.byte_len(count, datatype)?;
+        predefined_op(g.lib()?, op, t.elem)?;
+        let c = Coll::start(g, comm)?;
+        let mut s = Nbc::new(c);
+        (s.op, s.elem) = (op, t.elem);
+        let partial = reduction_input(&mut s, sendbuf, recvbuf, len)?;
+        let out = Span::at(recvbuf.cast(), len)?;
+        if exclusive {
+            scan_rounds(&mut s, partial, Some(out));
+        } else {
+            scan_rounds(&mut s, partial, None);
+            s.steps.push(Step::Copy {
+                from: partial,
+                to: out,
+            });
+        }
+        s.submit(g, comm, slot)
+    })
+}
+
+crate::mpi_fn! {
+    /// `MPI_Iscan`: the inclusive prefix reduction (`MPI_IN_PLACE` allowed).
+    fn MPI_Iscan / PMPI_Iscan(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        iscan(ScanArgs { sendbuf, recvbuf, count, datatype, op }, comm, request, false)
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Iexscan`: the exclusive prefix reduction; rank 0's `recvbuf` is left as it
+    /// is (`MPI_IN_PLACE` allowed).
+    fn MPI_Iexscan / PMPI_Iexscan(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        iscan(ScanArgs { sendbuf, recvbuf, count, datatype, op }, comm, request, true)
+    }
+}
+
+/// The shared body of the reduce-scatters: `blocks` are the `(start, len)` bytes of
+/// each rank's block in the whole vector of `total` bytes.
+fn ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    blocks: impl FnOnce(&Coll, usize) -> R<(Vec<(usize, usize)>, usize)>,
+    datatype: Handle,
+    op: Handle,
+    comm: Handle,
+    request: *mut Handle,
+) -> c_int {
+    call(comm, |g| {
+        // SAFETY: MPI's contract: `request` is valid for a write.
+        let slot = unsafe { request_slot(request) }?;
+        let t = g.lib()?.datatype(datatype)?;
+        predefined_op(g.lib()?, op, t.elem)?;
+        let c = Coll::start(g, comm)?;
+        let (blocks, total) = blocks(&c, t.size)?;
+        let me = c.me as usize;
+        let mut s = Nbc::new(c);
+        (s.op, s.elem) = (op, t.elem);
+        // With MPI_IN_PLACE the whole vector is in `recvbuf`.
+        let acc = reduction_input(&mut s, sendbuf, recvbuf, total)?;
+        s.reduce_to_zero(acc);
+        s.bcast(acc, 0);
+        let (start, len) = blocks[me];
+        let out = Span::at(recvbuf.cast(), len)?;
+        s.steps.push(Step::Copy {
+            from: acc.sub(start, len),
+            to: out,
+        });
+        s.submit(g, comm, slot)
+    })
+}
+
+crate::mpi_fn! {
+    /// `MPI_Ireduce_scatter_block`: block `i` of the reduction to rank `i`.
+    fn MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        datatype: Handle,
+        op: Handle,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        let blocks = |c: &Coll, size: usize| -> R<(Vec<(usize, usize)>, usize)> {
+            let len = count_arg(recvcount)?
+                .checked_mul(size)
+                .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the block's size overflows"))?;
+            let n = c.n as usize;
+            let total = len.checked_mul(n).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the vector's size overflows"))?;
+            Ok(((0..n).map(|i| (i * len, len)).collect(), total))
+        };
+        ireduce_scatter(sendbuf, recvbuf, blocks, datatype, op, comm, request)
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Ireduce_scatter`: rank `i` gets `recvcounts[i]` items of the reduction,
+    /// the blocks in rank order.
+    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        datatype: Handle,
+        op: Handle,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        let blocks = |c: &Coll, size: usize| -> R<(Vec<(usize, usize)>, usize)> {
+            if recvcounts.is_null() {
+                return Err(Fail::new(MPI_ERR_ARG, "a null recvcounts array"));
+            }
+            // SAFETY: MPI's contract: `recvcounts` holds one count per rank.
+            let counts = unsafe { std::slice::from_raw_parts(recvcounts, c.n as usize) };
+            let mut out = Vec::with_capacity(counts.len());
+            let mut at = 0usize;
+            for &k in counts {
+                let len = count_arg(k)?
+                    .checked_mul(size)
+                    .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a block's size overflows"))?;
+                out.push((at, len));
+                at = at.checked_add(len).ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the vector's size overflows"))?;
+            }
+            Ok((out, at))
+        };
+        ireduce_scatter(sendbuf, recvbuf, blocks, datatype, op, comm, request)
+    }
+}
