@@ -98,7 +98,7 @@ pub(crate) fn disjoint_blocks<'a>(
 }
 
 /// The root's or a rank's own block copied into its place (at most its length).
-fn copy_own(dst: &mut [u8], src: &[u8]) {
+pub(crate) fn copy_own(dst: &mut [u8], src: &[u8]) {
     let k = src.len().min(dst.len());
     dst[..k].copy_from_slice(&src[..k]);
 }

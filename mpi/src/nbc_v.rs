@@ -16,7 +16,7 @@ use crate::util::bytes;
 
 /// Checks that receive blocks `(start, len)` never write a byte twice (MPI forbids it;
 /// empty blocks may sit anywhere).
-fn disjoint(blocks: &[(usize, usize)]) -> R<()> {
+pub(crate) fn disjoint(blocks: &[(usize, usize)]) -> R<()> {
     let mut order: Vec<usize> = (0..blocks.len()).filter(|&r| blocks[r].1 > 0).collect();
     order.sort_unstable_by_key(|&r| blocks[r].0);
     for w in order.windows(2) {
