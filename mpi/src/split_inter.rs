@@ -16,8 +16,9 @@ use std::ffi::c_int;
 
 use crate::coll::PMPI_Allgather;
 use crate::comm::{
-    PMPI_Comm_free, PMPI_Comm_rank, PMPI_Comm_remote_size, PMPI_Comm_set_errhandler,
-    PMPI_Comm_size, PMPI_Comm_split, PMPI_Intercomm_create, PMPI_Intercomm_merge,
+    PMPI_Comm_free, PMPI_Comm_get_errhandler, PMPI_Comm_rank, PMPI_Comm_remote_size,
+    PMPI_Comm_set_errhandler, PMPI_Comm_size, PMPI_Comm_split, PMPI_Intercomm_create,
+    PMPI_Intercomm_merge,
 };
 use crate::consts::*;
 
@@ -122,14 +123,20 @@ unsafe fn steps(
         ))?;
         match sides.iter().position(|&s| s != side) {
             None => *newcomm = MPI_COMM_NULL,
-            Some(leader) => ok(PMPI_Intercomm_create(
-                *local,
-                0,
-                *by_color,
-                leader as c_int,
-                CREATE_TAG,
-                newcomm,
-            ))?,
+            Some(leader) => {
+                ok(PMPI_Intercomm_create(
+                    *local,
+                    0,
+                    *by_color,
+                    leader as c_int,
+                    CREATE_TAG,
+                    newcomm,
+                ))?;
+                // The new communicator takes `comm`'s handler, not the helpers'.
+                let mut handler = MPI_ERRORS_RETURN;
+                ok(PMPI_Comm_get_errhandler(comm, &mut handler))?;
+                ok(PMPI_Comm_set_errhandler(*newcomm, handler))?;
+            }
         }
     }
     Ok(())

@@ -205,6 +205,9 @@ static void split_inter(void) {
         int flag, srank, ssize, srsize;
         OK(MPI_Comm_test_inter(sub, &flag));
         CHECK(flag);
+        MPI_Errhandler eh;
+        OK(MPI_Comm_get_errhandler(sub, &eh));
+        CHECK(eh == MPI_ERRORS_ARE_FATAL); /* inter's, inherited from MPI_COMM_WORLD */
         OK(MPI_Comm_rank(sub, &srank));
         OK(MPI_Comm_size(sub, &ssize));
         OK(MPI_Comm_remote_size(sub, &srsize));
