@@ -421,6 +421,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `datatype` is valid for reads and writes.
             let slot = unsafe { out(datatype) }?;
             crate::typemap::forget(lib, *slot);
+            lib.type_names.remove(slot);
             if lib.types.remove(slot).is_none() {
                 return Err(Fail::new(
                     MPI_ERR_TYPE,

@@ -77,6 +77,7 @@ mod split_inter;
 mod state;
 mod status;
 mod topo;
+mod type_name;
 mod typemap;
 mod typemap_ctors;
 mod ulfm;

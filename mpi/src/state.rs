@@ -227,6 +227,8 @@ pub(crate) struct Lib {
     pub types: Map<TypeEntry>,
     /// The layouts of the types with gaps (`typemap`).
     pub layouts: Map<std::sync::Arc<crate::typemap::Layout>>,
+    /// Names given by `MPI_Type_set_name` (`type_name`).
+    pub type_names: Map<String>,
     /// Operations made by `MPI_Op_create` (`op`).
     pub ops: Map<UserOp>,
     /// Groups as lists of world ranks.
@@ -261,6 +263,7 @@ impl Lib {
             attrs: Default::default(),
             types: Map::default(),
             layouts: Map::default(),
+            type_names: Map::default(),
             ops: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),

@@ -453,6 +453,39 @@ static void alltoallw(void) {
     OK(MPI_Type_free(&vec));
 }
 
+/* MPI_Type_get_name / set_name: the header's names by default, a name set replaces
+ * it (on a predefined type too), a derived type starts unnamed. */
+static void type_names(void) {
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    struct { MPI_Datatype t; const char *n; } known[] = {
+        {MPI_INT, "MPI_INT"}, {MPI_DOUBLE, "MPI_DOUBLE"}, {MPI_CHAR, "MPI_CHAR"},
+        {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG"}, {MPI_2INT, "MPI_2INT"},
+        {MPI_DOUBLE_INT, "MPI_DOUBLE_INT"}, {MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX"},
+        {MPI_UINT64_T, "MPI_UINT64_T"}, {MPI_BYTE, "MPI_BYTE"}, {MPI_PACKED, "MPI_PACKED"},
+    };
+    for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++) {
+        OK(MPI_Type_get_name(known[i].t, name, &len));
+        CHECK(strcmp(name, known[i].n) == 0 && len == (int)strlen(known[i].n));
+    }
+    MPI_Datatype t;
+    OK(MPI_Type_contiguous(3, MPI_INT, &t));
+    OK(MPI_Type_get_name(t, name, &len));
+    CHECK(len == 0 && name[0] == 0);
+    OK(MPI_Type_set_name(t, "three ints"));
+    OK(MPI_Type_get_name(t, name, &len));
+    CHECK(strcmp(name, "three ints") == 0 && len == 10);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_set_name(MPI_FLOAT, "float"));
+    OK(MPI_Type_get_name(MPI_FLOAT, name, &len));
+    CHECK(strcmp(name, "float") == 0);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int cls;
+    MPI_Error_class(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &len), &cls);
+    CHECK(cls == MPI_ERR_TYPE);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     OK(MPI_Init(NULL, NULL));
@@ -468,6 +501,7 @@ int main(int argc, char **argv) {
     nbc_v();
     nbc_scans();
     alltoallw();
+    type_names();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d: MPICH FOUND OK\n", me);
     OK(MPI_Finalize());
