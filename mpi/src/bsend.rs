@@ -16,7 +16,7 @@ use crate::error::{Fail, R};
 use crate::p2p::{peers, start_send, Mode};
 use crate::request::{progress_detached, Op, Outcome, Req};
 use crate::state::{call, Guard, Lib};
-use crate::util::{bytes, new_request_out, out, rank_arg, tag_arg};
+use crate::util::{new_request_out, out, rank_arg, tag_arg};
 
 /// `MPI_BSEND_OVERHEAD`: what each buffered message counts beyond its bytes.
 pub(crate) const BSEND_OVERHEAD: usize = 96;
@@ -69,9 +69,7 @@ fn bsend(
 ) -> R<()> {
     let lib = g.lib()?;
     let buffer = lib.buffer_of(count, dt)?;
-    let len = match &buffer {
-        crate::typemap::Buffer::Contig(n) | crate::typemap::Buffer::Packed { len: n, .. } => *n,
-    };
+    let len = buffer.len();
     let tag = tag_arg(tag)?;
     let e = lib.comm(comm)?;
     if dest == MPI_PROC_NULL {
@@ -93,14 +91,8 @@ fn bsend(
             ),
         ));
     }
-    let copy: Box<[u8]> = match buffer {
-        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`.
-        crate::typemap::Buffer::Contig(n) => unsafe { bytes(buf, n) }?.into(),
-        crate::typemap::Buffer::Packed { layout, count, len } => {
-            // SAFETY: as above.
-            unsafe { crate::typemap::packed_copy(&layout, buf, count, len) }
-        }
-    };
+    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`.
+    let copy = unsafe { buffer.copy_of(buf) }?;
     // SAFETY: `copy` is moved into the `Buffered` with the request and outlives it (the
     // request is dropped first); its heap bytes never move.
     let data: &'static [u8] = unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) };

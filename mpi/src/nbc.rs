@@ -516,6 +516,21 @@ crate::mpi_fn! {
     }
 }
 
+/// A scatter's receive buffer: `None` at the root with `MPI_IN_PLACE`.
+pub(crate) fn scatter_out(
+    g: &mut Guard,
+    is_root: bool,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+) -> R<Option<Span>> {
+    if is_root && recvbuf as usize == IN_PLACE {
+        return Ok(None);
+    }
+    let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
+    Span::at(recvbuf.cast(), rlen).map(Some)
+}
+
 /// The root's own block must fit its place (`MPI_ERR_TRUNCATE`: the counts or types
 /// differ).
 pub(crate) fn own_fits(len: usize, block: usize) -> R<()> {
@@ -547,13 +562,7 @@ crate::mpi_fn! {
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
-            let in_place = me == root && recvbuf as usize == IN_PLACE;
-            let out = if in_place {
-                None
-            } else {
-                let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
-                Some(Span::at(recvbuf.cast(), rlen)?)
-            };
+            let out = scatter_out(g, me == root, recvbuf, recvcount, recvtype)?;
             let mut s = Nbc::new(c);
             if me != root {
                 let out = out.unwrap_or(Span { ptr: std::ptr::null_mut(), len: 0 });

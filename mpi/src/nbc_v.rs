@@ -108,13 +108,7 @@ crate::mpi_fn! {
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
-            let in_place = me == root && recvbuf as usize == IN_PLACE;
-            let out = if in_place {
-                None
-            } else {
-                let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
-                Some(Span::at(recvbuf.cast(), rlen)?)
-            };
+            let out = crate::nbc::scatter_out(g, me == root, recvbuf, recvcount, recvtype)?;
             if me != root {
                 let mut s = Nbc::new(c);
                 let out = out.unwrap_or(Span::at(std::ptr::null_mut(), 0)?);

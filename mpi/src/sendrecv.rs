@@ -156,14 +156,11 @@ crate::mpi_fn! {
     ) {
         call(comm, |g| {
             let b = g.lib()?.buffer_of(count, datatype)?;
-            let sent: Box<[u8]> = match &b {
-                _ if dest == MPI_PROC_NULL => Box::default(),
+            let sent: Box<[u8]> = if dest == MPI_PROC_NULL {
+                Box::default()
+            } else {
                 // SAFETY: MPI's contract: `buf` holds `count` items of `datatype`.
-                Buffer::Contig(len) => unsafe { bytes(buf, *len) }?.into(),
-                Buffer::Packed { layout, count, len } => {
-                    // SAFETY: as above.
-                    unsafe { crate::typemap::packed_copy(layout, buf, *count, *len) }
-                }
+                unsafe { b.copy_of(buf) }?
             };
             let (sptr, slen) = (sent.as_ptr().cast(), sent.len());
             sendrecv_into(g, (sptr, slen, dest, sendtag), b, buf, source, recvtag, comm, status)

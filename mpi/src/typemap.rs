@@ -446,6 +446,30 @@ pub(crate) enum Buffer {
     },
 }
 
+impl Buffer {
+    /// Its bytes (packed, for a type with gaps).
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::Contig(n) | Buffer::Packed { len: n, .. } => *n,
+        }
+    }
+
+    /// A contiguous copy of the data at `buf` (packed, for a type with gaps).
+    ///
+    /// # Safety
+    /// MPI's contract for the buffer: its items at `buf`, readable.
+    pub unsafe fn copy_of(&self, buf: *const c_void) -> R<Box<[u8]>> {
+        match self {
+            // SAFETY: the caller's contract.
+            Buffer::Contig(n) => Ok(unsafe { crate::util::bytes(buf, *n) }?.into()),
+            Buffer::Packed { layout, count, len } => {
+                // SAFETY: as above.
+                Ok(unsafe { packed_copy(layout, buf, *count, *len) })
+            }
+        }
+    }
+}
+
 impl Lib {
     /// The buffer of `count` items of `dt` for a point-to-point call.
     pub fn buffer_of(&self, count: c_int, dt: Handle) -> R<Buffer> {
@@ -582,9 +606,7 @@ crate::mpi_fn! {
     /// `MPI_Pack_size`: the bytes `MPI_Pack` needs for `incount` items.
     fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: Handle, _comm: Handle, size: *mut c_int) {
         call(MPI_COMM_WORLD, |g| {
-            let n = match g.lib()?.buffer_of(incount, datatype)? {
-                Buffer::Contig(n) | Buffer::Packed { len: n, .. } => n,
-            };
+            let n = g.lib()?.buffer_of(incount, datatype)?.len();
             // SAFETY: MPI's contract: `size` is valid for a write.
             *unsafe { out(size) }? = c_int::try_from(n)
                 .map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size overflows an int"))?;
@@ -609,7 +631,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `position` is valid for reads and writes.
             let pos = unsafe { out(position) }?;
             let (at, room) = (n_arg(*pos)?, n_arg(outsize)?);
-            let n = match &buffer { Buffer::Contig(n) | Buffer::Packed { len: n, .. } => *n };
+            let n = buffer.len();
             if at.checked_add(n).is_none_or(|end| end > room) {
                 return Err(Fail::new(MPI_ERR_TRUNCATE, format!("{n} bytes do not fit at {at} of {room}")));
             }
@@ -644,7 +666,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `position` is valid for reads and writes.
             let pos = unsafe { out(position) }?;
             let (at, size) = (n_arg(*pos)?, n_arg(insize)?);
-            let n = match &buffer { Buffer::Contig(n) | Buffer::Packed { len: n, .. } => *n };
+            let n = buffer.len();
             if at.checked_add(n).is_none_or(|end| end > size) {
                 return Err(Fail::new(MPI_ERR_TRUNCATE, format!("{n} bytes are not there at {at} of {size}")));
             }
