@@ -258,9 +258,16 @@ int main(int argc, char **argv) {
             MPI_Comm world;
             OK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
             OK(MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN));
+            /* The victim dies only once every survivor holds its dup: a member that
+               dies inside MPI_Comm_dup may fail it at the others (ULFM), and the
+               victim can leave the dup before they do. */
+            int ready = me;
             if (me == 2) {
+                for (int i = 0; i < 3; i++)
+                    OK(MPI_Recv(&ready, 1, MPI_INT, MPI_ANY_SOURCE, 3, world, MPI_STATUS_IGNORE));
                 raise(SIGKILL);
             }
+            OK(MPI_Send(&ready, 1, MPI_INT, 2, 3, world));
             /* The victim never comes: the barrier fails at every survivor. */
             CHECK(MPI_Barrier(world) != MPI_SUCCESS);
             OK(MPIX_Comm_revoke(world));
