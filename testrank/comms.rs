@@ -57,7 +57,7 @@ pub(crate) fn intercomm(world: &World, comm: &Comm, stage: &str, victim: u32) {
 const MARK_TAG: u32 = 5;
 
 /// A message on `comm` to the next rank carrying `stamp`, left for [`take_mark`].
-fn send_mark(comm: &Comm, stamp: u64) {
+pub(crate) fn send_mark(comm: &Comm, stamp: u64) {
     let (me, n) = (comm.rank(), comm.size());
     comm.send((me + 1) % n, MARK_TAG, &stamp.to_le_bytes())
         .unwrap_or_else(|e| panic!("rank {me}: mark {stamp}: {e}"));
@@ -66,7 +66,7 @@ fn send_mark(comm: &Comm, stamp: u64) {
 /// Receives the message [`send_mark`] sent this rank on `comm` from any source, and checks
 /// it is `stamp`'s (a crossed mark from another communicator would not be). Not `ANY_TAG`:
 /// a faster peer's closing barrier (`Comm::free`) may already be queued on `comm`.
-fn take_mark(comm: &Comm, stamp: u64) {
+pub(crate) fn take_mark(comm: &Comm, stamp: u64) {
     let (me, n) = (comm.rank(), comm.size());
     let mut b = [0u8; 8];
     let st = comm

@@ -45,6 +45,7 @@ mod comms;
 mod direct;
 mod failures;
 mod held;
+mod idup;
 mod lane_ft;
 mod matching;
 mod p2p;
@@ -105,6 +106,7 @@ fn main() {
         Some("intercomm") => comms::intercomm(&world, &comm, &args[2], arg(3) as u32),
         Some("contexts") => comms::contexts(&world, &comm, arg(2), arg(3)),
         Some("exhaust") => comms::exhaust(&comm),
+        Some("idup") => idup::idup(&world, &comm, arg(2)),
         Some("split-after-failure") => comms::split_after_failure(&world, &comm, arg(2) as u32),
         Some("order") => matching::order(&world, &comm, &args[2]),
         Some("deadsource") => matching::deadsource(&world, &comm),

@@ -88,3 +88,22 @@ fn split_after_an_acknowledged_failure_agrees_among_the_survivors() {
         job.context()
     );
 }
+
+/// `Comm::idup_on_tag`: a dup started before the messages a peer waits for, several at
+/// once beside a blocking dup (`testrank/idup.rs`); 3 ranks (one folds into the
+/// recursive doubling) and 4.
+#[test]
+fn non_blocking_dups_complete_whatever_runs_between_start_and_wait() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for n in [3, 4] {
+        let job = run(n, &[], &["idup", "100"], Duration::from_secs(300));
+        assert_eq!(job.code, Some(0), "{}", job.context());
+        let ok = job.lines("IDUP OK");
+        assert_eq!(ok.len(), n as usize, "{}", job.context());
+        assert!(
+            ok.iter().all(|(_, l)| l == "IDUP OK 500"),
+            "{}",
+            job.context()
+        );
+    }
+}

@@ -40,7 +40,7 @@ pub(super) const UNAGREED: u64 = 0;
 /// finishes (or fails and gives the mask up) whatever this one does, and a thread
 /// that lost its core while holding it could make any count run out (8 threads
 /// creating at once on a busy 2-core machine did).
-const MAX_ROUNDS: u32 = 1 << 10;
+pub(super) const MAX_ROUNDS: u32 = 1 << 10;
 
 /// Where the members AND their proposals.
 pub(super) enum Over<'a> {
@@ -96,7 +96,9 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
             }
             Ok(Decision::Retry { window: w }) => {
                 if w == window {
-                    // Another creation holds the mask: give its thread the core.
+                    // Another creation holds the mask: a non-blocking dup nobody tests
+                    // now is advanced here, a blocking one gets the core.
+                    super::idup::advance_others(None);
                     std::thread::yield_now();
                 } else {
                     windows_tried += 1;

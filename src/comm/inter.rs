@@ -400,6 +400,11 @@ impl InterComm {
     }
 
     /// This inter-communicator's groups over another communicator of the same union.
+    /// This inter-communicator's shape over another union of the same groups.
+    pub(super) fn with_union(&self, union: Comm) -> InterComm {
+        self.over(union)
+    }
+
     fn over(&self, union: Comm) -> InterComm {
         InterComm {
             union,

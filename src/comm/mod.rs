@@ -17,6 +17,7 @@ mod abort;
 mod collective;
 mod context;
 mod create_group;
+mod idup;
 mod inter;
 mod merge;
 mod mprobe;
@@ -38,6 +39,7 @@ mod words;
 mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
+pub use idup::{DupRequest, InterDupRequest};
 pub use inter::{InterComm, Stage};
 pub use mprobe::Message;
 pub use nonblocking::{AgreeRequest, RecvRequest};

@@ -1,0 +1,83 @@
+//! Non-blocking dups (`Comm::idup_on_tag`) under steadfast-run (`tests/contexts.rs`):
+//! `idup ROUNDS` runs, ROUNDS times:
+//!
+//! - the start-then-talk pattern (MPICH's `comm_idup`): rank 0 first receives a
+//!   synchronous send from every other rank, which each makes after starting its dup,
+//!   and only then starts its own; every rank then waits (a dup made inside the start
+//!   call deadlocks here);
+//! - three dups at once on three tags of one communicator, with a blocking dup of
+//!   another communicator before any is waited for, then waited in reverse order (the
+//!   first one holds the process's mask of free ids until it is advanced: the blocking
+//!   dup and the later waits must advance it, or they retry for ever);
+//!
+//! and checks every new communicator: a message around the ring that must arrive on it
+//! and nowhere else, and an allreduce of the ranks. Prints `IDUP OK <communicators>`.
+
+use steadfast::comm::ReduceOp;
+use steadfast::{Comm, World};
+
+use super::comms::{send_mark, take_mark};
+
+pub(crate) fn idup(world: &World, comm: &Comm, rounds: u64) {
+    let me = comm.rank();
+    let n = comm.size();
+    let other = comm.dup().unwrap();
+    let mut made = 0u64;
+    for round in 0..rounds {
+        // Start, then talk: rank 0 starts only after every other rank's send.
+        let copy = if me == 0 {
+            for r in 1..n {
+                let mut b = [0u8; 4];
+                let st = comm.recv(Some(r), Some(5), &mut b).unwrap();
+                assert_eq!((st.len, u32::from_le_bytes(b)), (4, r));
+            }
+            comm.idup_on_tag(100).unwrap().wait()
+        } else {
+            let req = comm.idup_on_tag(100).unwrap();
+            comm.ssend(0, 5, &me.to_le_bytes()).unwrap();
+            req.wait()
+        }
+        .unwrap_or_else(|e| panic!("rank {me} round {round}: idup: {e}"));
+        check(&copy, round * 10);
+        made += 1;
+        // Three at once, a blocking dup of another communicator among them.
+        let reqs: Vec<_> = (0..3).map(|k| comm.idup_on_tag(200 + k).unwrap()).collect();
+        let blocking = other
+            .dup()
+            .unwrap_or_else(|e| panic!("rank {me} round {round}: dup beside idups: {e}"));
+        let mut copies: Vec<Comm> = reqs
+            .into_iter()
+            .rev()
+            .map(|r| {
+                r.wait()
+                    .unwrap_or_else(|e| panic!("rank {me} round {round}: idup: {e}"))
+            })
+            .collect();
+        copies.push(blocking);
+        for (k, c) in copies.iter().enumerate() {
+            send_mark(c, round * 10 + 1 + k as u64);
+        }
+        for (k, c) in copies.iter().enumerate() {
+            take_mark(c, round * 10 + 1 + k as u64);
+        }
+        for c in copies {
+            check(&c, round * 10 + 5);
+            c.free().unwrap();
+            made += 1;
+        }
+        copy.free().unwrap();
+    }
+    other.free().unwrap();
+    assert!(world.failures().is_empty(), "{:?}", world.failures());
+    println!("IDUP OK {made}");
+}
+
+/// A mark around the ring of `c` and an allreduce of the ranks.
+fn check(c: &Comm, stamp: u64) {
+    let (me, n) = (c.rank(), c.size());
+    send_mark(c, stamp);
+    take_mark(c, stamp);
+    let mut v = [u64::from(me)];
+    c.allreduce(&mut v, ReduceOp::Sum).unwrap();
+    assert_eq!(v[0], u64::from(n * (n - 1) / 2), "rank {me}: allreduce");
+}
