@@ -83,6 +83,12 @@ impl Attrs {
             .map(|&(_, _, v)| v)
     }
 
+    /// Forgets every value on `comm` without running a callback (a communicator that
+    /// was never made: a failed `MPI_Comm_idup`).
+    pub fn forget(&mut self, comm: Handle) {
+        self.values.retain(|&(c, _, _)| c != comm);
+    }
+
     /// Removes the value of `k` on `comm`; it, with its delete callback, if set.
     fn take(&mut self, comm: Handle, k: c_int) -> Option<(usize, Keyval)> {
         let i = self

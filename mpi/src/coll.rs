@@ -182,13 +182,18 @@ pub(crate) struct Ibarrier {
 }
 
 impl Ibarrier {
-    fn new(c: Coll) -> Self {
+    pub(crate) fn new(c: Coll) -> Self {
         Ibarrier {
             c,
             mask: 1,
             send: None,
             recv: None,
         }
+    }
+
+    /// The call's context back (once done).
+    pub(crate) fn into_coll(self) -> Coll {
+        self.c
     }
 
     /// Progresses; `true` once every round is done.

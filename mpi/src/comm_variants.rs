@@ -1,14 +1,13 @@
 //! `MPI_Comm_dup`'s variants and communicator hints: `MPI_Comm_dup_with_info` and
-//! `MPI_Comm_idup` (both `MPI_Comm_dup`: the library reads no hint, and the non-blocking
-//! form makes the communicator inside the call, its request complete when it returns,
-//! as `MPIX_Comm_ishrink` does), `MPI_Comm_set_info` (hints accepted, none used) and
-//! `MPI_Comm_get_info` (a new, empty info: no hint is in effect).
+//! `MPI_Comm_idup_with_info` (`MPI_Comm_dup` and `MPI_Comm_idup`, which is `idup.rs`:
+//! the library reads no hint),
+//! `MPI_Comm_set_info` (hints accepted, none used) and `MPI_Comm_get_info` (a new,
+//! empty info: no hint is in effect).
 
 use crate::consts::*;
 use crate::error::Fail;
-use crate::request::{Outcome, Req};
 use crate::state::call;
-use crate::util::{new_request_out, out};
+use crate::util::out;
 
 /// Checks that `info` is `MPI_INFO_NULL` or an info object.
 fn info_ok(lib: &crate::state::Lib, info: Handle) -> Result<(), Fail> {
@@ -35,23 +34,14 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_idup`: the dup is made inside the call; the request is complete.
-    fn MPI_Comm_idup / PMPI_Comm_idup(comm: Handle, newcomm: *mut Handle, request: *mut Handle) {
-        // SAFETY: MPI's contract: `request` is valid for a write.
-        if let Err(f) = unsafe { new_request_out(request) } {
-            return call(comm, |_| Err(f));
+    /// `MPI_Comm_idup_with_info`: `MPI_Comm_idup` (the hints are not read).
+    fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: Handle, info: Handle, newcomm: *mut Handle, request: *mut Handle) {
+        let checked = call(comm, |g| info_ok(g.lib()?, info));
+        if checked != MPI_SUCCESS {
+            return checked;
         }
-        // SAFETY: this function's contract covers `MPI_Comm_dup`'s.
-        let rc = unsafe { crate::comm::PMPI_Comm_dup(comm, newcomm) };
-        if rc != MPI_SUCCESS {
-            return rc;
-        }
-        call(comm, |g| {
-            // SAFETY: checked valid for a write above.
-            let slot = unsafe { out(request) }?;
-            *slot = g.lib()?.add_request(Req::finished(comm, Outcome::empty()))?;
-            Ok(())
-        })
+        // SAFETY: this function's contract covers `MPI_Comm_idup`'s.
+        unsafe { crate::idup::PMPI_Comm_idup(comm, newcomm, request) }
     }
 }
 

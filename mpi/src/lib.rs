@@ -56,6 +56,7 @@ mod consts;
 mod datatype;
 mod error;
 mod group;
+mod idup;
 mod info;
 mod init;
 mod memory;

@@ -108,6 +108,8 @@ pub(crate) enum Op {
     Buffered(Box<crate::bsend::Buffered>),
     /// `MPIX_Comm_irestart_rank`.
     Restart(sf::comm::RestartRequest),
+    /// `MPI_Comm_idup` (`idup.rs`): registered by [`attempt`] when it completes.
+    Idup(Box<crate::idup::Idup>),
 }
 
 /// A request: its operation, its communicator (whose error handler its errors go to)
@@ -215,6 +217,11 @@ impl Req {
                     Outcome::failed(class_of(&e))
                 }
             },
+            Op::Idup(i) => match i.test() {
+                Ok(false) => return None,
+                Ok(true) => Outcome::empty(),
+                Err(f) => Outcome::failed(f.class),
+            },
             Op::Restart(r) => match crate::restart::test_restart(r)? {
                 MPI_SUCCESS => Outcome::empty(),
                 class => Outcome::failed(class),
@@ -275,7 +282,10 @@ impl Req {
     fn finish(&mut self, o: Outcome) -> Outcome {
         self.done = Some(o);
         // The runtime's request is over: drop it now (a receive lets go of the buffer).
-        self.op = Op::Done;
+        // A dup keeps its communicator for `attempt` to register.
+        if !matches!(self.op, Op::Idup(_)) {
+            self.op = Op::Done;
+        }
         if let Some(u) = self.unpack.take() {
             if !o.cancelled && (o.error == MPI_SUCCESS || o.error == MPI_ERR_TRUNCATE) {
                 // SAFETY: the program's buffer stays valid until the request completes
@@ -373,8 +383,11 @@ pub(crate) fn attempt(lib: &mut Lib, slot: &mut Handle) -> R<Option<(Outcome, Ha
         r.op = Op::Done;
         r.done = Some(Outcome::empty());
     } else {
-        lib.requests.remove(slot);
+        let done = lib.requests.remove(slot);
         *slot = MPI_REQUEST_NULL;
+        if let Some(Op::Idup(idup)) = done.map(|r| r.op) {
+            idup.settle(lib, o.error == MPI_SUCCESS);
+        }
     }
     Ok(Some((o, comm)))
 }

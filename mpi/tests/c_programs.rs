@@ -840,3 +840,11 @@ fn what_mpichs_test_suite_found() {
     }
     every_rank_prints("mpich_found", "3", "", TCP, "MPICH FOUND OK");
 }
+
+#[test]
+fn comm_idup_completes_whatever_runs_between_start_and_wait() {
+    for np in ["1", "3", "4"] {
+        every_rank_prints("idup", np, "", &[], "IDUP OK");
+    }
+    every_rank_prints("idup", "3", "", TCP, "IDUP OK");
+}

@@ -1,7 +1,7 @@
 /*
  * Communicator creation beside a fresh failure: rank V (the argument) SIGKILLs itself
- * right after a barrier; the survivors at once call MPI_Comm_dup, MPI_Comm_split and
- * MPI_Comm_create on MPI_COMM_WORLD (MPI_ERRORS_RETURN). Each call must return, with
+ * right after a barrier; the survivors at once call MPI_Comm_dup, MPI_Comm_split,
+ * MPI_Comm_create and MPI_Comm_idup (then MPI_Wait) on MPI_COMM_WORLD (MPI_ERRORS_RETURN). Each call must return, with
  * MPI_SUCCESS or MPIX_ERR_PROC_FAILED (ULFM lets the outcome differ between ranks:
  * those that got every message before they learnt of the failure succeed), never
  * wait forever on a live rank that gave up. The pattern of the ULFM tutorial's
@@ -38,6 +38,18 @@ static int create_agreed(int kind, MPI_Comm base, int size) {
     case 1:
         rc = MPI_Comm_split(base, 1, me, &c);
         break;
+    case 3: {
+        MPI_Request r;
+        rc = MPI_Comm_idup(base, &c, &r);
+        if (rc == MPI_SUCCESS) {
+            rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+        if (rc != MPI_SUCCESS) {
+            /* Not a communicator: the dup did not complete. */
+            c = MPI_COMM_NULL;
+        }
+        break;
+    }
     default:
         OK(MPI_Comm_group(base, &g));
         rc = MPI_Comm_create(base, g, &c);
@@ -78,7 +90,7 @@ int main(int argc, char **argv) {
     OK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == victim)
         raise(SIGKILL);
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
         /* Made somewhere or not, the agreement says the same at every survivor. */
         int made = create_agreed(kind, MPI_COMM_WORLD, size);
         CHECK(made == 0 || made == 1);
