@@ -4,16 +4,19 @@
 //! shared one) and once per thread (the private ones), in the same order on every rank,
 //! then starts `T` threads. Thread `t` runs rounds of: a ring exchange on the shared
 //! communicator (tag `t`; odd rounds receive from `ANY_SOURCE`), a ring exchange on its
-//! private communicator, and every fourth round an agreement on it; every message's
-//! bytes, source and length are checked. Sizes rotate over inline, eager and single-copy
-//! messages (`small`: up to 32 bytes, see [`SMALL`]; `eager`: no single copy, [`EAGER`]).
+//! private communicator, and an agreement on it on whether the round went well
+//! everywhere (so the ranks' threads stay in step, as a correct ULFM program must);
+//! every message's bytes, source and length are checked. Sizes rotate over inline, eager
+//! and single-copy messages (`small`: up to 32 bytes, see [`SMALL`]; `eager`: no single
+//! copy, [`EAGER`]).
 //!
 //! - `VICTIM` = `none`: every thread runs `ROUNDS` rounds; prints `THREAD t DONE`.
 //! - `VICTIM` = a rank: that rank's thread 0 SIGKILLs the process after round 3 while
 //!   its other threads are mid-exchange. The survivors' threads run until an operation
 //!   fails (they have no round limit, so every one of them meets the failure); a thread
 //!   whose operation failed revokes its private communicator and the shared one (so the
-//!   threads waiting on it, here and on the other ranks, are released), shrinks its
+//!   threads waiting on it, here and on the other ranks, are released); the round's
+//!   agreement then tells every thread of that private communicator; each shrinks its
 //!   private communicator (eight shrinks at once per rank), checks a ring exchange and
 //!   an agreement on the result and frees it; prints `THREAD t ERROR <rounds> <error>`
 //!   and `THREAD t SHRUNK <size>`.
@@ -90,15 +93,10 @@ fn ring(
     Ok(())
 }
 
-/// One round of thread `t`: shared ring, private ring, now and then an agreement.
+/// One round of thread `t`: shared ring, private ring.
 fn round(run: &Run, shared: &Comm, private: &Comm, t: u32, r: u32) -> Result<(), CommError> {
     ring(run.sizes, shared, 0, t, r, r % 2 == 1)?;
-    ring(run.sizes, private, 1, t, r, false)?;
-    if r % 4 == 3 {
-        let v = private.agree(!0)?;
-        assert_eq!(v, !0, "thread {t} round {r}: agreed value");
-    }
-    Ok(())
+    ring(run.sizes, private, 1, t, r, false)
 }
 
 /// After `private` failed or was revoked: the survivors' communicator, checked by a
@@ -142,37 +140,54 @@ fn thread(run: &Run, shared: &Comm, private: &Comm, t: u32) -> u32 {
             start.elapsed() < KILL_DEADLINE,
             "rank {me} thread {t}: no failure seen after {r} rounds"
         );
-        match round(run, shared, private, t, r) {
-            Ok(()) => r += 1,
-            Err(err) => {
-                assert!(
-                    victim.is_some(),
-                    "rank {me} thread {t} round {r}: {err} without a failure"
-                );
-                assert!(
-                    matches!(
-                        err,
-                        CommError::ProcFailed { .. }
-                            | CommError::ProcFailedPending { .. }
-                            | CommError::Revoked
-                    ),
-                    "rank {me} thread {t} round {r}: unexpected {err:?}"
-                );
-                println!("THREAD {t} ERROR {r} {err}");
-                // Release every thread waiting on these communicators, here and at
-                // the other ranks.
-                private.revoke();
-                shared.revoke();
-                match recover(run, private, t) {
-                    Ok(size) => println!("THREAD {t} SHRUNK {size}"),
-                    Err(e) => panic!(
-                        "rank {me} thread {t}: recovery failed: {e:?} (failures: {:?})",
-                        shared.failed_ranks()
-                    ),
-                }
-                return r;
-            }
+        let done = round(run, shared, private, t, r);
+        if let Err(err) = &done {
+            assert!(
+                victim.is_some(),
+                "rank {me} thread {t} round {r}: {err} without a failure"
+            );
+            assert!(
+                matches!(
+                    err,
+                    CommError::ProcFailed { .. }
+                        | CommError::ProcFailedPending { .. }
+                        | CommError::Revoked
+                ),
+                "rank {me} thread {t} round {r}: unexpected {err:?}"
+            );
+            // Release every thread waiting on these communicators, here and at the
+            // other ranks.
+            private.revoke();
+            shared.revoke();
         }
+        // Every round ends with an agreement on the private communicator on whether it
+        // went well everywhere, failed or not here: the ranks' threads stay in step.
+        // (A thread that went straight to its shrink while its peer was in an
+        // agreement would pair the peer's agreement with its shrink's first one: a
+        // program that calls different collectives on a communicator is erroneous, and
+        // the two shrinks then walk out of step.) A revoke does not interrupt it.
+        let agreed = private.agree(u64::from(done.is_ok()));
+        let why = match (&done, &agreed) {
+            (Ok(()), Ok(1)) => {
+                r += 1;
+                continue;
+            }
+            (Err(err), Ok(0) | Err(CommError::ProcFailed { .. })) => err.to_string(),
+            (Ok(()), Ok(0)) => "another rank's round failed".to_string(),
+            (Ok(()), Err(err @ CommError::ProcFailed { .. })) => err.to_string(),
+            (_, other) => panic!("rank {me} thread {t} round {r}: agreement gave {other:?}"),
+        };
+        println!("THREAD {t} ERROR {r} {why}");
+        private.revoke();
+        shared.revoke();
+        match recover(run, private, t) {
+            Ok(size) => println!("THREAD {t} SHRUNK {size}"),
+            Err(e) => panic!(
+                "rank {me} thread {t}: recovery failed: {e:?} (failures: {:?})",
+                shared.failed_ranks()
+            ),
+        }
+        return r;
     }
 }
 
