@@ -9,6 +9,7 @@ use sf::{Comm, CommError};
 
 use crate::consts::*;
 use crate::error::{self, Fail, R};
+use crate::request::{progress_detached, Op, Req};
 use crate::state::{call, CommEntry, CommKind, ErrFn, FtMode, Guard, Handler, Lib};
 use crate::util::{out, read_cstr, read_handle, write_str};
 
@@ -261,7 +262,9 @@ crate::mpi_fn! {
     }
 }
 
-fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
+/// `MPI_Comm_free` (`wait`: `MPI_Comm_disconnect`, which returns only once the
+/// other members have called it too).
+fn free(g: &mut Guard, slot: &mut Handle, wait: bool) -> R<()> {
     let h = *slot;
     if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
         return Err(Fail::new(
@@ -277,6 +280,15 @@ fn free(g: &mut Guard, slot: &mut Handle) -> R<()> {
         .remove(&h)
         .ok_or_else(|| Fail::new(MPI_ERR_COMM, format!("{h:#x} is not a communicator")))?;
     *slot = MPI_COMM_NULL;
+    if let (false, CommKind::Intra { p2p, coll }) = (wait, &e.kind) {
+        // Closed without waiting for the others (`comm_close.rs`).
+        let closing = crate::comm_close::Closing::start(p2p.clone(), coll.clone());
+        drop(e);
+        lib.detached
+            .push(Req::new(h, Op::Closing(Box::new(closing))));
+        progress_detached(lib);
+        return Ok(());
+    }
     // The handle is out of the table: the closing agreement and barrier run without
     // the lock (as `MPIX_Comm_agree` does), so that under `MPI_THREAD_MULTIPLE` a thread
     // freeing one communicator does not keep another thread out of the library while
@@ -329,13 +341,14 @@ fn close(kind: CommKind) {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_free` (collective; `*comm` becomes `MPI_COMM_NULL`).
+    /// `MPI_Comm_free` (collective; `*comm` becomes `MPI_COMM_NULL`): returns without
+    /// waiting for the other members on an intra-communicator (`comm_close.rs`).
     fn MPI_Comm_free / PMPI_Comm_free(comm: *mut Handle) {
         // SAFETY: MPI's contract: `comm` is valid for reads.
         let h = unsafe { read_handle(comm) }.unwrap_or(MPI_COMM_NULL);
         call(h, |g| {
             // SAFETY: MPI's contract: `comm` is valid for reads and writes.
-            free(g, unsafe { out(comm) }?)
+            free(g, unsafe { out(comm) }?, false)
         })
     }
 }
@@ -349,7 +362,7 @@ crate::mpi_fn! {
         let h = unsafe { read_handle(comm) }.unwrap_or(MPI_COMM_NULL);
         call(h, |g| {
             // SAFETY: MPI's contract: `comm` is valid for reads and writes.
-            free(g, unsafe { out(comm) }?)
+            free(g, unsafe { out(comm) }?, true)
         })
     }
 }

@@ -3,6 +3,7 @@
 //! `MPI_Request_free`, statuses (`MPI_STATUS_IGNORE`, `MPI_ERR_IN_STATUS` per request;
 //! what a status says: `status.rs`).
 
+pub(crate) use crate::status::{write_status, write_status_ok};
 use std::ffi::c_int;
 
 use sf::comm::{AgreeRequest, RecvRequest, SendRequest};
@@ -110,6 +111,8 @@ pub(crate) enum Op {
     Restart(sf::comm::RestartRequest),
     /// `MPI_Comm_idup` (`idup.rs`): registered by [`attempt`] when it completes.
     Idup(Box<crate::idup::Idup>),
+    /// `MPI_Comm_free`'s closing (`comm_close.rs`), in `Lib::detached`.
+    Closing(Box<crate::comm_close::Closing>),
 }
 
 /// A request: its operation, its communicator (whose error handler its errors go to)
@@ -222,6 +225,10 @@ impl Req {
                 Ok(true) => Outcome::empty(),
                 Err(f) => Outcome::failed(f.class),
             },
+            Op::Closing(c) => match c.test() {
+                false => return None,
+                true => Outcome::empty(),
+            },
             Op::Restart(r) => match crate::restart::test_restart(r)? {
                 MPI_SUCCESS => Outcome::empty(),
                 class => Outcome::failed(class),
@@ -310,47 +317,6 @@ impl Req {
             });
         }
     }
-}
-
-/// Writes `o` into `st` (when not `MPI_STATUS_IGNORE`); `MPI_ERROR` only when `error`.
-///
-/// # Safety
-/// `st` is null or valid for a write.
-pub(crate) unsafe fn write_status(st: *mut MPI_Status, o: &Outcome, error: bool) {
-    // SAFETY: the caller's contract.
-    let Some(st) = (unsafe { st.as_mut() }) else {
-        return;
-    };
-    st.MPI_SOURCE = o.source;
-    st.MPI_TAG = o.tag;
-    if error {
-        st.MPI_ERROR = o.error;
-    }
-    st.internal[0] = o.bytes as u32 as c_int;
-    st.internal[1] = (o.bytes as u64 >> 32) as u32 as c_int;
-    st.internal[2] = c_int::from(o.cancelled);
-}
-
-/// Writes the status of a successful receive (`MPI_ERROR` untouched, as
-/// [`write_status`] without `error`) from its fields one at a time. The latency path
-/// uses it with the runtime's `Status` fields straight from the receive's result: going
-/// through an [`Outcome`] copied the fields with one 16-byte load over the runtime's
-/// separate 4- and 8-byte stores, which the processor cannot forward (a stall of about
-/// 5 ns per receive, seen in `perf annotate` of `MPI_Recv`).
-///
-/// # Safety
-/// `st` is null or valid for a write.
-#[inline(always)]
-pub(crate) unsafe fn write_status_ok(st: *mut MPI_Status, source: u32, tag: u32, bytes: usize) {
-    // SAFETY: the caller's contract.
-    let Some(st) = (unsafe { st.as_mut() }) else {
-        return;
-    };
-    st.MPI_SOURCE = source as c_int;
-    st.MPI_TAG = tag as c_int;
-    st.internal[0] = bytes as u32 as c_int;
-    st.internal[1] = (bytes as u64 >> 32) as u32 as c_int;
-    st.internal[2] = 0;
 }
 
 /// Progresses the requests freed while active.

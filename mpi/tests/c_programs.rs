@@ -848,3 +848,11 @@ fn comm_idup_completes_whatever_runs_between_start_and_wait() {
     }
     every_rank_prints("idup", "3", "", TCP, "IDUP OK");
 }
+
+#[test]
+fn comm_free_does_not_wait_for_the_other_members() {
+    for np in ["2", "3"] {
+        every_rank_prints("free_order", np, "", &[], "FREE ORDER OK");
+    }
+    every_rank_prints("free_order", "2", "", TCP, "FREE ORDER OK");
+}

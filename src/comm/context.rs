@@ -261,6 +261,39 @@ impl Comm {
     }
 }
 
+impl Comm {
+    /// Frees the communicator as [`free`](Self::free) does, without its closing
+    /// barrier: for a caller whose members have already agreed, after each stopped
+    /// using it, on whether it is whole (the C library's non-blocking `MPI_Comm_free`
+    /// closes with one [`iagree`](Self::iagree)). With `clean` (the agreement found
+    /// every member done and none failed) its context is released for reuse, else
+    /// retired; a revoked communicator's is always retired. Releasing it while a
+    /// member may still send on it would let that message reach the next communicator
+    /// given the context.
+    ///
+    /// # Errors
+    /// As [`free`](Self::free): `InvalidArgument` for the world communicator or while
+    /// other handles exist.
+    pub fn free_agreed(self, clean: bool) -> Result<(), CommError> {
+        if self.id == WORLD_COMM {
+            return Err(CommError::InvalidArgument(
+                "the world communicator cannot be freed".into(),
+            ));
+        }
+        let others = self.other_handles();
+        if others > 0 {
+            return Err(CommError::InvalidArgument(format!(
+                "communicator {:#x} still has {others} other handle(s): drop them before \
+                 freeing it",
+                self.id.0
+            )));
+        }
+        let clean = clean && !self.is_revoked();
+        release(&self, self.id, clean);
+        Ok(())
+    }
+}
+
 /// Forgets `comm` here after its closing barrier (`clean` if it succeeded) when `comm` is
 /// its only handle (a window's own communicator); otherwise leaves it registered.
 pub(super) fn release_sole_handle(comm: &Comm, clean: bool) {
