@@ -231,19 +231,7 @@ impl Comm {
     /// (clones, requests, windows, an inter-communicator over it): drop them first;
     /// nothing is freed then. `Excluded`.
     pub fn free(self) -> Result<(), CommError> {
-        if self.id == WORLD_COMM {
-            return Err(CommError::InvalidArgument(
-                "the world communicator cannot be freed".into(),
-            ));
-        }
-        let others = self.other_handles();
-        if others > 0 {
-            return Err(CommError::InvalidArgument(format!(
-                "communicator {:#x} still has {others} other handle(s) (clones, requests, \
-                 windows or an inter-communicator): drop them before freeing it",
-                self.id.0
-            )));
-        }
+        self.check_freeable()?;
         let clean = if self.is_revoked() {
             false
         } else {
@@ -275,6 +263,16 @@ impl Comm {
     /// As [`free`](Self::free): `InvalidArgument` for the world communicator or while
     /// other handles exist.
     pub fn free_agreed(self, clean: bool) -> Result<(), CommError> {
+        self.check_freeable()?;
+        let clean = clean && !self.is_revoked();
+        release(&self, self.id, clean);
+        Ok(())
+    }
+}
+
+impl Comm {
+    /// Refuses to free the world communicator, or one with other handles.
+    fn check_freeable(&self) -> Result<(), CommError> {
         if self.id == WORLD_COMM {
             return Err(CommError::InvalidArgument(
                 "the world communicator cannot be freed".into(),
@@ -283,13 +281,11 @@ impl Comm {
         let others = self.other_handles();
         if others > 0 {
             return Err(CommError::InvalidArgument(format!(
-                "communicator {:#x} still has {others} other handle(s): drop them before \
-                 freeing it",
+                "communicator {:#x} still has {others} other handle(s) (clones, requests, \
+                 windows or an inter-communicator): drop them before freeing it",
                 self.id.0
             )));
         }
-        let clean = clean && !self.is_revoked();
-        release(&self, self.id, clean);
         Ok(())
     }
 }
