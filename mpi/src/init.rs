@@ -278,7 +278,8 @@ fn finalize(mut lib: Lib) {
     }
     if !lib.detached.is_empty() {
         log::warn!(
-            "MPI_Finalize: {} request(s) freed with MPI_Request_free did not complete in 10 s",
+            "MPI_Finalize: {} request(s) freed with MPI_Request_free or communicator \
+             closing(s) (MPI_Comm_free) did not complete in 10 s",
             lib.detached.len()
         );
     }
