@@ -25,7 +25,14 @@ pub(crate) enum Elem {
     Byte,
     /// Value-index pairs of MINLOC/MAXLOC: the value's kind, the index's offset.
     Pair(PairValue, usize),
-    /// Moved, never reduced (long double, complex, packed).
+    /// Complex numbers of `f32` parts, of `f64` parts.
+    C32,
+    C64,
+    /// C's `long double` (x86_64: the x87 extended format in 16 bytes), and complex
+    /// numbers of two.
+    F80,
+    C80,
+    /// Moved, never reduced (types mixing elements of several kinds).
     Opaque,
 }
 
@@ -37,6 +44,8 @@ pub(crate) enum PairValue {
     I64,
     I32,
     I16,
+    /// `long double`, its index at 16.
+    F80,
 }
 
 /// A datatype: its size in bytes (contiguous: extent = size), what its elements are and
@@ -67,19 +76,19 @@ const fn basic(h: Handle) -> Option<(usize, Elem)> {
         0x20e | 0x20f | 0x259 => (8, U64),
         0x210 | 0x21a => (4, F32),
         0x214 | 0x21c => (8, F64),
-        0x21b => (8, Opaque),
-        0x21d => (16, Opaque),
+        0x21b => (8, C32),
+        0x21d => (16, C64),
         0x238 => (1, Bool),
-        0x220 => (16, Opaque),
-        0x212 => (8, Opaque),
-        0x216 => (16, Opaque),
-        0x224 => (32, Opaque),
+        0x220 => (16, F80),
+        0x212 => (8, C32),
+        0x216 => (16, C64),
+        0x224 => (32, C80),
         0x228 => (8, Pair(PairValue::F32, 4)),
         0x229 => (16, Pair(PairValue::F64, 8)),
         0x22a => (16, Pair(PairValue::I64, 8)),
         0x22b => (8, Pair(PairValue::I32, 4)),
         0x22c => (8, Pair(PairValue::I16, 4)),
-        0x22d => (32, Opaque),
+        0x22d => (32, Pair(PairValue::F80, 16)),
         _ => return None,
     })
 }
@@ -220,7 +229,7 @@ macro_rules! float_op {
     }};
 }
 
-fn bad_op(op: Handle) -> Fail {
+pub(crate) fn bad_op(op: Handle) -> Fail {
     Fail::new(
         MPI_ERR_OP,
         format!("operation {op:#x} is not a predefined operation defined on this datatype"),
@@ -254,6 +263,10 @@ pub(crate) fn reduce(op: Handle, elem: Elem, acc: &mut [u8], other: &[u8]) -> R<
             apply(acc, other, u8::from_ne_bytes, u8::to_ne_bytes, f);
             Ok(())
         }
+        Elem::C32 => crate::reduce_wide::complex(op, false, acc, other),
+        Elem::C64 => crate::reduce_wide::complex(op, true, acc, other),
+        Elem::F80 => crate::reduce_wide::long_double(op, acc, other),
+        Elem::C80 => crate::reduce_wide::long_double_complex(op, acc, other),
         Elem::Pair(value, index_at) => pair_op(op, value, index_at, acc, other),
         Elem::Opaque => Err(bad_op(op)),
     }
@@ -267,7 +280,12 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
         0x38 => false,
         _ => return Err(bad_op(op)),
     };
-    let size = if index_at == 8 { 16 } else { 8 };
+    // The pair's C struct: the index after the value, padded to the value's alignment.
+    let size = match index_at {
+        16 => 32,
+        8 => 16,
+        _ => 8,
+    };
     let val = |b: &[u8]| -> f64 {
         match value {
             PairValue::F32 => f64::from(f32::from_ne_bytes(b[..4].try_into().expect("4"))),
@@ -275,7 +293,7 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
             PairValue::I32 => f64::from(i32::from_ne_bytes(b[..4].try_into().expect("4"))),
             PairValue::I16 => f64::from(i16::from_ne_bytes(b[..2].try_into().expect("2"))),
             // Compared exactly below; the f64 is only for the other kinds.
-            PairValue::I64 => 0.0,
+            PairValue::I64 | PairValue::F80 => 0.0,
         }
     };
     let idx = |b: &[u8]| i32::from_ne_bytes(b[index_at..index_at + 4].try_into().expect("4"));
@@ -284,6 +302,8 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
             let x = i64::from_ne_bytes(a[..8].try_into().expect("8"));
             let y = i64::from_ne_bytes(b[..8].try_into().expect("8"));
             x.cmp(&y)
+        } else if value == PairValue::F80 {
+            crate::reduce_wide::cmp(a, b).unwrap_or(std::cmp::Ordering::Equal)
         } else {
             val(a)
                 .partial_cmp(&val(b))

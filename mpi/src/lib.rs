@@ -67,6 +67,7 @@ mod op;
 mod p2p;
 mod p2p_fast;
 mod persistent;
+mod reduce_wide;
 mod reqtable;
 mod request;
 mod restart;
