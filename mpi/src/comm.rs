@@ -239,8 +239,45 @@ pub(crate) fn group_of(lib: &Lib, comm: Handle) -> R<Vec<u32>> {
 
 crate::mpi_fn! {
     /// `MPI_Comm_create`: the members of `group` get a communicator ordered as the
-    /// group, the others `MPI_COMM_NULL` (collective over `comm`).
+    /// group, the others `MPI_COMM_NULL` (collective over `comm`); on an
+    /// inter-communicator, the inter-communicator between both sides' subgroups.
     fn MPI_Comm_create / PMPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) {
+        // On an inter-communicator (MPI 4.1 §7.4.2) each side names a subgroup of its
+        // local group: the members get the inter-communicator between the two
+        // subgroups, everyone `MPI_COMM_NULL` when either is empty; a split by
+        // membership ordered by the position in the group is that.
+        let mut inter = None;
+        let rc = call(comm, |g| {
+            let lib = g.lib()?;
+            if let CommKind::Inter { p2p, .. } = &lib.comm(comm)?.kind {
+                let mine = side_of(p2p, p2p.local_offset(), p2p.local_size());
+                let members = crate::group::group(lib, group)?;
+                if let Some(w) = members.iter().find(|w| !mine.contains(w)) {
+                    return Err(Fail::new(
+                        MPI_ERR_GROUP,
+                        format!("world rank {w} of the group is not in the local group"),
+                    ));
+                }
+                let me = lib.world.rank();
+                inter = Some(members.iter().position(|&w| w == me));
+            }
+            Ok(())
+        });
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        if let Some(pos) = inter {
+            let (color, key) = match pos {
+                Some(p) => (0, c_int::try_from(p).unwrap_or(c_int::MAX)),
+                None => (MPI_UNDEFINED, 0),
+            };
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let rc = unsafe { crate::split_inter::split(comm, color, key, newcomm) };
+            if rc == MPI_SUCCESS {
+                return rc;
+            }
+            return call(comm, |_| Err(Fail::new(rc, "MPI_Comm_create on an inter-communicator")));
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
             let slot = unsafe { out(newcomm) }?;
@@ -382,7 +419,17 @@ crate::mpi_fn! {
             *slot = if comm1 == comm2 {
                 MPI_IDENT
             } else {
-                match compare_groups(&group_of(lib, comm1)?, &group_of(lib, comm2)?) {
+                // Inter-communicators: both groups compared, the lesser result; an
+                // intra- and an inter-communicator are unequal.
+                let (l1, r1) = groups_of(lib, comm1)?;
+                let (l2, r2) = groups_of(lib, comm2)?;
+                let local = compare_groups(&l1, &l2);
+                let both = match (r1, r2) {
+                    (None, None) => local,
+                    (Some(a), Some(b)) => local.max(compare_groups(&a, &b)),
+                    _ => MPI_UNEQUAL,
+                };
+                match both {
                     MPI_IDENT => MPI_CONGRUENT,
                     other => other,
                 }
@@ -393,17 +440,62 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Comm_group` (intra-communicators).
+    /// `MPI_Comm_group`: the group of `comm`, the local group of an
+    /// inter-communicator.
     fn MPI_Comm_group / PMPI_Comm_group(comm: Handle, group: *mut Handle) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `group` is valid for a write.
             let slot = unsafe { out(group) }?;
             let lib = g.lib()?;
-            let members = group_of(lib, comm)?;
+            let members = match &lib.comm(comm)?.kind {
+                CommKind::Inter { p2p, .. } => side_of(p2p, p2p.local_offset(), p2p.local_size()),
+                CommKind::Intra { .. } => group_of(lib, comm)?,
+            };
             *slot = crate::group::new_group(lib, members);
             Ok(())
         })
     }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_remote_group`: the remote group of an inter-communicator.
+    fn MPI_Comm_remote_group / PMPI_Comm_remote_group(comm: Handle, group: *mut Handle) {
+        call(comm, |g| {
+            // SAFETY: MPI's contract: `group` is valid for a write.
+            let slot = unsafe { out(group) }?;
+            let lib = g.lib()?;
+            let members = match &lib.comm(comm)?.kind {
+                CommKind::Inter { p2p, .. } => {
+                    side_of(p2p, p2p.remote_offset(), p2p.remote_size())
+                }
+                CommKind::Intra { .. } => {
+                    return Err(Fail::new(MPI_ERR_COMM, "not an inter-communicator"))
+                }
+            };
+            *slot = crate::group::new_group(lib, members);
+            Ok(())
+        })
+    }
+}
+
+/// The world ranks of `comm`'s group, and of its remote group when it is an
+/// inter-communicator.
+fn groups_of(lib: &Lib, comm: Handle) -> R<(Vec<u32>, Option<Vec<u32>>)> {
+    Ok(match &lib.comm(comm)?.kind {
+        CommKind::Inter { p2p, .. } => (
+            side_of(p2p, p2p.local_offset(), p2p.local_size()),
+            Some(side_of(p2p, p2p.remote_offset(), p2p.remote_size())),
+        ),
+        CommKind::Intra { .. } => (group_of(lib, comm)?, None),
+    })
+}
+
+/// The world ranks of one group of an inter-communicator: `size` ranks of its union
+/// from `offset`.
+fn side_of(ic: &InterComm, offset: u32, size: u32) -> Vec<u32> {
+    (offset..offset + size)
+        .map(|r| ic.union().world_rank(r).unwrap_or(u32::MAX))
+        .collect()
 }
 
 crate::mpi_fn! {
