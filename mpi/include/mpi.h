@@ -164,16 +164,47 @@ enum {
     MPI_ERR_INTERN = 17,
     MPI_ERR_PENDING = 18,
     MPI_ERR_IN_STATUS = 19,
+    MPI_ERR_ACCESS = 20,
+    MPI_ERR_AMODE = 21,
+    MPI_ERR_ASSERT = 22,
+    MPI_ERR_BAD_FILE = 23,
+    MPI_ERR_BASE = 24,
+    MPI_ERR_CONVERSION = 25,
+    MPI_ERR_DISP = 26,
+    MPI_ERR_DUP_DATAREP = 27,
+    MPI_ERR_FILE_EXISTS = 28,
+    MPI_ERR_FILE_IN_USE = 29,
+    MPI_ERR_FILE = 30,
     MPI_ERR_INFO_KEY = 31,
     MPI_ERR_INFO_NOKEY = 32,
     MPI_ERR_INFO_VALUE = 33,
     MPI_ERR_INFO = 34,
+    MPI_ERR_IO = 35,
     MPI_ERR_KEYVAL = 36,
+    MPI_ERR_LOCKTYPE = 37,
+    MPI_ERR_NAME = 38,
     MPI_ERR_NO_MEM = 39,
+    MPI_ERR_NOT_SAME = 40,
+    MPI_ERR_NO_SPACE = 41,
+    MPI_ERR_NO_SUCH_FILE = 42,
+    MPI_ERR_PORT = 43,
     MPI_ERR_PROC_ABORTED = 44,
+    MPI_ERR_QUOTA = 45,
+    MPI_ERR_READ_ONLY = 46,
+    MPI_ERR_RMA_ATTACH = 47,
+    MPI_ERR_RMA_CONFLICT = 48,
+    MPI_ERR_RMA_RANGE = 49,
+    MPI_ERR_RMA_SHARED = 50,
+    MPI_ERR_RMA_SYNC = 51,
+    MPI_ERR_RMA_FLAVOR = 52,
+    MPI_ERR_SERVICE = 53,
+    MPI_ERR_SESSION = 54,
+    MPI_ERR_SIZE = 55,
     MPI_ERR_SPAWN = 56,
+    MPI_ERR_UNSUPPORTED_DATAREP = 57,
     MPI_ERR_UNSUPPORTED_OPERATION = 58,
     MPI_ERR_VALUE_TOO_LARGE = 59,
+    MPI_ERR_WIN = 60,
     MPI_ERR_ERRHANDLER = 61,
     /* ULFM (the values Open MPI uses). */
     MPI_ERR_PROC_FAILED = 75,
@@ -280,6 +311,12 @@ int MPI_Get_library_version(char *version, int *resultlen);
 /* Errors and error handlers */
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
 int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);

@@ -577,7 +577,8 @@ static FT_VALUE: AtomicI32 = AtomicI32::new(0);
 
 crate::mpi_fn! {
     /// `MPI_Comm_get_attr` for the predefined keys (`MPI_TAG_UB`, `MPI_UNIVERSE_SIZE`,
-    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, and ULFM's `MPI_FT` /
+    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_LASTUSEDCODE`,
+    /// and ULFM's `MPI_FT` /
     /// `MPIX_FT`: 1 when the job tolerates failures, 0 under `--with-ft no`):
     /// `*attribute_val` becomes a pointer to the `int` value.
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(
@@ -600,6 +601,7 @@ crate::mpi_fn! {
                 MPI_IO => &IO_VALUE,
                 MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
                 MPI_FT => &FT_VALUE,
+                MPI_LASTUSEDCODE => &crate::user_errors::LAST_USED,
                 // The program's keys.
                 // SAFETY: MPI's contract, as below.
                 k => return unsafe { crate::attr::get(lib, comm, k, attribute_val, flag) },

@@ -82,5 +82,6 @@ mod type_name;
 mod typemap;
 mod typemap_ctors;
 mod ulfm;
+mod user_errors;
 mod util;
 mod wait;
