@@ -1,0 +1,346 @@
+/* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
+ * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
+ * (`spin`, `ops`, `inter`, `errors`), or all of them; each rank prints
+ * "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
+ * MPI_ERRORS_ARE_FATAL with an error class the program added. */
+#include <complex.h>
+#include <mpi.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+static int me, np;
+
+static int error_class(int rc) {
+    int cls = -1;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* A rank that computes for longer than the runtime's failure-detection timeout (2 s)
+ * without calling MPI is not taken for dead: the others' barrier and messages with it
+ * succeed. */
+static void spin(void) {
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    if (me == 1) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 < 3.5);
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    int right = (me + 1) % np, left = (me + np - 1) % np, got = -1;
+    OK(MPI_Sendrecv(&me, 1, MPI_INT, right, 5, &got, 1, MPI_INT, left, 5, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE));
+    CHECK(got == left);
+    int sum = 0;
+    OK(MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(sum == np * (np - 1) / 2);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* The value each rank contributes at position i: small integers, so that sums and
+ * products are exact in every type. */
+static int val(int rank, int i) { return (rank + i) % 3 + 1 + (i % 2 ? rank : 0); }
+
+struct ldi { long double v; int loc; };
+
+/* Reductions on long double, the complex types and MPI_LONG_DOUBLE_INT, by
+ * MPI_Allreduce and MPI_Reduce to the last rank, against the same arithmetic done
+ * here in rank order. */
+static void ops(void) {
+    enum { N = 5 };
+    long double ld[N], ld_sum[N], ld_prod[N], ld_min[N], ld_max[N], out[N];
+    double complex dc[N], dc_sum[N], dc_prod[N], dout[N];
+    float complex fc[N], fc_sum[N], fc_prod[N], fout[N];
+    long double complex lc[N], lc_sum[N], lc_prod[N], lout[N];
+    for (int i = 0; i < N; i++) {
+        ld_sum[i] = 0;
+        ld_prod[i] = 1;
+        ld_min[i] = 1e30L;
+        ld_max[i] = -1e30L;
+        dc_sum[i] = fc_sum[i] = lc_sum[i] = 0;
+        dc_prod[i] = fc_prod[i] = lc_prod[i] = 1;
+        for (int r = 0; r < np; r++) {
+            /* 2^-55 beside a small whole number: exact in a long double (sums too),
+             * lost in a double, so a result that went through double precision shows.
+             * Products take halves (exact in any bracketing). */
+            long double x = val(r, i) + 0x1p-55L;
+            ld_sum[i] += x;
+            ld_prod[i] *= val(r, i) + 0.5L;
+            ld_min[i] = x < ld_min[i] ? x : ld_min[i];
+            ld_max[i] = x > ld_max[i] ? x : ld_max[i];
+            double complex z = val(r, i) - (double)(r - i) * I;
+            dc_sum[i] += z;
+            dc_prod[i] *= z;
+            fc_sum[i] += (float complex)z;
+            fc_prod[i] *= (float complex)z;
+            lc_sum[i] += (long double complex)z;
+            lc_prod[i] *= (long double complex)z;
+        }
+        ld[i] = val(me, i) + 0x1p-55L;
+        dc[i] = val(me, i) - (double)(me - i) * I;
+        fc[i] = (float complex)dc[i];
+        lc[i] = (long double complex)dc[i];
+    }
+    OK(MPI_Allreduce(ld, out, N, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(out[i] == ld_sum[i]);
+    for (int i = 0; i < N; i++) CHECK(out[i] != (double)out[i]);
+    long double halves[N];
+    for (int i = 0; i < N; i++) halves[i] = val(me, i) + 0.5L;
+    OK(MPI_Allreduce(halves, out, N, MPI_LONG_DOUBLE, MPI_PROD, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(out[i] == ld_prod[i]);
+    OK(MPI_Allreduce(ld, out, N, MPI_LONG_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(out[i] == ld_min[i]);
+    OK(MPI_Reduce(ld, out, N, MPI_LONG_DOUBLE, MPI_MAX, np - 1, MPI_COMM_WORLD));
+    if (me == np - 1)
+        for (int i = 0; i < N; i++) CHECK(out[i] == ld_max[i]);
+    OK(MPI_Allreduce(dc, dout, N, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(dout[i] == dc_sum[i]);
+    OK(MPI_Allreduce(dc, dout, N, MPI_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(dout[i] == dc_prod[i]);
+    OK(MPI_Allreduce(fc, fout, N, MPI_C_FLOAT_COMPLEX, MPI_PROD, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(fout[i] == fc_prod[i]);
+    OK(MPI_Reduce(fc, fout, N, MPI_COMPLEX, MPI_SUM, np - 1, MPI_COMM_WORLD));
+    if (me == np - 1)
+        for (int i = 0; i < N; i++) CHECK(fout[i] == fc_sum[i]);
+    OK(MPI_Allreduce(lc, lout, N, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(lout[i] == lc_sum[i]);
+    OK(MPI_Allreduce(lc, lout, N, MPI_C_LONG_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++) CHECK(lout[i] == lc_prod[i]);
+    /* MAXLOC and MINLOC on long double-int pairs: position 0 ties everywhere (the
+     * smallest rank wins), position 1 has its maximum at the last rank and its
+     * minimum at rank 0, position 2 the reverse. */
+    struct ldi in[3], res[3];
+    memset(in, 0, sizeof in);
+    memset(res, 0, sizeof res);
+    in[0].v = 7.25L;
+    in[1].v = me + 0.5L;
+    in[2].v = -(long double)me / 3.0L;
+    for (int i = 0; i < 3; i++) in[i].loc = 10 * me + i;
+    OK(MPI_Allreduce(in, res, 3, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
+    CHECK(res[0].v == 7.25L && res[0].loc == 0);
+    CHECK(res[1].v == np - 1 + 0.5L && res[1].loc == 10 * (np - 1) + 1);
+    CHECK(res[2].v == 0 && res[2].loc == 2);
+    OK(MPI_Allreduce(in, res, 3, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
+    CHECK(res[0].v == 7.25L && res[0].loc == 0);
+    CHECK(res[1].v == 0.5L && res[1].loc == 1);
+    CHECK(res[2].v == -(long double)(np - 1) / 3.0L && res[2].loc == 10 * (np - 1) + 2);
+    /* Still refused where MPI defines nothing: a logical operation on a complex type. */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(error_class(MPI_Allreduce(dc, dout, N, MPI_C_DOUBLE_COMPLEX, MPI_LAND,
+                                    MPI_COMM_WORLD)) == MPI_ERR_OP);
+    CHECK(error_class(MPI_Allreduce(ld, out, N, MPI_LONG_DOUBLE, MPI_BOR, MPI_COMM_WORLD)) ==
+          MPI_ERR_OP);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* Every member of `comm` sends its rank to every remote rank and checks what each
+ * remote rank sent it. */
+static void talk(MPI_Comm comm) {
+    int rsize, rank;
+    OK(MPI_Comm_remote_size(comm, &rsize));
+    OK(MPI_Comm_rank(comm, &rank));
+    for (int r = 0; r < rsize; r++) {
+        int got = -1;
+        OK(MPI_Sendrecv(&rank, 1, MPI_INT, r, 3, &got, 1, MPI_INT, r, 3, comm,
+                        MPI_STATUS_IGNORE));
+        CHECK(got == r);
+    }
+}
+
+/* Groups of an inter-communicator (MPI_Comm_group: the local group;
+ * MPI_Comm_remote_group), MPI_Comm_compare on inter-communicators, MPI_Comm_create on
+ * one (subgroups of both sides; an empty side gives MPI_COMM_NULL everywhere), and
+ * MPI_Comm_split of the same inter-communicator twice by the same colors. */
+static void inter(void) {
+    int even = me % 2 == 0, nlocal = even ? (np + 1) / 2 : np / 2, nremote = np - nlocal;
+    MPI_Comm half, ic, dup, made, again;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, even, me, &half));
+    OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, even ? 1 : 0, 41, &ic));
+    MPI_Group world, local, remote;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    OK(MPI_Comm_group(ic, &local));
+    OK(MPI_Comm_remote_group(ic, &remote));
+    int size, rank, lrank;
+    OK(MPI_Group_size(local, &size));
+    CHECK(size == nlocal);
+    OK(MPI_Group_rank(local, &rank));
+    OK(MPI_Comm_rank(ic, &lrank));
+    CHECK(rank == lrank && rank == me / 2);
+    OK(MPI_Group_size(remote, &size));
+    CHECK(size == nremote);
+    OK(MPI_Group_rank(remote, &rank));
+    CHECK(rank == MPI_UNDEFINED);
+    for (int r = 0; r < nremote; r++) {
+        int w;
+        OK(MPI_Group_translate_ranks(remote, 1, &r, world, &w));
+        CHECK(w == 2 * r + (even ? 1 : 0));
+    }
+    int cmp;
+    OK(MPI_Comm_dup(ic, &dup));
+    OK(MPI_Comm_compare(ic, dup, &cmp));
+    CHECK(cmp == MPI_CONGRUENT);
+    OK(MPI_Comm_compare(ic, half, &cmp));
+    CHECK(cmp == MPI_UNEQUAL);
+    OK(MPI_Comm_compare(ic, ic, &cmp));
+    CHECK(cmp == MPI_IDENT);
+    /* Each side's first and last ranks, the last first. */
+    int pick[2] = {nlocal - 1, 0}, npick = nlocal > 1 ? 2 : 1;
+    MPI_Group sub;
+    OK(MPI_Group_incl(local, npick, pick, &sub));
+    OK(MPI_Comm_create(ic, sub, &made));
+    int lr = me / 2;
+    if (lr == 0 || lr == nlocal - 1) {
+        CHECK(made != MPI_COMM_NULL);
+        int inter_flag;
+        OK(MPI_Comm_test_inter(made, &inter_flag));
+        CHECK(inter_flag);
+        OK(MPI_Comm_size(made, &size));
+        CHECK(size == npick);
+        OK(MPI_Comm_remote_size(made, &size));
+        CHECK(size == (nremote > 1 ? 2 : 1));
+        OK(MPI_Comm_rank(made, &rank));
+        CHECK(rank == (lr == nlocal - 1 ? 0 : 1));
+        talk(made);
+        OK(MPI_Comm_free(&made));
+    } else {
+        CHECK(made == MPI_COMM_NULL);
+    }
+    /* The whole local group on one side, the empty group on the other. */
+    OK(MPI_Comm_create(ic, even ? local : MPI_GROUP_EMPTY, &made));
+    CHECK(made == MPI_COMM_NULL);
+    /* A group that is not inside the local group is refused. */
+    OK(MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN));
+    CHECK(error_class(MPI_Comm_create(ic, remote, &made)) == MPI_ERR_GROUP);
+    OK(MPI_Comm_set_errhandler(ic, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Comm_create(dup, local, &made));
+    OK(MPI_Comm_compare(ic, made, &cmp));
+    CHECK(cmp == MPI_CONGRUENT);
+    talk(made);
+    /* Two splits of one inter-communicator by the same colors, both alive, then a
+     * third after freeing them: each its own communicator. */
+    OK(MPI_Comm_split(ic, 0, 0, &again));
+    OK(MPI_Comm_free(&made));
+    OK(MPI_Comm_split(ic, 0, 0, &made));
+    talk(again);
+    talk(made);
+    OK(MPI_Comm_free(&made));
+    OK(MPI_Comm_free(&again));
+    OK(MPI_Comm_split(ic, 0, 0, &made));
+    talk(made);
+    OK(MPI_Comm_free(&made));
+    OK(MPI_Group_free(&sub));
+    OK(MPI_Group_free(&remote));
+    OK(MPI_Group_free(&local));
+    OK(MPI_Group_free(&world));
+    OK(MPI_Comm_free(&dup));
+    OK(MPI_Comm_free(&ic));
+    OK(MPI_Comm_free(&half));
+}
+
+static int handler_calls, handler_code;
+
+static void record(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    handler_calls++;
+    handler_code = *code;
+}
+
+/* Every error class has a string; classes, codes and strings the program adds. */
+static void errors(void) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len, cls;
+    for (int c = MPI_SUCCESS; c <= MPI_ERR_ERRHANDLER; c++) {
+        OK(MPI_Error_string(c, s, &len));
+        CHECK(len > 0 && (int)strlen(s) == len);
+        OK(MPI_Error_class(c, &cls));
+        CHECK(cls == c);
+    }
+    OK(MPI_Error_string(MPI_ERR_TOPOLOGY, s, &len));
+    CHECK(strstr(s, "MPI_ERR_TOPOLOGY") != NULL);
+    OK(MPI_Error_string(MPI_ERR_DIMS, s, &len));
+    CHECK(strstr(s, "MPI_ERR_DIMS") != NULL);
+    int c1, c2, k1, k2, k3;
+    OK(MPI_Add_error_class(&c1));
+    OK(MPI_Add_error_class(&c2));
+    OK(MPI_Add_error_code(c1, &k1));
+    OK(MPI_Add_error_code(c1, &k2));
+    OK(MPI_Add_error_code(MPI_ERR_ARG, &k3));
+    int v[5] = {c1, c2, k1, k2, k3};
+    for (int i = 0; i < 5; i++) {
+        CHECK(v[i] > MPI_ERR_LASTCODE);
+        for (int j = 0; j < i; j++) CHECK(v[i] != v[j]);
+    }
+    OK(MPI_Error_class(c1, &cls));
+    CHECK(cls == c1);
+    OK(MPI_Error_class(k2, &cls));
+    CHECK(cls == c1);
+    OK(MPI_Error_class(k3, &cls));
+    CHECK(cls == MPI_ERR_ARG);
+    OK(MPI_Error_string(k1, s, &len));
+    CHECK(len == 0 && s[0] == 0);
+    OK(MPI_Add_error_string(k1, "first"));
+    OK(MPI_Add_error_string(k1, "the disk is full"));
+    OK(MPI_Add_error_string(c2, "a class of its own"));
+    OK(MPI_Error_string(k1, s, &len));
+    CHECK(strcmp(s, "the disk is full") == 0 && len == 16);
+    OK(MPI_Error_string(c2, s, &len));
+    CHECK(strcmp(s, "a class of its own") == 0);
+    int *last, flag;
+    OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag));
+    CHECK(flag);
+    for (int i = 0; i < 5; i++) CHECK(*last >= v[i]);
+    /* A user handler gets the added code. */
+    MPI_Errhandler eh;
+    OK(MPI_Comm_create_errhandler(record, &eh));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, eh));
+    OK(MPI_Comm_call_errhandler(MPI_COMM_SELF, k2));
+    CHECK(handler_calls == 1 && handler_code == k2);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    OK(MPI_Errhandler_free(&eh));
+    /* Predefined values cannot take strings; a class goes only after its codes, a code
+     * only after its string. (The library raises errors of calls without a
+     * communicator on MPI_COMM_WORLD.) */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(error_class(MPI_Add_error_string(MPI_ERR_ARG, "mine")) == MPI_ERR_ARG);
+    CHECK(error_class(MPI_Add_error_code(k1, &k3)) == MPI_ERR_ARG);
+    CHECK(error_class(MPI_Remove_error_class(c1)) == MPI_ERR_ARG);
+    CHECK(error_class(MPI_Remove_error_code(k1)) == MPI_ERR_ARG);
+    CHECK(error_class(MPI_Remove_error_string(k2)) == MPI_ERR_ARG);
+    OK(MPI_Remove_error_string(k1));
+    OK(MPI_Remove_error_code(k1));
+    OK(MPI_Remove_error_code(k2));
+    OK(MPI_Remove_error_class(c1));
+    CHECK(error_class(MPI_Error_class(k1, &cls)) == MPI_ERR_ARG);
+    OK(MPI_Remove_error_string(c2));
+    OK(MPI_Remove_error_class(c2));
+    OK(MPI_Remove_error_code(k3));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+int main(int argc, char **argv) {
+    const char *part = argc > 1 ? argv[1] : "all";
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    if (strcmp(part, "fatal_user_code") == 0) {
+        /* The first value added: 0x4000, whose low byte is 0. */
+        int c;
+        OK(MPI_Add_error_class(&c));
+        MPI_Comm_call_errhandler(MPI_COMM_WORLD, c);
+        printf("rank %d: still alive\n", me);
+        return 0;
+    }
+    int all = strcmp(part, "all") == 0;
+    if ((all || strcmp(part, "spin") == 0) && np > 1) spin();
+    if (all || strcmp(part, "ops") == 0) ops();
+    if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
+    if (all || strcmp(part, "errors") == 0) errors();
+    OK(MPI_Finalize());
+    printf("rank %d: MPICH FOUND2 OK\n", me);
+    return 0;
+}
