@@ -1,6 +1,6 @@
 /* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
  * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
- * (`spin`, `ops`, `inter`, `errors`), or all of them; each rank prints
+ * (`spin`, `ops`, `inter`, `mrecv`, `errors`), or all of them; each rank prints
  * "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
  * MPI_ERRORS_ARE_FATAL with an error class the program added. */
 #include <complex.h>
@@ -241,6 +241,43 @@ static void inter(void) {
     OK(MPI_Comm_free(&half));
 }
 
+/* MPI_Mrecv and MPI_Imrecv into a type with gaps (every other int, three of them):
+ * the values in their places, the gaps untouched. Rank 0 sends to rank 1. */
+static void mrecv(void) {
+    MPI_Datatype every_other;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &every_other));
+    OK(MPI_Type_commit(&every_other));
+    if (me == 0) {
+        int a[3] = {11, 12, 13}, b[3] = {21, 22, 23};
+        OK(MPI_Send(a, 3, MPI_INT, 1, 8, MPI_COMM_WORLD));
+        OK(MPI_Send(b, 3, MPI_INT, 1, 9, MPI_COMM_WORLD));
+    } else if (me == 1) {
+        for (int tag = 8; tag <= 9; tag++) {
+            int buf[6] = {-1, -1, -1, -1, -1, -1}, count = -1, found = 0;
+            MPI_Message msg = MPI_MESSAGE_NULL;
+            MPI_Status st;
+            if (tag == 8) {
+                OK(MPI_Mprobe(0, tag, MPI_COMM_WORLD, &msg, &st));
+            } else {
+                while (!found) OK(MPI_Improbe(0, tag, MPI_COMM_WORLD, &found, &msg, &st));
+            }
+            OK(MPI_Get_count(&st, every_other, &count));
+            CHECK(count == 1);
+            if (tag == 8) {
+                OK(MPI_Mrecv(buf, 1, every_other, &msg, &st));
+            } else {
+                MPI_Request req;
+                OK(MPI_Imrecv(buf, 1, every_other, &msg, &req));
+                OK(MPI_Wait(&req, &st));
+            }
+            CHECK(msg == MPI_MESSAGE_NULL && st.MPI_SOURCE == 0 && st.MPI_TAG == tag);
+            int base = tag == 8 ? 11 : 21;
+            for (int i = 0; i < 6; i++) CHECK(buf[i] == (i % 2 ? -1 : base + i / 2));
+        }
+    }
+    OK(MPI_Type_free(&every_other));
+}
+
 static int handler_calls, handler_code;
 
 static void record(MPI_Comm *comm, int *code, ...) {
@@ -339,6 +376,7 @@ int main(int argc, char **argv) {
     if ((all || strcmp(part, "spin") == 0) && np > 1) spin();
     if (all || strcmp(part, "ops") == 0) ops();
     if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
+    if ((all || strcmp(part, "mrecv") == 0) && np > 1) mrecv();
     if (all || strcmp(part, "errors") == 0) errors();
     OK(MPI_Finalize());
     printf("rank %d: MPICH FOUND2 OK\n", me);
