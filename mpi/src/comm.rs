@@ -130,12 +130,14 @@ crate::mpi_fn! {
                 return crate::attr::copy_all(g, comm, *slot);
             }
             let (_, coll) = lib.intra(comm)?;
-            let cart = e.cart.clone();
+            let (cart, graph) = (e.cart.clone(), e.graph.clone());
             let pair = g.unlocked(|| with_half(coll.dup()?))?;
             let lib = g.lib()?;
             *slot = insert(lib, pair, errh);
             // A dup keeps the topology (MPI 4.1, 8.4) and copies the attributes.
-            lib.comm_mut(*slot)?.cart = cart;
+            let new = lib.comm_mut(*slot)?;
+            new.cart = cart;
+            new.graph = graph;
             crate::attr::copy_all(g, comm, *slot)
         })
     }

@@ -474,6 +474,18 @@ pub(crate) fn host_name() -> R<String> {
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
+crate::mpi_fn! {
+    /// `MPI_Pcontrol`: the profiling control MPI leaves to tools (MPI 4.1 §15.2.4: "MPI
+    /// libraries themselves make no use of this routine, and simply return
+    /// immediately"); a tool that interposes it sees the level. C declares it
+    /// variadic; the arguments after `level` are the tool's, and C's calling
+    /// conventions let this definition take the first alone.
+    fn MPI_Pcontrol / PMPI_Pcontrol(level: c_int) {
+        let _ = level;
+        MPI_SUCCESS
+    }
+}
+
 /// The runtime's parameters for an MPI program: as `World::init` reads them, with the
 /// progress thread on unless the environment or a params file sets
 /// `progress_thread`. An MPI program computes outside the library for as long as it

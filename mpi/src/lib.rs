@@ -55,6 +55,7 @@ mod comm_variants;
 mod consts;
 mod datatype;
 mod error;
+mod graph;
 mod group;
 mod info;
 mod init;

@@ -151,6 +151,8 @@ pub(crate) struct CommEntry {
     pub name: String,
     /// Its Cartesian grid, if it has one (`topo.rs`).
     pub cart: Option<Box<crate::topo::Cart>>,
+    /// Its graph, if it has one (`graph.rs`).
+    pub graph: Option<Box<crate::graph::Graph>>,
 }
 
 impl CommEntry {
@@ -167,6 +169,7 @@ impl CommEntry {
             coll_seq: 0,
             name: name.into(),
             cart: None,
+            graph: None,
         }
     }
 

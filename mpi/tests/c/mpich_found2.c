@@ -1,6 +1,6 @@
 /* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
  * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
- * (`spin`, `ops`, `inter`, `mrecv`, `errors`), or all of them; each rank prints
+ * (`spin`, `ops`, `inter`, `mrecv`, `graph`, `errors`), or all of them; each rank prints
  * "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
  * MPI_ERRORS_ARE_FATAL with an error class the program added. */
 #include <complex.h>
@@ -278,6 +278,91 @@ static void mrecv(void) {
     OK(MPI_Type_free(&every_other));
 }
 
+/* A graph over all ranks but the last (all of them alone): node i linked to i + 1
+ * and i + 2 (mod n), node 0 to itself too. MPI_Graph_create and its queries, messages
+ * along the edges, a dup keeping the graph, MPI_Graph_map, the errors; MPI_Pcontrol. */
+static void graph(void) {
+    int n = np > 1 ? np - 1 : 1, index[64], edges[192], m = 0;
+    CHECK(n <= 64);
+    for (int i = 0; i < n; i++) {
+        if (i == 0) edges[m++] = 0;
+        edges[m++] = (i + 1) % n;
+        edges[m++] = (i + 2) % n;
+        index[i] = m;
+    }
+    MPI_Comm gc, dup;
+    OK(MPI_Graph_create(MPI_COMM_WORLD, n, index, edges, 1, &gc));
+    int newrank;
+    OK(MPI_Graph_map(MPI_COMM_WORLD, n, index, edges, &newrank));
+    if (me >= n) {
+        CHECK(gc == MPI_COMM_NULL && newrank == MPI_UNDEFINED);
+    } else {
+        CHECK(gc != MPI_COMM_NULL && newrank == me);
+        OK(MPI_Comm_dup(gc, &dup));
+        int topo, nn, ne, rank, cnt, nb[3], outi[64], oute[192];
+        OK(MPI_Topo_test(dup, &topo));
+        CHECK(topo == MPI_GRAPH);
+        OK(MPI_Graphdims_get(dup, &nn, &ne));
+        CHECK(nn == n && ne == m);
+        OK(MPI_Graph_get(dup, n, m, outi, oute));
+        for (int i = 0; i < n; i++) CHECK(outi[i] == index[i]);
+        for (int i = 0; i < m; i++) CHECK(oute[i] == edges[i]);
+        OK(MPI_Comm_rank(gc, &rank));
+        CHECK(rank == me);
+        for (int node = 0; node < n; node++) {
+            OK(MPI_Graph_neighbors_count(gc, node, &cnt));
+            CHECK(cnt == (node == 0 ? 3 : 2));
+        }
+        OK(MPI_Graph_neighbors_count(gc, me, &cnt));
+        OK(MPI_Graph_neighbors(gc, me, 3, nb));
+        CHECK(nb[cnt - 2] == (me + 1) % n && nb[cnt - 1] == (me + 2) % n);
+        /* Along each edge i -> j, i sends j its rank; j receives from its in-edges. */
+        MPI_Request reqs[8];
+        int got[8], nreq = 0, expect = 0;
+        for (int k = 0; k < cnt; k++)
+            OK(MPI_Isend(&me, 1, MPI_INT, nb[k], 6, gc, &reqs[nreq++]));
+        for (int src = 0; src < n; src++) {
+            int sn[3], sc;
+            OK(MPI_Graph_neighbors_count(gc, src, &sc));
+            OK(MPI_Graph_neighbors(gc, src, 3, sn));
+            for (int k = 0; k < sc; k++)
+                if (sn[k] == me) {
+                    CHECK(nreq < 8);
+                    OK(MPI_Irecv(&got[nreq], 1, MPI_INT, src, 6, gc, &reqs[nreq]));
+                    nreq++;
+                    expect += src;
+                }
+        }
+        OK(MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
+        int sum = 0;
+        for (int k = cnt; k < nreq; k++) sum += got[k];
+        CHECK(sum == expect);
+        OK(MPI_Comm_set_errhandler(gc, MPI_ERRORS_RETURN));
+        int dims[1];
+        CHECK(error_class(MPI_Cartdim_get(gc, dims)) == MPI_ERR_TOPOLOGY);
+        CHECK(error_class(MPI_Graph_neighbors_count(gc, n, &cnt)) == MPI_ERR_RANK);
+        OK(MPI_Comm_free(&dup));
+        OK(MPI_Comm_free(&gc));
+    }
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int topo;
+    OK(MPI_Topo_test(MPI_COMM_WORLD, &topo));
+    CHECK(topo == MPI_UNDEFINED);
+    CHECK(error_class(MPI_Graphdims_get(MPI_COMM_WORLD, &n, &m)) == MPI_ERR_TOPOLOGY);
+    int bad_index[2] = {2, 1}, bad_edges[2] = {0, 5};
+    CHECK(error_class(MPI_Graph_map(MPI_COMM_WORLD, 2 <= np ? 2 : 1, bad_index, bad_edges,
+                                    &topo)) != MPI_SUCCESS);
+    int one_index[1] = {1}, one_edge[1] = {1};
+    CHECK(error_class(MPI_Graph_map(MPI_COMM_WORLD, 1, one_index, one_edge, &topo)) ==
+          MPI_ERR_RANK);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    MPI_Comm none;
+    OK(MPI_Graph_create(MPI_COMM_WORLD, 0, NULL, NULL, 0, &none));
+    CHECK(none == MPI_COMM_NULL);
+    OK(MPI_Pcontrol(2));
+    OK(MPI_Pcontrol(0, "a tool's", 3));
+}
+
 static int handler_calls, handler_code;
 
 static void record(MPI_Comm *comm, int *code, ...) {
@@ -377,6 +462,7 @@ int main(int argc, char **argv) {
     if (all || strcmp(part, "ops") == 0) ops();
     if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
     if ((all || strcmp(part, "mrecv") == 0) && np > 1) mrecv();
+    if (all || strcmp(part, "graph") == 0) graph();
     if (all || strcmp(part, "errors") == 0) errors();
     OK(MPI_Finalize());
     printf("rank %d: MPICH FOUND2 OK\n", me);
