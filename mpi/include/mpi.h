@@ -141,6 +141,23 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_UINT32_T              ((MPI_Datatype)0x00000251)
 #define MPI_INT64_T               ((MPI_Datatype)0x00000258)
 #define MPI_UINT64_T              ((MPI_Datatype)0x00000259)
+#define MPI_CXX_BOOL                ((MPI_Datatype)0x00000239)
+#define MPI_CXX_FLOAT_COMPLEX       ((MPI_Datatype)0x00000213)
+#define MPI_CXX_DOUBLE_COMPLEX      ((MPI_Datatype)0x00000217)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x00000225)
+/* Fortran's sized types (INTEGER16, REAL16 and COMPLEX32 are moved, never reduced). */
+#define MPI_INTEGER1              ((MPI_Datatype)0x000002c0)
+#define MPI_CHARACTER             ((MPI_Datatype)0x000002c3)
+#define MPI_INTEGER2              ((MPI_Datatype)0x000002c8)
+#define MPI_INTEGER4              ((MPI_Datatype)0x000002d0)
+#define MPI_REAL4                 ((MPI_Datatype)0x000002d2)
+#define MPI_INTEGER8              ((MPI_Datatype)0x000002d8)
+#define MPI_REAL8                 ((MPI_Datatype)0x000002da)
+#define MPI_COMPLEX8              ((MPI_Datatype)0x000002db)
+#define MPI_INTEGER16             ((MPI_Datatype)0x000002e0)
+#define MPI_REAL16                ((MPI_Datatype)0x000002e2)
+#define MPI_COMPLEX16             ((MPI_Datatype)0x000002e3)
+#define MPI_COMPLEX32             ((MPI_Datatype)0x000002eb)
 
 /* Error classes (every error code of this library is its class). */
 enum {

@@ -89,6 +89,25 @@ const fn basic(h: Handle) -> Option<(usize, Elem)> {
         0x22b => (8, Pair(PairValue::I32, 4)),
         0x22c => (8, Pair(PairValue::I16, 4)),
         0x22d => (32, Pair(PairValue::F80, 16)),
+        // C++'s bool and complex types (the same bits as C's).
+        0x239 => (1, Bool),
+        0x213 => (8, C32),
+        0x217 => (16, C64),
+        0x225 => (32, C80),
+        // Fortran's sized types: INTEGER1/2/4/8, REAL4/8, COMPLEX8/16 reduce as the C
+        // types of their sizes; CHARACTER, INTEGER16, REAL16 and COMPLEX32 (IEEE
+        // quadruple precision, not C's long double) are moved, never reduced.
+        0x2c0 => (1, I8),
+        0x2c8 => (2, I16),
+        0x2d0 => (4, I32),
+        0x2d8 => (8, I64),
+        0x2d2 => (4, F32),
+        0x2da => (8, F64),
+        0x2db => (8, C32),
+        0x2e3 => (16, C64),
+        0x2c3 => (1, Opaque),
+        0x2e0 | 0x2e2 => (16, Opaque),
+        0x2eb => (32, Opaque),
         _ => return None,
     })
 }
@@ -105,7 +124,7 @@ pub(crate) fn basic_entry(h: Handle) -> Option<TypeEntry> {
 
 /// The first handle of a basic type and how many handles from there may be one.
 const BASIC_FIRST: Handle = 0x200;
-const BASIC_SPAN: usize = 0x60;
+const BASIC_SPAN: usize = 0xf0;
 
 /// The size of each basic type by handle from [`BASIC_FIRST`] (0: not a basic type):
 /// a send's or receive's byte count without a match or a table lookup.
@@ -321,12 +340,32 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
     Ok(())
 }
 
+/// The bytes of data in one value-index pair of a predefined pair type, without the
+/// padding its C struct has (`MPI_DOUBLE_INT`: 8 + 4 of 16); `None` for the other types.
+/// `MPI_Type_size` reports these; the library moves whole pairs (extent bytes).
+fn pair_data_size(h: Handle) -> Option<usize> {
+    match basic(h)? {
+        (_, Elem::Pair(value, _)) => Some(
+            4 + match value {
+                PairValue::F32 | PairValue::I32 => 4,
+                PairValue::F64 | PairValue::I64 => 8,
+                PairValue::I16 => 2,
+                PairValue::F80 => 16,
+            },
+        ),
+        _ => None,
+    }
+}
+
 crate::mpi_fn! {
-    /// `MPI_Type_size`.
+    /// `MPI_Type_size` (of a pair type: its data, not its padding).
     fn MPI_Type_size / PMPI_Type_size(datatype: Handle, size: *mut c_int) {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
+                Some(_) if pair_data_size(datatype).is_some() => {
+                    pair_data_size(datatype).unwrap_or_default()
+                }
                 Some((s, _)) => s,
                 None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
                     Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
@@ -345,6 +384,9 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
+                Some(_) if pair_data_size(datatype).is_some() => {
+                    pair_data_size(datatype).unwrap_or_default()
+                }
                 Some((s, _)) => s,
                 None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
                     Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))

@@ -136,6 +136,11 @@ pub(crate) fn describe(lib: &Lib, h: Handle) -> R<(TypeEntry, Layout)> {
 fn align_of(t: &TypeEntry) -> usize {
     let each = t.size.checked_div(t.elems).unwrap_or(1);
     match t.elem {
+        // C's long double (x86_64) and what holds one: 16.
+        Elem::F80 | Elem::C80 | Elem::Pair(crate::datatype::PairValue::F80, _) => 16,
+        // A complex number: its parts'.
+        Elem::C32 => 4,
+        Elem::C64 => 8,
         Elem::Pair(..) | Elem::Opaque => each.clamp(1, 16).next_power_of_two().min(8),
         _ => each.clamp(1, 8),
     }

@@ -1,10 +1,11 @@
 /* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
  * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
- * (`spin`, `ops`, `inter`, `mrecv`, `graph`, `errors`), or all of them; each rank prints
+ * (`spin`, `ops`, `sizes`, `inter`, `mrecv`, `graph`, `errors`), or all of them; each rank prints
  * "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
  * MPI_ERRORS_ARE_FATAL with an error class the program added. */
 #include <complex.h>
 #include <mpi.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -135,6 +136,78 @@ static void ops(void) {
     CHECK(error_class(MPI_Allreduce(ld, out, N, MPI_LONG_DOUBLE, MPI_BOR, MPI_COMM_WORLD)) ==
           MPI_ERR_OP);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* Sizes and extents: a pair type's size is its data (its C struct's padding is in
+ * its extent); C structs holding a long double or a float complex have C's extent;
+ * the sized Fortran and the C++ types exist, reduce and have their names. */
+static void sizes(void) {
+    int size;
+    MPI_Aint lb, extent;
+    struct { MPI_Datatype t; int size; MPI_Aint extent; } pairs[] = {
+        {MPI_FLOAT_INT, sizeof(float) + sizeof(int), sizeof(struct { float a; int b; })},
+        {MPI_DOUBLE_INT, sizeof(double) + sizeof(int), sizeof(struct { double a; int b; })},
+        {MPI_LONG_INT, sizeof(long) + sizeof(int), sizeof(struct { long a; int b; })},
+        {MPI_SHORT_INT, sizeof(short) + sizeof(int), sizeof(struct { short a; int b; })},
+        {MPI_2INT, 2 * sizeof(int), 2 * sizeof(int)},
+        {MPI_LONG_DOUBLE_INT, sizeof(long double) + sizeof(int),
+         sizeof(struct { long double a; int b; })},
+    };
+    for (unsigned i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        OK(MPI_Type_size(pairs[i].t, &size));
+        CHECK(size == pairs[i].size);
+        MPI_Count xs;
+        OK(MPI_Type_size_x(pairs[i].t, &xs));
+        CHECK(xs == pairs[i].size);
+        OK(MPI_Type_get_extent(pairs[i].t, &lb, &extent));
+        CHECK(lb == 0 && extent == pairs[i].extent);
+    }
+    struct ldc { long double v; int i; };
+    struct fcc { float complex z; char c; };
+    int blocks[2] = {1, 1};
+    MPI_Aint d1[2] = {0, offsetof(struct ldc, i)}, d2[2] = {0, offsetof(struct fcc, c)};
+    MPI_Datatype t1[2] = {MPI_LONG_DOUBLE, MPI_INT}, t2[2] = {MPI_C_FLOAT_COMPLEX, MPI_CHAR};
+    MPI_Datatype s1, s2;
+    OK(MPI_Type_create_struct(2, blocks, d1, t1, &s1));
+    OK(MPI_Type_create_struct(2, blocks, d2, t2, &s2));
+    OK(MPI_Type_get_extent(s1, &lb, &extent));
+    CHECK(extent == sizeof(struct ldc));
+    OK(MPI_Type_get_extent(s2, &lb, &extent));
+    CHECK(extent == sizeof(struct fcc));
+    OK(MPI_Type_free(&s1));
+    OK(MPI_Type_free(&s2));
+    struct { MPI_Datatype t; int size; const char *name; } named[] = {
+        {MPI_INTEGER1, 1, "MPI_INTEGER1"}, {MPI_INTEGER2, 2, "MPI_INTEGER2"},
+        {MPI_INTEGER4, 4, "MPI_INTEGER4"}, {MPI_INTEGER8, 8, "MPI_INTEGER8"},
+        {MPI_REAL4, 4, "MPI_REAL4"}, {MPI_REAL8, 8, "MPI_REAL8"},
+        {MPI_COMPLEX8, 8, "MPI_COMPLEX8"}, {MPI_COMPLEX16, 16, "MPI_COMPLEX16"},
+        {MPI_REAL16, 16, "MPI_REAL16"}, {MPI_COMPLEX32, 32, "MPI_COMPLEX32"},
+        {MPI_INTEGER16, 16, "MPI_INTEGER16"}, {MPI_CHARACTER, 1, "MPI_CHARACTER"},
+        {MPI_CXX_BOOL, 1, "MPI_CXX_BOOL"}, {MPI_CXX_FLOAT_COMPLEX, 8, "MPI_CXX_FLOAT_COMPLEX"},
+        {MPI_CXX_DOUBLE_COMPLEX, 16, "MPI_CXX_DOUBLE_COMPLEX"},
+        {MPI_CXX_LONG_DOUBLE_COMPLEX, (int)sizeof(long double complex),
+         "MPI_CXX_LONG_DOUBLE_COMPLEX"},
+    };
+    for (unsigned i = 0; i < sizeof named / sizeof named[0]; i++) {
+        char name[MPI_MAX_OBJECT_NAME];
+        int len;
+        OK(MPI_Type_size(named[i].t, &size));
+        CHECK(size == named[i].size);
+        OK(MPI_Type_get_name(named[i].t, name, &len));
+        CHECK(strcmp(name, named[i].name) == 0);
+    }
+    long long i8 = me + 1, i8s;
+    double r8 = me + 0.5, r8s;
+    double complex c16 = me + 1.0 * I, c16s, c16e = 0;
+    for (int r = 0; r < np; r++) c16e += r + 1.0 * I;
+    OK(MPI_Allreduce(&i8, &i8s, 1, MPI_INTEGER8, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(i8s == (long long)np * (np + 1) / 2);
+    OK(MPI_Allreduce(&r8, &r8s, 1, MPI_REAL8, MPI_MAX, MPI_COMM_WORLD));
+    CHECK(r8s == np - 0.5);
+    OK(MPI_Allreduce(&c16, &c16s, 1, MPI_COMPLEX16, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(c16s == c16e);
+    OK(MPI_Allreduce(&c16, &c16s, 1, MPI_CXX_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(c16s == c16e);
 }
 
 /* Every member of `comm` sends its rank to every remote rank and checks what each
@@ -460,6 +533,7 @@ int main(int argc, char **argv) {
     int all = strcmp(part, "all") == 0;
     if ((all || strcmp(part, "spin") == 0) && np > 1) spin();
     if (all || strcmp(part, "ops") == 0) ops();
+    if (all || strcmp(part, "sizes") == 0) sizes();
     if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
     if ((all || strcmp(part, "mrecv") == 0) && np > 1) mrecv();
     if (all || strcmp(part, "graph") == 0) graph();
