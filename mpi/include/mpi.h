@@ -469,6 +469,30 @@ int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int ar
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                          int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[],
+                          MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
+/* Datatype decoding (the ABI table's values; DARRAY and the F90 ones are never given). */
+enum {
+    MPI_COMBINER_NAMED = 301,
+    MPI_COMBINER_DUP = 302,
+    MPI_COMBINER_CONTIGUOUS = 303,
+    MPI_COMBINER_VECTOR = 304,
+    MPI_COMBINER_HVECTOR = 305,
+    MPI_COMBINER_INDEXED = 306,
+    MPI_COMBINER_HINDEXED = 307,
+    MPI_COMBINER_INDEXED_BLOCK = 308,
+    MPI_COMBINER_HINDEXED_BLOCK = 309,
+    MPI_COMBINER_STRUCT = 310,
+    MPI_COMBINER_SUBARRAY = 311,
+    MPI_COMBINER_DARRAY = 312,
+    MPI_COMBINER_F90_REAL = 313,
+    MPI_COMBINER_F90_COMPLEX = 314,
+    MPI_COMBINER_F90_INTEGER = 315,
+    MPI_COMBINER_RESIZED = 316
+};
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
              int *position, MPI_Comm comm);
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,

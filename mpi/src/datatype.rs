@@ -6,6 +6,7 @@ use std::ffi::c_int;
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::{call, Lib};
+use crate::type_contents as tc;
 use crate::util::{out, read_handle};
 
 /// What one element of a type is, for reductions.
@@ -430,7 +431,9 @@ crate::mpi_fn! {
             let n = crate::util::count_arg(count)?;
             if lib.layouts.contains_key(&oldtype) {
                 // Items with gaps, one extent apart.
-                return crate::typemap::blocks_of(lib, oldtype, std::iter::once((n, 0)), newtype);
+                crate::typemap::blocks_of(lib, oldtype, std::iter::once((n, 0)), newtype)?;
+                // SAFETY: `blocks_of` wrote `*newtype`.
+                return unsafe { tc::record(lib, newtype, tc::CONTIGUOUS, vec![count], vec![], &[oldtype]) };
             }
             let old = match basic(oldtype) {
                 Some((size, elem)) => TypeEntry { size, elem, elems: 1, committed: true },
@@ -450,7 +453,8 @@ crate::mpi_fn! {
                 TypeEntry { size, elem: old.elem, elems: old.elems * n, committed: false },
             );
             *slot = h;
-            Ok(())
+            // SAFETY: `newtype` was just written.
+            unsafe { tc::record(lib, newtype, tc::CONTIGUOUS, vec![count], vec![], &[oldtype]) }
         })
     }
 }

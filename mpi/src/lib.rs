@@ -79,6 +79,7 @@ mod split_inter;
 mod state;
 mod status;
 mod topo;
+mod type_contents;
 mod type_name;
 mod typemap;
 mod typemap_ctors;

@@ -232,6 +232,8 @@ pub(crate) struct Lib {
     pub layouts: Map<std::sync::Arc<crate::typemap::Layout>>,
     /// Names given by `MPI_Type_set_name` (`type_name`).
     pub type_names: Map<String>,
+    /// How each derived type was made (`type_contents`).
+    pub type_contents: Map<std::sync::Arc<crate::type_contents::Contents>>,
     /// Operations made by `MPI_Op_create` (`op`).
     pub ops: Map<UserOp>,
     /// Groups as lists of world ranks.
@@ -267,6 +269,7 @@ impl Lib {
             types: Map::default(),
             layouts: Map::default(),
             type_names: Map::default(),
+            type_contents: Map::default(),
             ops: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),

@@ -1,7 +1,7 @@
 /* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
  * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
- * (`spin`, `ops`, `sizes`, `inter`, `mrecv`, `graph`, `errors`), or all of them; each rank prints
- * "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
+ * (`spin`, `ops`, `sizes`, `contents`, `inter`, `mrecv`, `graph`, `errors`), or all
+ * of them; each rank prints "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
  * MPI_ERRORS_ARE_FATAL with an error class the program added. */
 #include <complex.h>
 #include <mpi.h>
@@ -436,6 +436,93 @@ static void graph(void) {
     OK(MPI_Pcontrol(0, "a tool's", 3));
 }
 
+/* `t`'s envelope is (ni, na, nt, combiner); its contents go to the arrays. */
+static void envelope(MPI_Datatype t, int ni, int na, int nt, int comb, int *ints,
+                     MPI_Aint *aints, MPI_Datatype *types) {
+    int a, b, c, k;
+    OK(MPI_Type_get_envelope(t, &a, &b, &c, &k));
+    CHECK(a == ni && b == na && c == nt && k == comb);
+    OK(MPI_Type_get_contents(t, 16, 16, 4, ints, aints, types));
+}
+
+/* MPI_Type_get_envelope and MPI_Type_get_contents for every constructor; a derived
+ * argument comes back as a new type that still works after the original was freed. */
+static void contents(void) {
+    int ints[16], a, b, c, k, size;
+    MPI_Aint aints[16], lb, ext;
+    MPI_Datatype types[4], vec, t, back;
+    OK(MPI_Type_get_envelope(MPI_DOUBLE, &a, &b, &c, &k));
+    CHECK(a == 0 && b == 0 && c == 0 && k == MPI_COMBINER_NAMED);
+    OK(MPI_Type_vector(3, 2, 5, MPI_INT, &vec));
+    envelope(vec, 3, 0, 1, MPI_COMBINER_VECTOR, ints, aints, types);
+    CHECK(ints[0] == 3 && ints[1] == 2 && ints[2] == 5 && types[0] == MPI_INT);
+    OK(MPI_Type_contiguous(4, vec, &t));
+    OK(MPI_Type_free(&vec));
+    envelope(t, 1, 0, 1, MPI_COMBINER_CONTIGUOUS, ints, aints, types);
+    CHECK(ints[0] == 4);
+    back = types[0];
+    envelope(back, 3, 0, 1, MPI_COMBINER_VECTOR, ints, aints, types);
+    CHECK(ints[0] == 3 && ints[1] == 2 && ints[2] == 5);
+    OK(MPI_Type_size(back, &size));
+    OK(MPI_Type_get_extent(back, &lb, &ext));
+    CHECK(size == 6 * (int)sizeof(int) && ext == 12 * (MPI_Aint)sizeof(int));
+    OK(MPI_Type_commit(&back));
+    int src[12], dst[12];
+    for (int i = 0; i < 12; i++) src[i] = i, dst[i] = -1;
+    OK(MPI_Sendrecv(src, 1, back, 0, 4, dst, 1, back, 0, 4, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 12; i++) CHECK(dst[i] == (i % 5 < 2 ? i : -1));
+    OK(MPI_Type_free(&back));
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_hvector(2, 3, 40, MPI_SHORT, &t));
+    envelope(t, 2, 1, 1, MPI_COMBINER_HVECTOR, ints, aints, types);
+    CHECK(ints[0] == 2 && ints[1] == 3 && aints[0] == 40 && types[0] == MPI_SHORT);
+    OK(MPI_Type_free(&t));
+    int bl[3] = {1, 2, 3}, d[3] = {9, 0, 4};
+    MPI_Aint ad[3] = {16, 0, 64};
+    OK(MPI_Type_indexed(3, bl, d, MPI_FLOAT, &t));
+    envelope(t, 7, 0, 1, MPI_COMBINER_INDEXED, ints, aints, types);
+    CHECK(ints[0] == 3 && ints[3] == 3 && ints[4] == 9 && ints[6] == 4);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_hindexed(3, bl, ad, MPI_FLOAT, &t));
+    envelope(t, 4, 3, 1, MPI_COMBINER_HINDEXED, ints, aints, types);
+    CHECK(ints[2] == 2 && aints[0] == 16 && aints[2] == 64);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_indexed_block(3, 2, d, MPI_CHAR, &t));
+    envelope(t, 5, 0, 1, MPI_COMBINER_INDEXED_BLOCK, ints, aints, types);
+    CHECK(ints[0] == 3 && ints[1] == 2 && ints[2] == 9 && ints[4] == 4);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_hindexed_block(3, 2, ad, MPI_CHAR, &t));
+    envelope(t, 2, 3, 1, MPI_COMBINER_HINDEXED_BLOCK, ints, aints, types);
+    CHECK(ints[1] == 2 && aints[1] == 0 && aints[2] == 64);
+    OK(MPI_Type_free(&t));
+    MPI_Datatype ts[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+    OK(MPI_Type_create_struct(3, bl, ad, ts, &t));
+    envelope(t, 4, 3, 3, MPI_COMBINER_STRUCT, ints, aints, types);
+    CHECK(ints[0] == 3 && ints[3] == 3 && aints[2] == 64 && types[1] == MPI_DOUBLE);
+    OK(MPI_Type_free(&t));
+    int sizes[2] = {4, 6}, subs[2] = {2, 3}, starts[2] = {1, 2};
+    OK(MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_FORTRAN, MPI_INT, &t));
+    envelope(t, 8, 0, 1, MPI_COMBINER_SUBARRAY, ints, aints, types);
+    CHECK(ints[0] == 2 && ints[2] == 6 && ints[3] == 2 && ints[6] == 2 &&
+          ints[7] == MPI_ORDER_FORTRAN);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_resized(MPI_INT, -4, 12, &t));
+    envelope(t, 0, 2, 1, MPI_COMBINER_RESIZED, ints, aints, types);
+    CHECK(aints[0] == -4 && aints[1] == 12 && types[0] == MPI_INT);
+    OK(MPI_Type_dup(t, &vec));
+    envelope(vec, 0, 0, 1, MPI_COMBINER_DUP, ints, aints, types);
+    OK(MPI_Type_get_extent(types[0], &lb, &ext));
+    CHECK(lb == -4 && ext == 12);
+    OK(MPI_Type_free(&types[0]));
+    OK(MPI_Type_free(&vec));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(error_class(MPI_Type_get_contents(MPI_INT, 1, 1, 1, ints, aints, types)) ==
+          MPI_ERR_TYPE);
+    CHECK(error_class(MPI_Type_get_contents(t, 0, 1, 1, ints, aints, types)) == MPI_ERR_ARG);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Type_free(&t));
+}
+
 static int handler_calls, handler_code;
 
 static void record(MPI_Comm *comm, int *code, ...) {
@@ -534,6 +621,7 @@ int main(int argc, char **argv) {
     if ((all || strcmp(part, "spin") == 0) && np > 1) spin();
     if (all || strcmp(part, "ops") == 0) ops();
     if (all || strcmp(part, "sizes") == 0) sizes();
+    if (all || strcmp(part, "contents") == 0) contents();
     if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
     if ((all || strcmp(part, "mrecv") == 0) && np > 1) mrecv();
     if (all || strcmp(part, "graph") == 0) graph();
