@@ -50,6 +50,7 @@ mod coll_rounds;
 mod coll_scan;
 mod collv;
 mod comm;
+mod comm_groups;
 mod comm_table;
 mod comm_variants;
 mod consts;
