@@ -56,6 +56,7 @@ mod comm_variants;
 mod consts;
 mod datatype;
 mod error;
+mod fint;
 mod graph;
 mod group;
 mod info;

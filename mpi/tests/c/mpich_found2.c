@@ -1,7 +1,7 @@
 /* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
  * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
- * (`spin`, `ops`, `sizes`, `contents`, `inter`, `mrecv`, `graph`, `errors`), or all
- * of them; each rank prints "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
+ * (`spin`, `ops`, `sizes`, `contents`, `fint`, `inter`, `mrecv`, `graph`, `errors`),
+ * or all of them; each rank prints "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
  * MPI_ERRORS_ARE_FATAL with an error class the program added. */
 #include <complex.h>
 #include <mpi.h>
@@ -523,6 +523,60 @@ static void contents(void) {
     OK(MPI_Type_free(&t));
 }
 
+/* Handles to Fortran integers and back: the same objects, usable in calls; a request
+ * converted while pending completes through its converted handle; statuses. */
+static void fint(void) {
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    CHECK(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+    CHECK(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_NULL)) == MPI_COMM_NULL);
+    MPI_Fint fd = MPI_Comm_c2f(dup);
+    CHECK(fd != MPI_Comm_c2f(MPI_COMM_WORLD));
+    int size;
+    OK(MPI_Comm_size(MPI_Comm_f2c(fd), &size));
+    CHECK(size == np);
+    MPI_Datatype vec;
+    OK(MPI_Type_vector(2, 1, 3, MPI_INT, &vec));
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(vec)) == vec && MPI_Type_f2c(MPI_Type_c2f(MPI_INT)) == MPI_INT);
+    MPI_Group grp;
+    OK(MPI_Comm_group(dup, &grp));
+    CHECK(MPI_Group_f2c(MPI_Group_c2f(grp)) == grp);
+    CHECK(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM);
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    CHECK(MPI_Info_f2c(MPI_Info_c2f(info)) == info);
+    CHECK(MPI_Errhandler_f2c(MPI_Errhandler_c2f(MPI_ERRORS_RETURN)) == MPI_ERRORS_RETURN);
+    CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC);
+    CHECK(MPI_Request_f2c(MPI_Request_c2f(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL);
+    int got = -1, mine = 100 + me;
+    MPI_Request rq;
+    OK(MPI_Irecv(&got, 1, MPI_INT, me, 7, MPI_Comm_f2c(fd), &rq));
+    MPI_Fint frq = MPI_Request_c2f(rq);
+    MPI_Request back = MPI_Request_f2c(frq);
+    CHECK(back == rq);
+    OK(MPI_Send(&mine, 1, MPI_INT, me, 7, dup));
+    MPI_Status st;
+    OK(MPI_Wait(&back, &st));
+    CHECK(back == MPI_REQUEST_NULL && got == mine);
+    /* The integer of a completed request names a freed one now. */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_Request stale = MPI_Request_f2c(frq);
+    CHECK(error_class(MPI_Wait(&stale, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    MPI_Fint fs[MPI_F_STATUS_SIZE];
+    MPI_Status st2;
+    OK(MPI_Status_c2f(&st, fs));
+    CHECK(fs[MPI_F_SOURCE] == me && fs[MPI_F_TAG] == 7);
+    OK(MPI_Status_f2c(fs, &st2));
+    int count = -1;
+    OK(MPI_Get_count(&st2, MPI_INT, &count));
+    CHECK(count == 1 && st2.MPI_SOURCE == me && st2.MPI_TAG == 7);
+    OK(MPI_Info_free(&info));
+    OK(MPI_Group_free(&grp));
+    OK(MPI_Type_free(&vec));
+    OK(MPI_Comm_free(&dup));
+}
+
 static int handler_calls, handler_code;
 
 static void record(MPI_Comm *comm, int *code, ...) {
@@ -622,6 +676,7 @@ int main(int argc, char **argv) {
     if (all || strcmp(part, "ops") == 0) ops();
     if (all || strcmp(part, "sizes") == 0) sizes();
     if (all || strcmp(part, "contents") == 0) contents();
+    if (all || strcmp(part, "fint") == 0) fint();
     if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
     if ((all || strcmp(part, "mrecv") == 0) && np > 1) mrecv();
     if (all || strcmp(part, "graph") == 0) graph();
