@@ -294,7 +294,11 @@ crate::mpi_fn! {
             }
             let me = lib.world.rank();
             let pos = members.iter().position(|&w| w == me);
-            *slot = split(g, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
+            // Processes may pass different groups if they are disjoint (MPI 2.2): each
+            // group is one color, named by its smallest member (which no other group
+            // holds), ordered by the position in the group.
+            let color = pos.and_then(|_| members.iter().min().copied());
+            *slot = split(g, comm, color, pos.map_or(0, |p| p as c_int))?;
             Ok(())
         })
     }

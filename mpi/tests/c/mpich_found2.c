@@ -1,7 +1,7 @@
 /* What the second sweep of MPICH's test suite found missing or wrong (docs/mpi.md,
  * "MPICH's test suite"), one part per finding. `mpich_found2 [part]` runs one part
- * (`spin`, `ops`, `sizes`, `contents`, `fint`, `inter`, `mrecv`, `graph`, `errors`),
- * or all of them; each rank prints "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
+ * (`spin`, `ops`, `sizes`, `contents`, `fint`, `inter`, `mrecv`, `create`, `graph`,
+ * `errors`), or all of them; each rank prints "MPICH FOUND2 OK" at the end. `mpich_found2 fatal_user_code` ends the job through
  * MPI_ERRORS_ARE_FATAL with an error class the program added. */
 #include <complex.h>
 #include <mpi.h>
@@ -577,6 +577,32 @@ static void fint(void) {
     OK(MPI_Comm_free(&dup));
 }
 
+/* MPI_Comm_create with disjoint groups in one call (MPI 2.2): the even ranks pass the
+ * group of the even ranks in reverse order, the odd ranks that of the odd ones; each
+ * gets a communicator of its own group, ordered as the group. */
+static void create(void) {
+    MPI_Group world, mine;
+    MPI_Comm c;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int parity = me % 2, n = (np - parity + 1) / 2, ranks[64];
+    CHECK(n <= 64);
+    for (int i = 0; i < n; i++) ranks[i] = parity + 2 * (n - 1 - i);
+    OK(MPI_Group_incl(world, n, ranks, &mine));
+    OK(MPI_Comm_create(MPI_COMM_WORLD, mine, &c));
+    CHECK(c != MPI_COMM_NULL);
+    int size, rank, sum = 0;
+    OK(MPI_Comm_size(c, &size));
+    OK(MPI_Comm_rank(c, &rank));
+    CHECK(size == n && rank == n - 1 - me / 2);
+    OK(MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, c));
+    int expect = 0;
+    for (int i = 0; i < n; i++) expect += ranks[i];
+    CHECK(sum == expect);
+    OK(MPI_Comm_free(&c));
+    OK(MPI_Group_free(&mine));
+    OK(MPI_Group_free(&world));
+}
+
 static int handler_calls, handler_code;
 
 static void record(MPI_Comm *comm, int *code, ...) {
@@ -679,6 +705,7 @@ int main(int argc, char **argv) {
     if (all || strcmp(part, "fint") == 0) fint();
     if ((all || strcmp(part, "inter") == 0) && np > 1) inter();
     if ((all || strcmp(part, "mrecv") == 0) && np > 1) mrecv();
+    if (all || strcmp(part, "create") == 0) create();
     if (all || strcmp(part, "graph") == 0) graph();
     if (all || strcmp(part, "errors") == 0) errors();
     OK(MPI_Finalize());
