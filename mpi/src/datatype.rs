@@ -364,10 +364,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
-                Some(_) if pair_data_size(datatype).is_some() => {
-                    pair_data_size(datatype).unwrap_or_default()
-                }
-                Some((s, _)) => s,
+                Some((s, _)) => pair_data_size(datatype).unwrap_or(s),
                 None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
                     Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
                 })?,
@@ -385,10 +382,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
-                Some(_) if pair_data_size(datatype).is_some() => {
-                    pair_data_size(datatype).unwrap_or_default()
-                }
-                Some((s, _)) => s,
+                Some((s, _)) => pair_data_size(datatype).unwrap_or(s),
                 None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
                     Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
                 })?,
