@@ -141,6 +141,23 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_UINT32_T              ((MPI_Datatype)0x00000251)
 #define MPI_INT64_T               ((MPI_Datatype)0x00000258)
 #define MPI_UINT64_T              ((MPI_Datatype)0x00000259)
+#define MPI_CXX_BOOL                ((MPI_Datatype)0x00000239)
+#define MPI_CXX_FLOAT_COMPLEX       ((MPI_Datatype)0x00000213)
+#define MPI_CXX_DOUBLE_COMPLEX      ((MPI_Datatype)0x00000217)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x00000225)
+/* Fortran's sized types (INTEGER16, REAL16 and COMPLEX32 are moved, never reduced). */
+#define MPI_INTEGER1              ((MPI_Datatype)0x000002c0)
+#define MPI_CHARACTER             ((MPI_Datatype)0x000002c3)
+#define MPI_INTEGER2              ((MPI_Datatype)0x000002c8)
+#define MPI_INTEGER4              ((MPI_Datatype)0x000002d0)
+#define MPI_REAL4                 ((MPI_Datatype)0x000002d2)
+#define MPI_INTEGER8              ((MPI_Datatype)0x000002d8)
+#define MPI_REAL8                 ((MPI_Datatype)0x000002da)
+#define MPI_COMPLEX8              ((MPI_Datatype)0x000002db)
+#define MPI_INTEGER16             ((MPI_Datatype)0x000002e0)
+#define MPI_REAL16                ((MPI_Datatype)0x000002e2)
+#define MPI_COMPLEX16             ((MPI_Datatype)0x000002e3)
+#define MPI_COMPLEX32             ((MPI_Datatype)0x000002eb)
 
 /* Error classes (every error code of this library is its class). */
 enum {
@@ -164,16 +181,47 @@ enum {
     MPI_ERR_INTERN = 17,
     MPI_ERR_PENDING = 18,
     MPI_ERR_IN_STATUS = 19,
+    MPI_ERR_ACCESS = 20,
+    MPI_ERR_AMODE = 21,
+    MPI_ERR_ASSERT = 22,
+    MPI_ERR_BAD_FILE = 23,
+    MPI_ERR_BASE = 24,
+    MPI_ERR_CONVERSION = 25,
+    MPI_ERR_DISP = 26,
+    MPI_ERR_DUP_DATAREP = 27,
+    MPI_ERR_FILE_EXISTS = 28,
+    MPI_ERR_FILE_IN_USE = 29,
+    MPI_ERR_FILE = 30,
     MPI_ERR_INFO_KEY = 31,
     MPI_ERR_INFO_NOKEY = 32,
     MPI_ERR_INFO_VALUE = 33,
     MPI_ERR_INFO = 34,
+    MPI_ERR_IO = 35,
     MPI_ERR_KEYVAL = 36,
+    MPI_ERR_LOCKTYPE = 37,
+    MPI_ERR_NAME = 38,
     MPI_ERR_NO_MEM = 39,
+    MPI_ERR_NOT_SAME = 40,
+    MPI_ERR_NO_SPACE = 41,
+    MPI_ERR_NO_SUCH_FILE = 42,
+    MPI_ERR_PORT = 43,
     MPI_ERR_PROC_ABORTED = 44,
+    MPI_ERR_QUOTA = 45,
+    MPI_ERR_READ_ONLY = 46,
+    MPI_ERR_RMA_ATTACH = 47,
+    MPI_ERR_RMA_CONFLICT = 48,
+    MPI_ERR_RMA_RANGE = 49,
+    MPI_ERR_RMA_SHARED = 50,
+    MPI_ERR_RMA_SYNC = 51,
+    MPI_ERR_RMA_FLAVOR = 52,
+    MPI_ERR_SERVICE = 53,
+    MPI_ERR_SESSION = 54,
+    MPI_ERR_SIZE = 55,
     MPI_ERR_SPAWN = 56,
+    MPI_ERR_UNSUPPORTED_DATAREP = 57,
     MPI_ERR_UNSUPPORTED_OPERATION = 58,
     MPI_ERR_VALUE_TOO_LARGE = 59,
+    MPI_ERR_WIN = 60,
     MPI_ERR_ERRHANDLER = 61,
     /* ULFM (the values Open MPI uses). */
     MPI_ERR_PROC_FAILED = 75,
@@ -280,6 +328,12 @@ int MPI_Get_library_version(char *version, int *resultlen);
 /* Errors and error handlers */
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
 int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
@@ -322,11 +376,41 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest);
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
 int MPI_Topo_test(MPI_Comm comm, int *status);
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+                     int reorder, MPI_Comm *comm_graph);
+int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+                  int *newrank);
+int MPI_Pcontrol(const int level, ...);
+/* Handle conversions to and from Fortran (a handle's number; a request's slot). */
+enum { MPI_F_SOURCE = 0, MPI_F_TAG = 1, MPI_F_ERROR = 2, MPI_F_STATUS_SIZE = 8 };
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+MPI_Fint MPI_Message_c2f(MPI_Message message);
+MPI_Message MPI_Message_f2c(MPI_Fint message);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Comm_disconnect(MPI_Comm *comm);
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
 int MPI_Comm_remote_size(MPI_Comm comm, int *size);
@@ -407,6 +491,30 @@ int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int ar
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                          int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[],
+                          MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
+/* Datatype decoding (the ABI table's values; DARRAY and the F90 ones are never given). */
+enum {
+    MPI_COMBINER_NAMED = 301,
+    MPI_COMBINER_DUP = 302,
+    MPI_COMBINER_CONTIGUOUS = 303,
+    MPI_COMBINER_VECTOR = 304,
+    MPI_COMBINER_HVECTOR = 305,
+    MPI_COMBINER_INDEXED = 306,
+    MPI_COMBINER_HINDEXED = 307,
+    MPI_COMBINER_INDEXED_BLOCK = 308,
+    MPI_COMBINER_HINDEXED_BLOCK = 309,
+    MPI_COMBINER_STRUCT = 310,
+    MPI_COMBINER_SUBARRAY = 311,
+    MPI_COMBINER_DARRAY = 312,
+    MPI_COMBINER_F90_REAL = 313,
+    MPI_COMBINER_F90_COMPLEX = 314,
+    MPI_COMBINER_F90_INTEGER = 315,
+    MPI_COMBINER_RESIZED = 316
+};
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
              int *position, MPI_Comm comm);
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,

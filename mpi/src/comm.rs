@@ -131,12 +131,14 @@ crate::mpi_fn! {
                 return crate::attr::copy_all(g, comm, *slot);
             }
             let (_, coll) = lib.intra(comm)?;
-            let cart = e.cart.clone();
+            let (cart, graph) = (e.cart.clone(), e.graph.clone());
             let pair = g.unlocked(|| with_half(coll.dup()?))?;
             let lib = g.lib()?;
             *slot = insert(lib, pair, errh);
             // A dup keeps the topology (MPI 4.1, 8.4) and copies the attributes.
-            lib.comm_mut(*slot)?.cart = cart;
+            let new = lib.comm_mut(*slot)?;
+            new.cart = cart;
+            new.graph = graph;
             crate::attr::copy_all(g, comm, *slot)
         })
     }
@@ -240,8 +242,45 @@ pub(crate) fn group_of(lib: &Lib, comm: Handle) -> R<Vec<u32>> {
 
 crate::mpi_fn! {
     /// `MPI_Comm_create`: the members of `group` get a communicator ordered as the
-    /// group, the others `MPI_COMM_NULL` (collective over `comm`).
+    /// group, the others `MPI_COMM_NULL` (collective over `comm`); on an
+    /// inter-communicator, the inter-communicator between both sides' subgroups.
     fn MPI_Comm_create / PMPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) {
+        // On an inter-communicator (MPI 4.1 §7.4.2) each side names a subgroup of its
+        // local group: the members get the inter-communicator between the two
+        // subgroups, everyone `MPI_COMM_NULL` when either is empty; a split by
+        // membership ordered by the position in the group is that.
+        let mut inter = None;
+        let rc = call(comm, |g| {
+            let lib = g.lib()?;
+            if let CommKind::Inter { p2p, .. } = &lib.comm(comm)?.kind {
+                let mine = crate::comm_groups::side_of(p2p, p2p.local_offset(), p2p.local_size());
+                let members = crate::group::group(lib, group)?;
+                if let Some(w) = members.iter().find(|w| !mine.contains(w)) {
+                    return Err(Fail::new(
+                        MPI_ERR_GROUP,
+                        format!("world rank {w} of the group is not in the local group"),
+                    ));
+                }
+                let me = lib.world.rank();
+                inter = Some(members.iter().position(|&w| w == me));
+            }
+            Ok(())
+        });
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        if let Some(pos) = inter {
+            let (color, key) = match pos {
+                Some(p) => (0, c_int::try_from(p).unwrap_or(c_int::MAX)),
+                None => (MPI_UNDEFINED, 0),
+            };
+            // SAFETY: MPI's contract: `newcomm` is valid for a write.
+            let rc = unsafe { crate::split_inter::split(comm, color, key, newcomm) };
+            if rc == MPI_SUCCESS {
+                return rc;
+            }
+            return call(comm, |_| Err(Fail::new(rc, "MPI_Comm_create on an inter-communicator")));
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
             let slot = unsafe { out(newcomm) }?;
@@ -256,7 +295,11 @@ crate::mpi_fn! {
             }
             let me = lib.world.rank();
             let pos = members.iter().position(|&w| w == me);
-            *slot = split(g, comm, pos.map(|_| 0), pos.map_or(0, |p| p as c_int))?;
+            // Processes may pass different groups if they are disjoint (MPI 2.2): each
+            // group is one color, named by its smallest member (which no other group
+            // holds), ordered by the position in the group.
+            let color = pos.and_then(|_| members.iter().min().copied());
+            *slot = split(g, comm, color, pos.map_or(0, |p| p as c_int))?;
             Ok(())
         })
     }
@@ -367,58 +410,6 @@ crate::mpi_fn! {
     }
 }
 
-/// How two groups of world ranks compare.
-pub(crate) fn compare_groups(a: &[u32], b: &[u32]) -> c_int {
-    if a == b {
-        return MPI_IDENT;
-    }
-    let mut x = a.to_vec();
-    let mut y = b.to_vec();
-    x.sort_unstable();
-    y.sort_unstable();
-    if x == y {
-        MPI_SIMILAR
-    } else {
-        MPI_UNEQUAL
-    }
-}
-
-crate::mpi_fn! {
-    /// `MPI_Comm_compare`.
-    fn MPI_Comm_compare / PMPI_Comm_compare(comm1: Handle, comm2: Handle, result: *mut c_int) {
-        call(comm1, |g| {
-            // SAFETY: MPI's contract: `result` is valid for a write.
-            let slot = unsafe { out(result) }?;
-            let lib = g.lib()?;
-            lib.comm(comm1)?;
-            lib.comm(comm2)?;
-            *slot = if comm1 == comm2 {
-                MPI_IDENT
-            } else {
-                match compare_groups(&group_of(lib, comm1)?, &group_of(lib, comm2)?) {
-                    MPI_IDENT => MPI_CONGRUENT,
-                    other => other,
-                }
-            };
-            Ok(())
-        })
-    }
-}
-
-crate::mpi_fn! {
-    /// `MPI_Comm_group` (intra-communicators).
-    fn MPI_Comm_group / PMPI_Comm_group(comm: Handle, group: *mut Handle) {
-        call(comm, |g| {
-            // SAFETY: MPI's contract: `group` is valid for a write.
-            let slot = unsafe { out(group) }?;
-            let lib = g.lib()?;
-            let members = group_of(lib, comm)?;
-            *slot = crate::group::new_group(lib, members);
-            Ok(())
-        })
-    }
-}
-
 crate::mpi_fn! {
     /// `MPI_Comm_test_inter`.
     fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: Handle, flag: *mut c_int) {
@@ -498,7 +489,8 @@ static FT_VALUE: AtomicI32 = AtomicI32::new(0);
 
 crate::mpi_fn! {
     /// `MPI_Comm_get_attr` for the predefined keys (`MPI_TAG_UB`, `MPI_UNIVERSE_SIZE`,
-    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, and ULFM's `MPI_FT` /
+    /// `MPI_APPNUM`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_LASTUSEDCODE`,
+    /// and ULFM's `MPI_FT` /
     /// `MPIX_FT`: 1 when the job tolerates failures, 0 under `--with-ft no`):
     /// `*attribute_val` becomes a pointer to the `int` value.
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(
@@ -521,6 +513,7 @@ crate::mpi_fn! {
                 MPI_IO => &IO_VALUE,
                 MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
                 MPI_FT => &FT_VALUE,
+                MPI_LASTUSEDCODE => &crate::user_errors::LAST_USED,
                 // The program's keys.
                 // SAFETY: MPI's contract, as below.
                 k => return unsafe { crate::attr::get(lib, comm, k, attribute_val, flag) },

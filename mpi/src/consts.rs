@@ -71,6 +71,7 @@ pub const MPI_HOST: c_int = 10003;
 pub const MPI_IO: c_int = 10002;
 pub const MPI_WTIME_IS_GLOBAL: c_int = 10004;
 pub const MPI_APPNUM: c_int = 10005;
+pub const MPI_LASTUSEDCODE: c_int = 10006;
 pub const MPI_UNIVERSE_SIZE: c_int = 10007;
 pub const MPI_FT: c_int = 10008;
 

@@ -6,6 +6,7 @@ use std::ffi::c_int;
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::{call, Lib};
+use crate::type_contents as tc;
 use crate::util::{out, read_handle};
 
 /// What one element of a type is, for reductions.
@@ -25,7 +26,14 @@ pub(crate) enum Elem {
     Byte,
     /// Value-index pairs of MINLOC/MAXLOC: the value's kind, the index's offset.
     Pair(PairValue, usize),
-    /// Moved, never reduced (long double, complex, packed).
+    /// Complex numbers of `f32` parts, of `f64` parts.
+    C32,
+    C64,
+    /// C's `long double` (x86_64: the x87 extended format in 16 bytes), and complex
+    /// numbers of two.
+    F80,
+    C80,
+    /// Moved, never reduced (types mixing elements of several kinds).
     Opaque,
 }
 
@@ -37,6 +45,8 @@ pub(crate) enum PairValue {
     I64,
     I32,
     I16,
+    /// `long double`, its index at 16.
+    F80,
 }
 
 /// A datatype: its size in bytes (contiguous: extent = size), what its elements are and
@@ -67,19 +77,38 @@ const fn basic(h: Handle) -> Option<(usize, Elem)> {
         0x20e | 0x20f | 0x259 => (8, U64),
         0x210 | 0x21a => (4, F32),
         0x214 | 0x21c => (8, F64),
-        0x21b => (8, Opaque),
-        0x21d => (16, Opaque),
+        0x21b => (8, C32),
+        0x21d => (16, C64),
         0x238 => (1, Bool),
-        0x220 => (16, Opaque),
-        0x212 => (8, Opaque),
-        0x216 => (16, Opaque),
-        0x224 => (32, Opaque),
+        0x220 => (16, F80),
+        0x212 => (8, C32),
+        0x216 => (16, C64),
+        0x224 => (32, C80),
         0x228 => (8, Pair(PairValue::F32, 4)),
         0x229 => (16, Pair(PairValue::F64, 8)),
         0x22a => (16, Pair(PairValue::I64, 8)),
         0x22b => (8, Pair(PairValue::I32, 4)),
         0x22c => (8, Pair(PairValue::I16, 4)),
-        0x22d => (32, Opaque),
+        0x22d => (32, Pair(PairValue::F80, 16)),
+        // C++'s bool and complex types (the same bits as C's).
+        0x239 => (1, Bool),
+        0x213 => (8, C32),
+        0x217 => (16, C64),
+        0x225 => (32, C80),
+        // Fortran's sized types: INTEGER1/2/4/8, REAL4/8, COMPLEX8/16 reduce as the C
+        // types of their sizes; CHARACTER, INTEGER16, REAL16 and COMPLEX32 (IEEE
+        // quadruple precision, not C's long double) are moved, never reduced.
+        0x2c0 => (1, I8),
+        0x2c8 => (2, I16),
+        0x2d0 => (4, I32),
+        0x2d8 => (8, I64),
+        0x2d2 => (4, F32),
+        0x2da => (8, F64),
+        0x2db => (8, C32),
+        0x2e3 => (16, C64),
+        0x2c3 => (1, Opaque),
+        0x2e0 | 0x2e2 => (16, Opaque),
+        0x2eb => (32, Opaque),
         _ => return None,
     })
 }
@@ -96,7 +125,7 @@ pub(crate) fn basic_entry(h: Handle) -> Option<TypeEntry> {
 
 /// The first handle of a basic type and how many handles from there may be one.
 const BASIC_FIRST: Handle = 0x200;
-const BASIC_SPAN: usize = 0x60;
+const BASIC_SPAN: usize = 0xf0;
 
 /// The size of each basic type by handle from [`BASIC_FIRST`] (0: not a basic type):
 /// a send's or receive's byte count without a match or a table lookup.
@@ -220,7 +249,7 @@ macro_rules! float_op {
     }};
 }
 
-fn bad_op(op: Handle) -> Fail {
+pub(crate) fn bad_op(op: Handle) -> Fail {
     Fail::new(
         MPI_ERR_OP,
         format!("operation {op:#x} is not a predefined operation defined on this datatype"),
@@ -254,6 +283,10 @@ pub(crate) fn reduce(op: Handle, elem: Elem, acc: &mut [u8], other: &[u8]) -> R<
             apply(acc, other, u8::from_ne_bytes, u8::to_ne_bytes, f);
             Ok(())
         }
+        Elem::C32 => crate::reduce_wide::complex(op, false, acc, other),
+        Elem::C64 => crate::reduce_wide::complex(op, true, acc, other),
+        Elem::F80 => crate::reduce_wide::long_double(op, acc, other),
+        Elem::C80 => crate::reduce_wide::long_double_complex(op, acc, other),
         Elem::Pair(value, index_at) => pair_op(op, value, index_at, acc, other),
         Elem::Opaque => Err(bad_op(op)),
     }
@@ -267,7 +300,12 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
         0x38 => false,
         _ => return Err(bad_op(op)),
     };
-    let size = if index_at == 8 { 16 } else { 8 };
+    // The pair's C struct: the index after the value, padded to the value's alignment.
+    let size = match index_at {
+        16 => 32,
+        8 => 16,
+        _ => 8,
+    };
     let val = |b: &[u8]| -> f64 {
         match value {
             PairValue::F32 => f64::from(f32::from_ne_bytes(b[..4].try_into().expect("4"))),
@@ -275,7 +313,7 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
             PairValue::I32 => f64::from(i32::from_ne_bytes(b[..4].try_into().expect("4"))),
             PairValue::I16 => f64::from(i16::from_ne_bytes(b[..2].try_into().expect("2"))),
             // Compared exactly below; the f64 is only for the other kinds.
-            PairValue::I64 => 0.0,
+            PairValue::I64 | PairValue::F80 => 0.0,
         }
     };
     let idx = |b: &[u8]| i32::from_ne_bytes(b[index_at..index_at + 4].try_into().expect("4"));
@@ -284,6 +322,8 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
             let x = i64::from_ne_bytes(a[..8].try_into().expect("8"));
             let y = i64::from_ne_bytes(b[..8].try_into().expect("8"));
             x.cmp(&y)
+        } else if value == PairValue::F80 {
+            crate::reduce_wide::cmp(a, b).unwrap_or(std::cmp::Ordering::Equal)
         } else {
             val(a)
                 .partial_cmp(&val(b))
@@ -301,13 +341,30 @@ fn pair_op(op: Handle, value: PairValue, index_at: usize, acc: &mut [u8], other:
     Ok(())
 }
 
+/// The bytes of data in one value-index pair of a predefined pair type, without the
+/// padding its C struct has (`MPI_DOUBLE_INT`: 8 + 4 of 16); `None` for the other types.
+/// `MPI_Type_size` reports these; the library moves whole pairs (extent bytes).
+fn pair_data_size(h: Handle) -> Option<usize> {
+    match basic(h)? {
+        (_, Elem::Pair(value, _)) => Some(
+            4 + match value {
+                PairValue::F32 | PairValue::I32 => 4,
+                PairValue::F64 | PairValue::I64 => 8,
+                PairValue::I16 => 2,
+                PairValue::F80 => 16,
+            },
+        ),
+        _ => None,
+    }
+}
+
 crate::mpi_fn! {
-    /// `MPI_Type_size`.
+    /// `MPI_Type_size` (of a pair type: its data, not its padding).
     fn MPI_Type_size / PMPI_Type_size(datatype: Handle, size: *mut c_int) {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
-                Some((s, _)) => s,
+                Some((s, _)) => pair_data_size(datatype).unwrap_or(s),
                 None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
                     Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
                 })?,
@@ -325,7 +382,7 @@ crate::mpi_fn! {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
-                Some((s, _)) => s,
+                Some((s, _)) => pair_data_size(datatype).unwrap_or(s),
                 None => lib.types.get(&datatype).map(|t| t.size).ok_or_else(|| {
                     Fail::new(MPI_ERR_TYPE, format!("{datatype:#x} is not a datatype"))
                 })?,
@@ -368,7 +425,9 @@ crate::mpi_fn! {
             let n = crate::util::count_arg(count)?;
             if lib.layouts.contains_key(&oldtype) {
                 // Items with gaps, one extent apart.
-                return crate::typemap::blocks_of(lib, oldtype, std::iter::once((n, 0)), newtype);
+                crate::typemap::blocks_of(lib, oldtype, std::iter::once((n, 0)), newtype)?;
+                // SAFETY: `blocks_of` wrote `*newtype`.
+                return unsafe { tc::record(lib, newtype, tc::CONTIGUOUS, vec![count], vec![], &[oldtype]) };
             }
             let old = match basic(oldtype) {
                 Some((size, elem)) => TypeEntry { size, elem, elems: 1, committed: true },
@@ -388,7 +447,8 @@ crate::mpi_fn! {
                 TypeEntry { size, elem: old.elem, elems: old.elems * n, committed: false },
             );
             *slot = h;
-            Ok(())
+            // SAFETY: `newtype` was just written.
+            unsafe { tc::record(lib, newtype, tc::CONTIGUOUS, vec![count], vec![], &[oldtype]) }
         })
     }
 }

@@ -119,8 +119,14 @@ pub(crate) fn abort_job(code: c_int, why: &str) -> ! {
             libc::kill(libc::getppid(), libc::SIGTERM);
         }
     }
+    // An exit status keeps the code's low 8 bits; a code that has none set (a code the
+    // program added, from 0x4000) still ends the process with a failure.
+    let status = match code & 0xff {
+        0 if code != 0 => 1,
+        s => s,
+    };
     // SAFETY: _exit ends the process at once; nothing after it runs.
-    unsafe { libc::_exit(code & 0xff) }
+    unsafe { libc::_exit(status) }
 }
 
 fn launched_by_steadfast_run() -> bool {
@@ -155,6 +161,39 @@ pub(crate) fn class_string(class: c_int) -> Option<&'static str> {
         MPI_ERR_INTERN => "MPI_ERR_INTERN: internal error",
         MPI_ERR_PENDING => "MPI_ERR_PENDING: pending request",
         MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS: error code is in status",
+        MPI_ERR_TOPOLOGY => "MPI_ERR_TOPOLOGY: invalid topology",
+        MPI_ERR_DIMS => "MPI_ERR_DIMS: invalid dimension argument",
+        20 => "MPI_ERR_ACCESS: permission denied",
+        21 => "MPI_ERR_AMODE: invalid file access mode",
+        22 => "MPI_ERR_ASSERT: invalid assertion argument",
+        23 => "MPI_ERR_BAD_FILE: invalid file name",
+        24 => "MPI_ERR_BASE: invalid base address",
+        25 => "MPI_ERR_CONVERSION: data conversion failed",
+        26 => "MPI_ERR_DISP: invalid displacement",
+        27 => "MPI_ERR_DUP_DATAREP: data representation already defined",
+        28 => "MPI_ERR_FILE_EXISTS: file exists",
+        29 => "MPI_ERR_FILE_IN_USE: file in use",
+        30 => "MPI_ERR_FILE: invalid file handle",
+        35 => "MPI_ERR_IO: input/output error",
+        37 => "MPI_ERR_LOCKTYPE: invalid lock type",
+        38 => "MPI_ERR_NAME: invalid service name",
+        40 => "MPI_ERR_NOT_SAME: collective arguments differ between processes",
+        41 => "MPI_ERR_NO_SPACE: no space left",
+        42 => "MPI_ERR_NO_SUCH_FILE: no such file",
+        43 => "MPI_ERR_PORT: invalid port name",
+        45 => "MPI_ERR_QUOTA: quota exceeded",
+        46 => "MPI_ERR_READ_ONLY: read-only file or file system",
+        47 => "MPI_ERR_RMA_ATTACH: memory cannot be attached",
+        48 => "MPI_ERR_RMA_CONFLICT: conflicting accesses to a window",
+        49 => "MPI_ERR_RMA_RANGE: target memory outside the window",
+        50 => "MPI_ERR_RMA_SHARED: memory cannot be shared",
+        51 => "MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls",
+        52 => "MPI_ERR_RMA_FLAVOR: wrong kind of window",
+        53 => "MPI_ERR_SERVICE: invalid service name",
+        54 => "MPI_ERR_SESSION: invalid session",
+        55 => "MPI_ERR_SIZE: invalid size argument",
+        57 => "MPI_ERR_UNSUPPORTED_DATAREP: unsupported data representation",
+        60 => "MPI_ERR_WIN: invalid window",
         MPI_ERR_INFO_KEY => "MPI_ERR_INFO_KEY: key longer than MPI_MAX_INFO_KEY",
         MPI_ERR_INFO_NOKEY => "MPI_ERR_INFO_NOKEY: invalid key passed to MPI_INFO_DELETE",
         MPI_ERR_INFO_VALUE => "MPI_ERR_INFO_VALUE: value longer than MPI_MAX_INFO_VAL",
@@ -183,14 +222,19 @@ pub(crate) fn class_string(class: c_int) -> Option<&'static str> {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Error_class`: every code of this library is its own class.
+    /// `MPI_Error_class`: every code of this library is its own class; a code the
+    /// program added has the class it was added to.
     fn MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) {
         call(MPI_COMM_WORLD, |_| {
-            if class_string(errorcode).is_none() {
-                return Err(Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an error code")));
-            }
+            let class = match crate::user_errors::class_of(errorcode) {
+                Some(c) => c,
+                None if class_string(errorcode).is_some() => errorcode,
+                None => {
+                    return Err(Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an error code")))
+                }
+            };
             // SAFETY: MPI's contract: `errorclass` is valid for a write.
-            *unsafe { out(errorclass) }? = errorcode;
+            *unsafe { out(errorclass) }? = class;
             Ok(())
         })
     }
@@ -204,7 +248,10 @@ crate::mpi_fn! {
         resultlen: *mut c_int
     ) {
         call(MPI_COMM_WORLD, |_| {
-            let text = class_string(errorcode)
+            let added = crate::user_errors::string_of(errorcode);
+            let text = added
+                .as_deref()
+                .or_else(|| class_string(errorcode))
                 .ok_or_else(|| Fail::new(MPI_ERR_ARG, format!("{errorcode} is not an error code")))?;
             // SAFETY: MPI's contract: `string` holds MPI_MAX_ERROR_STRING bytes and
             // `resultlen` is valid for a write.

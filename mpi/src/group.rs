@@ -297,7 +297,7 @@ crate::mpi_fn! {
     fn MPI_Group_compare / PMPI_Group_compare(group1: Handle, group2: Handle, result: *mut c_int) {
         call(MPI_COMM_WORLD, |g| {
             let lib = g.lib()?;
-            let r = crate::comm::compare_groups(&group(lib, group1)?, &group(lib, group2)?);
+            let r = crate::comm_groups::compare_groups(&group(lib, group1)?, &group(lib, group2)?);
             // SAFETY: MPI's contract: `result` is valid for a write.
             *unsafe { out(result) }? = r;
             Ok(())

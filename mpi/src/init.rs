@@ -109,14 +109,20 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         }
     }
     let mut launched = true;
-    let world = match World::init() {
+    let params = mpi_params().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
+    if params.pmi_failure_signal() {
+        // Before connecting, as `World::init` does: Hydra may signal a failure from
+        // then on.
+        sf::bootstrap::pmi1::tolerate_failure_signal_if_launched();
+    }
+    let world = match sf::bootstrap::from_env() {
+        Ok(boot) => World::init_with(boot, params),
         // Started without a launcher: a job of one (MPI's singleton init).
-        Err(InitError::Bootstrap(BootstrapError::NotLaunched { .. })) => {
+        Err(BootstrapError::NotLaunched { .. }) => {
             launched = false;
-            let params = Params::load().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
             World::init_with(Box::new(Singleton::default()), params)
         }
-        other => other,
+        Err(e) => Err(InitError::Bootstrap(e)),
     }
     .map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
     let (errh, errh_name) = initial_errhandler();
@@ -467,4 +473,34 @@ pub(crate) fn host_name() -> R<String> {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+crate::mpi_fn! {
+    /// `MPI_Pcontrol`: the profiling control MPI leaves to tools (MPI 4.1 §15.2.4: "MPI
+    /// libraries themselves make no use of this routine, and simply return
+    /// immediately"); a tool that interposes it sees the level. C declares it
+    /// variadic; the arguments after `level` are the tool's, and C's calling
+    /// conventions let this definition take the first alone.
+    fn MPI_Pcontrol / PMPI_Pcontrol(level: c_int) {
+        let _ = level;
+        MPI_SUCCESS
+    }
+}
+
+/// The runtime's parameters for an MPI program: as `World::init` reads them, with the
+/// progress thread on unless the environment or a params file sets
+/// `progress_thread`. An MPI program computes outside the library for as long as it
+/// likes; without the thread its heartbeats stop meanwhile, and after
+/// `detect_timeout_ms` (2 s by default) its peers declared it failed (MPICH's
+/// `bsendpending.c`, whose receiver computes for 2 s, saw its sender's next barrier
+/// fail with `MPIX_ERR_PROC_FAILED`, and then was excluded itself).
+fn mpi_params() -> Result<Params, sf::params::ParamError> {
+    let mut params = Params::load()?;
+    if matches!(
+        params.get("progress_thread"),
+        Some((_, sf::params::Source::Default))
+    ) {
+        params.set("progress_thread", "1")?;
+    }
+    Ok(params)
 }

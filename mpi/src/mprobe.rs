@@ -108,7 +108,10 @@ fn receive(
     // SAFETY: MPI's contract: `message` is valid for reads and writes.
     let slot = unsafe { out(message) }?;
     let lib = g.lib()?;
-    let (len, _) = lib.byte_len(count, dt)?;
+    // A type with gaps is received into a contiguous copy, unpacked after.
+    let buffer = lib.buffer_of(count, dt)?;
+    let len = buffer.len();
+    let mut unpack = crate::typemap::Unpack::of(&buffer, buf);
     if *slot == MPI_MESSAGE_NO_PROC {
         *slot = MPI_MESSAGE_NULL;
         return Ok((Outcome::proc_null(), MPI_COMM_WORLD));
@@ -118,11 +121,20 @@ fn receive(
         .remove(&*slot)
         .ok_or_else(|| Fail::new(MPI_ERR_REQUEST, "not a message from MPI_Mprobe"))?;
     *slot = MPI_MESSAGE_NULL;
-    // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, the program's alone
-    // during the call.
-    let data = unsafe { bytes_mut(buf, len) }?;
+    let data = match unpack.as_mut() {
+        Some(u) => &mut u.temp[..],
+        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, the program's alone
+        // during the call.
+        None => unsafe { bytes_mut(buf, len) }?,
+    };
     let st = m.status();
-    let outcome = match m.recv(data) {
+    let received = m.recv(data);
+    if let (Some(u), Ok(st)) = (&unpack, &received) {
+        // SAFETY: MPI's contract: `buf` holds `count` items of `dt`, writable; the
+        // receive is over, so nothing writes `temp` any more.
+        unsafe { u.apply(st.len) };
+    }
+    let outcome = match received {
         Ok(st) => Outcome::ok((st.source - offset) as c_int, st.tag as c_int, st.len),
         Err(e) => Outcome {
             source: (st.source - offset) as c_int,

@@ -74,6 +74,21 @@ impl Requests {
         self.slot(*h)?.req.as_mut()
     }
 
+    /// The handle of slot `index` as it stands (live or not): `MPI_Request_f2c`'s
+    /// answer for the Fortran integer naming that slot.
+    pub fn handle_at(&self, index: u32) -> Handle {
+        let generation = self
+            .slots
+            .get(index as usize)
+            .map_or(GEN_MASK, |s| s.generation);
+        handle(index, generation)
+    }
+
+    /// The slot index of request handle `h`, `None` for another kind of handle.
+    pub fn index_of(h: Handle) -> Option<u32> {
+        (h >> 62 == 1).then_some((h & u32::MAX as Handle) as u32)
+    }
+
     /// Takes request `h` out, if live; its handle is stale from now on.
     #[inline]
     pub fn remove(&mut self, h: &Handle) -> Option<Req> {

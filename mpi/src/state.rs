@@ -151,6 +151,8 @@ pub(crate) struct CommEntry {
     pub name: String,
     /// Its Cartesian grid, if it has one (`topo.rs`).
     pub cart: Option<Box<crate::topo::Cart>>,
+    /// Its graph, if it has one (`graph.rs`).
+    pub graph: Option<Box<crate::graph::Graph>>,
 }
 
 impl CommEntry {
@@ -167,6 +169,7 @@ impl CommEntry {
             coll_seq: 0,
             name: name.into(),
             cart: None,
+            graph: None,
         }
     }
 
@@ -229,6 +232,8 @@ pub(crate) struct Lib {
     pub layouts: Map<std::sync::Arc<crate::typemap::Layout>>,
     /// Names given by `MPI_Type_set_name` (`type_name`).
     pub type_names: Map<String>,
+    /// How each derived type was made (`type_contents`).
+    pub type_contents: Map<std::sync::Arc<crate::type_contents::Contents>>,
     /// Operations made by `MPI_Op_create` (`op`).
     pub ops: Map<UserOp>,
     /// Groups as lists of world ranks.
@@ -264,6 +269,7 @@ impl Lib {
             types: Map::default(),
             layouts: Map::default(),
             type_names: Map::default(),
+            type_contents: Map::default(),
             ops: Map::default(),
             groups: Map::default(),
             errhandlers: Map::default(),

@@ -4,7 +4,7 @@
 //! intra-communicator made by a split of its parent (ranks in row-major order of their
 //! coordinates, the last dimension varying fastest; `reorder` is accepted and not used,
 //! which MPI allows) with its grid kept beside it in the table ([`Cart`]);
-//! `MPI_Comm_dup` copies the grid. Graph topologies are not implemented.
+//! `MPI_Comm_dup` copies the grid. Graph topologies: `graph.rs`.
 
 use std::ffi::c_int;
 
@@ -14,7 +14,8 @@ use crate::state::{call, Guard};
 use crate::util::out;
 
 /// `MPI_CART`, `MPI_Topo_test`'s answer for a Cartesian communicator (`mpi.h` also
-/// defines `MPI_GRAPH` 201 and `MPI_DIST_GRAPH` 202, which it never gives).
+/// defines `MPI_GRAPH` 201, `graph.rs`, and `MPI_DIST_GRAPH` 202, which it never
+/// gives).
 pub const MPI_CART: c_int = 203;
 
 /// A communicator's Cartesian grid.
@@ -112,7 +113,7 @@ pub(crate) fn dims_create(nnodes: u32, dims: &mut [u32]) -> Result<(), String> {
 ///
 /// # Safety
 /// `p` holds `n` ints when `n > 0`.
-unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> R<&'a [c_int]> {
+pub(crate) unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> R<&'a [c_int]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -263,7 +264,11 @@ crate::mpi_fn! {
 ///
 /// # Safety
 /// `p` holds `maxdims` ints when `maxdims > 0`.
-unsafe fn write_ints(p: *mut c_int, maxdims: usize, values: impl Iterator<Item = c_int>) -> R<()> {
+pub(crate) unsafe fn write_ints(
+    p: *mut c_int,
+    maxdims: usize,
+    values: impl Iterator<Item = c_int>,
+) -> R<()> {
     if maxdims == 0 {
         return Ok(());
     }
@@ -408,10 +413,17 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Topo_test`: `MPI_CART` or `MPI_UNDEFINED`.
+    /// `MPI_Topo_test`: `MPI_CART`, `MPI_GRAPH` or `MPI_UNDEFINED`.
     fn MPI_Topo_test / PMPI_Topo_test(comm: Handle, status: *mut c_int) {
         call(comm, |g| {
-            let t = if g.lib()?.comm(comm)?.cart.is_some() { MPI_CART } else { MPI_UNDEFINED };
+            let e = g.lib()?.comm(comm)?;
+            let t = if e.cart.is_some() {
+                MPI_CART
+            } else if e.graph.is_some() {
+                crate::graph::MPI_GRAPH
+            } else {
+                MPI_UNDEFINED
+            };
             // SAFETY: MPI's contract: `status` is valid for a write.
             *unsafe { out(status) }? = t;
             Ok(())

@@ -21,6 +21,7 @@ use crate::consts::*;
 use crate::datatype::{basic_entry, Elem, TypeEntry};
 use crate::error::{Fail, R};
 use crate::state::{call, Lib};
+use crate::type_contents as tc;
 use crate::util::{count_arg, out};
 
 /// One item of a type with gaps (see the module doc).
@@ -136,6 +137,11 @@ pub(crate) fn describe(lib: &Lib, h: Handle) -> R<(TypeEntry, Layout)> {
 fn align_of(t: &TypeEntry) -> usize {
     let each = t.size.checked_div(t.elems).unwrap_or(1);
     match t.elem {
+        // C's long double (x86_64) and what holds one: 16.
+        Elem::F80 | Elem::C80 | Elem::Pair(crate::datatype::PairValue::F80, _) => 16,
+        // A complex number: its parts'.
+        Elem::C32 => 4,
+        Elem::C64 => 8,
         Elem::Pair(..) | Elem::Opaque => each.clamp(1, 16).next_power_of_two().min(8),
         _ => each.clamp(1, 8),
     }
@@ -238,7 +244,9 @@ crate::mpi_fn! {
             let (n, bl) = (n_arg(count)?, n_arg(blocklength)?);
             let ext = extent_of(lib, oldtype)?;
             let blocks = (0..n).map(|i| (bl, i as isize * stride as isize * ext));
-            blocks_of(lib, oldtype, blocks, newtype)
+            blocks_of(lib, oldtype, blocks, newtype)?;
+            // SAFETY: `blocks_of` wrote `*newtype`.
+            unsafe { tc::record(lib, newtype, tc::VECTOR, vec![count, blocklength, stride], vec![], &[oldtype]) }
         })
     }
 }
@@ -256,7 +264,9 @@ crate::mpi_fn! {
             let lib = g.lib()?;
             let (n, bl) = (n_arg(count)?, n_arg(blocklength)?);
             let blocks = (0..n).map(|i| (bl, i as isize * stride));
-            blocks_of(lib, oldtype, blocks, newtype)
+            blocks_of(lib, oldtype, blocks, newtype)?;
+            // SAFETY: `blocks_of` wrote `*newtype`.
+            unsafe { tc::record(lib, newtype, tc::HVECTOR, vec![count, blocklength], vec![stride], &[oldtype]) }
         })
     }
 }
@@ -278,7 +288,10 @@ crate::mpi_fn! {
             let ext = extent_of(lib, oldtype)?;
             let lens = bl.iter().map(|&b| n_arg(b)).collect::<R<Vec<_>>>()?;
             let blocks = lens.into_iter().zip(d).map(|(b, &x)| (b, x as isize * ext));
-            blocks_of(lib, oldtype, blocks, newtype)
+            blocks_of(lib, oldtype, blocks, newtype)?;
+            let ints = [&[count][..], bl, d].concat();
+            // SAFETY: `blocks_of` wrote `*newtype`.
+            unsafe { tc::record(lib, newtype, tc::INDEXED, ints, vec![], &[oldtype]) }
         })
     }
 }
@@ -299,7 +312,10 @@ crate::mpi_fn! {
             let (bl, d) = unsafe { (arr(blocklengths, n, "blocklengths")?, arr(displacements, n, "displacements")?) };
             let lens = bl.iter().map(|&b| n_arg(b)).collect::<R<Vec<_>>>()?;
             let blocks = lens.into_iter().zip(d.iter().copied());
-            blocks_of(lib, oldtype, blocks, newtype)
+            blocks_of(lib, oldtype, blocks, newtype)?;
+            let ints = [&[count][..], bl].concat();
+            // SAFETY: `blocks_of` wrote `*newtype`.
+            unsafe { tc::record(lib, newtype, tc::HINDEXED, ints, d.to_vec(), &[oldtype]) }
         })
     }
 }
@@ -321,7 +337,10 @@ crate::mpi_fn! {
             let d = unsafe { arr(displacements, n, "displacements") }?;
             let ext = extent_of(lib, oldtype)?;
             let blocks = d.iter().map(|&x| (bl, x as isize * ext));
-            blocks_of(lib, oldtype, blocks, newtype)
+            blocks_of(lib, oldtype, blocks, newtype)?;
+            let ints = [&[count, blocklength][..], d].concat();
+            // SAFETY: `blocks_of` wrote `*newtype`.
+            unsafe { tc::record(lib, newtype, tc::INDEXED_BLOCK, ints, vec![], &[oldtype]) }
         })
     }
 }
@@ -363,7 +382,9 @@ crate::mpi_fn! {
             let a = b.layout.align.max(1) as isize;
             b.layout.extent = (b.layout.extent + a - 1) / a * a;
             *slot = register(lib, b, size, common_elem(kinds), elems);
-            Ok(())
+            let ints = [&[count][..], bl].concat();
+            // SAFETY: `newtype` was just written.
+            unsafe { tc::record(lib, newtype, tc::STRUCT, ints, d.to_vec(), ts) }
         })
     }
 }
@@ -386,7 +407,8 @@ crate::mpi_fn! {
             b.layout = Layout { lb, extent, ..l };
             b.first = false;
             *slot = register(lib, b, t.size, t.elem, t.elems);
-            Ok(())
+            // SAFETY: `newtype` was just written.
+            unsafe { tc::record(lib, newtype, tc::RESIZED, vec![], vec![lb, extent], &[oldtype]) }
         })
     }
 }
@@ -405,7 +427,8 @@ crate::mpi_fn! {
                 lib.layouts.insert(h, Arc::new(l));
             }
             *slot = h;
-            Ok(())
+            // SAFETY: `newtype` was just written.
+            unsafe { tc::record(lib, newtype, tc::DUP, vec![], vec![], &[oldtype]) }
         })
     }
 }
@@ -687,6 +710,7 @@ crate::mpi_fn! {
 /// Removes a type's layout with the type (`MPI_Type_free`).
 pub(crate) fn forget(lib: &mut Lib, h: Handle) {
     lib.layouts.remove(&h);
+    lib.type_contents.remove(&h);
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! queries (`MPI_Type_get_extent_x`, `MPI_Type_get_true_extent_x`), built on
 //! `typemap`'s general constructor.
 
+use crate::type_contents as tc;
 use std::ffi::c_int;
 
 use crate::consts::*;
@@ -28,7 +29,10 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `displacements` holds `count` values.
             let d = unsafe { arr(displacements, n, "displacements") }?;
             let blocks = d.iter().map(|&x| (bl, x));
-            blocks_of(lib, oldtype, blocks, newtype)
+            blocks_of(lib, oldtype, blocks, newtype)?;
+            let (ints, aints) = (vec![count, blocklength], d.to_vec());
+            // SAFETY: `blocks_of` wrote `*newtype`.
+            unsafe { tc::record(lib, newtype, tc::HINDEXED_BLOCK, ints, aints, &[oldtype]) }
         })
     }
 }
@@ -136,7 +140,9 @@ crate::mpi_fn! {
             b.layout = Layout { lb: 0, extent: whole, ..l };
             b.first = false;
             *slot = register(lib, b, t.size, t.elem, t.elems);
-            Ok(())
+            let ints = [&[ndims][..], sz, sub, st, &[order]].concat();
+            // SAFETY: `newtype` was just written.
+            unsafe { tc::record(lib, newtype, tc::SUBARRAY, ints, vec![], &[oldtype]) }
         })
     }
 }

@@ -856,3 +856,32 @@ fn comm_free_does_not_wait_for_the_other_members() {
     }
     every_rank_prints("free_order", "2", "", TCP, "FREE ORDER OK");
 }
+
+#[test]
+fn what_the_second_mpich_sweep_found() {
+    for np in ["1", "3", "4"] {
+        every_rank_prints("mpich_found2", np, "all", &[], "MPICH FOUND2 OK");
+    }
+    every_rank_prints("mpich_found2", "3", "all", TCP, "MPICH FOUND2 OK");
+}
+
+/// `MPI_ERRORS_ARE_FATAL` with an error class the program added (0x4000, whose low
+/// byte is 0) still fails the job: the process exits with status 1, not 0.
+#[test]
+fn a_fatal_error_with_an_added_class_fails_the_job() {
+    let (status, out, err) = run(
+        &["-np", "1"],
+        program("mpich_found2"),
+        &["fatal_user_code"],
+        &[],
+    );
+    assert_ne!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("rank 0: exited with status 1"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        !out.contains("still alive"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
