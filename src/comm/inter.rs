@@ -262,15 +262,18 @@ impl Comm {
         let remote_len = union.len() as u32 - local_len;
         let mut words = encode_group(&union);
         words.extend_from_slice(&tag.to_le_bytes());
+        let mut e = self.engine.lock();
+        let n = e.next_intercomm(steadfast_os::fnv1a64(&words));
+        words.extend_from_slice(&n.to_le_bytes());
         let id = CommId(steadfast_os::fnv1a64(&words).max(2));
         let key = CommKey {
             comm: id,
             epoch: Default::default(),
         };
-        let mut e = self.engine.lock();
         if e.has_comm(id) {
             return Err(CommError::InvalidArgument(format!(
-                "an inter-communicator of these groups with tag {tag} already exists"
+                "inter-communicator id {:#x} (tag {tag}) already in use",
+                id.0
             )));
         }
         e.add_comm(key, super::context::UNAGREED, union)

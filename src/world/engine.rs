@@ -162,6 +162,9 @@ pub(crate) struct Engine {
     world_restored: bool,
     /// What readers without the token see (`engine/published.rs`).
     published: published::Published,
+    /// Inter-communicators made here so far per (union group, tag) hash: the next one's
+    /// number, part of its id (`Engine::next_intercomm`).
+    intercomms: std::collections::HashMap<u64, u64>,
 }
 
 /// What [`Engine::new`] needs.
@@ -229,6 +232,7 @@ impl Engine {
             restart_answered: vec![0; parts.size as usize],
             world_restored: false,
             published: published::Published::new(parts.size),
+            intercomms: std::collections::HashMap::new(),
         };
         e.world_restored = e.generation() > 0;
         for (w, &g) in e.generations.iter().enumerate() {
@@ -315,6 +319,18 @@ impl Engine {
                 at: std::time::Duration::from_nanos(n.at_ns),
             })
             .collect()
+    }
+
+    /// The number of the next inter-communicator over the union and tag that hash to
+    /// `key`: every member of the union takes part in each such creation, in the same
+    /// order, so each counts the same. A later creation over the same groups and tag
+    /// (after a merge and free, or beside a live one) so gets an id of its own; with the
+    /// first one's, the control plane dropped its agreements as late messages of the
+    /// freed communicator and the creation hung.
+    pub fn next_intercomm(&mut self, key: u64) -> u64 {
+        let n = self.intercomms.entry(key).or_insert(0);
+        *n += 1;
+        *n - 1
     }
 
     /// Whether communicator `id` is registered here.
