@@ -10,8 +10,10 @@
 //!   first one holds the process's mask of free ids until it is advanced: the blocking
 //!   dup and the later waits must advance it, or they retry for ever);
 //!
-//! and checks every new communicator: a message around the ring that must arrive on it
-//! and nowhere else, and an allreduce of the ranks. Prints `IDUP OK <communicators>`.
+//! then four threads that each dup their own communicator, some starting only after
+//! others' dups completed ([`threads_start_late`]); and checks every new communicator:
+//! a message around the ring that must arrive on it and nowhere else, and an allreduce
+//! of the ranks. Prints `IDUP OK <communicators>`.
 
 use steadfast::comm::ReduceOp;
 use steadfast::{Comm, World};
@@ -68,8 +70,52 @@ pub(crate) fn idup(world: &World, comm: &Comm, rounds: u64) {
         copy.free().unwrap();
     }
     other.free().unwrap();
+    made += threads_start_late(comm, rounds.min(20));
     assert!(world.failures().is_empty(), "{:?}", world.failures());
     println!("IDUP OK {made}");
+}
+
+/// Four threads each dup their own communicator without blocking; at even ranks
+/// threads 0 and 2 start only once threads 1 and 3 have their dups (MPICH's
+/// `threads/comm/idup_deadlock`). The lowest creation in progress gets the allocator's
+/// mask: a dup that took part in the turns before every member had started it held
+/// them at the odd ranks while its even-rank members waited. The number made.
+fn threads_start_late(comm: &Comm, rounds: u64) -> u64 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const THREADS: u32 = 4;
+    let me = comm.rank();
+    let mut made = 0;
+    for round in 0..rounds {
+        let comms: Vec<Comm> = (0..THREADS).map(|_| comm.dup().unwrap()).collect();
+        let done = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for (t, c) in comms.iter().enumerate() {
+                let done = &done;
+                s.spawn(move || {
+                    if me % 2 == 0 && t % 2 == 0 {
+                        // ORDERING: Acquire; pairs with the Release below (only the
+                        // count matters here).
+                        while done.load(Ordering::Acquire) < THREADS / 2 {
+                            std::thread::yield_now();
+                        }
+                    }
+                    let copy = c
+                        .idup_on_tag(300)
+                        .and_then(|r| r.wait())
+                        .unwrap_or_else(|e| panic!("rank {me} thread {t} round {round}: {e}"));
+                    // ORDERING: Release; see the Acquire above.
+                    done.fetch_add(1, Ordering::Release);
+                    check(&copy, round * 10 + t as u64);
+                    copy.free().unwrap();
+                });
+            }
+        });
+        for c in comms {
+            c.free().unwrap();
+        }
+        made += u64::from(THREADS);
+    }
+    made
 }
 
 /// A mark around the ring of `c` and an allreduce of the ranks.

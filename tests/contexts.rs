@@ -101,7 +101,7 @@ fn non_blocking_dups_complete_whatever_runs_between_start_and_wait() {
         let ok = job.lines("IDUP OK");
         assert_eq!(ok.len(), n as usize, "{}", job.context());
         assert!(
-            ok.iter().all(|(_, l)| l == "IDUP OK 500"),
+            ok.iter().all(|(_, l)| l == "IDUP OK 580"),
             "{}",
             job.context()
         );

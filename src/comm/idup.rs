@@ -1,10 +1,13 @@
 //! The non-blocking dup (`MPI_Comm_idup`): [`Comm::idup_on_tag`] starts the creation
 //! and returns at once; each [`DupRequest::test`] advances it without waiting.
 //!
-//! It is [`Comm::dup`] cut into steps: the context proposal ANDed over the parent by a
-//! recursive-doubling allreduce of non-blocking sends and receives on the caller's tag
-//! ([`AndRound`]), then the allocator's decision, retried in the next window (or in the
-//! same one, while another creation holds the mask) as the blocking form does.
+//! It is [`Comm::dup`] cut into steps: a first round with nothing in it (every member
+//! has started the dup once it completes), then the context proposal ANDed over the
+//! parent by a recursive-doubling allreduce of non-blocking sends and receives on the
+//! caller's tag ([`AndRound`]), then the allocator's decision, retried in the next
+//! window (or in the same one, while another creation holds the mask) as the blocking
+//! form does. The first round keeps a dup out of the allocator's turns until every
+//! member is in it ([`DupState::step`] says why).
 //!
 //! A creation in progress may hold this process's mask of free ids (the lowest one in
 //! progress gets it: `steadfast_matching::ContextAllocator`), and any other creation
@@ -123,6 +126,7 @@ impl Comm {
                 group,
                 window: 0,
                 windows_tried: 0,
+                started_everywhere: Some(AndRound::new(self, Vec::new())),
                 round: None,
                 outcome: None,
             },
@@ -203,6 +207,10 @@ pub(super) struct DupState {
     group: Vec<u32>,
     window: u32,
     windows_tried: u32,
+    /// A round with nothing in it, before the first proposal: until it completes some
+    /// member may not have started this dup, so it takes no part in the allocator's
+    /// turns (see [`DupState::step`]).
+    started_everywhere: Option<AndRound>,
     /// The AND of the proposals in flight.
     round: Option<AndRound>,
     /// Set once: the new communicator or the error.
@@ -219,6 +227,7 @@ impl DupState {
             group: Vec::new(),
             window: 0,
             windows_tried: 0,
+            started_everywhere: None,
             round: None,
             outcome: Some(outcome),
         }
@@ -249,6 +258,18 @@ impl DupState {
     /// One step: `Some(true)` when something finished (look again), `Some(false)` or
     /// `None` when it waits for messages or for another creation.
     fn step(&mut self) -> Result<Option<bool>, CommError> {
+        // Every member starts this dup before it proposes. The allocator gives the mask
+        // to the lowest creation in progress here; had this one proposed before a
+        // member started it, it could hold that turn (and the mask) while that member
+        // waits for another creation of this process, which would wait for the mask:
+        // MPICH's `threads/comm/idup_deadlock`, where threads start their dups only
+        // after other threads' dups complete.
+        if let Some(sync) = &mut self.started_everywhere {
+            if !sync.advance(&self.parent, self.tag)? {
+                return Ok(None);
+            }
+            self.started_everywhere = None;
+        }
         if self.round.is_none() {
             let mine = self
                 .parent
