@@ -13,9 +13,8 @@
 //! communicators return errors and are freed before returning.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, Ordering};
 
-use crate::coll::{PMPI_Allgather, PMPI_Allreduce};
+use crate::coll::PMPI_Allgather;
 use crate::comm::{
     PMPI_Comm_free, PMPI_Comm_get_errhandler, PMPI_Comm_rank, PMPI_Comm_remote_size,
     PMPI_Comm_set_errhandler, PMPI_Comm_size, PMPI_Comm_split, PMPI_Intercomm_create,
@@ -26,22 +25,12 @@ use crate::consts::*;
 /// `MPI_INT` (the header's value).
 const MPI_INT: Handle = 0x209;
 
-/// `MPI_MAX` (the header's value).
-const MPI_MAX: Handle = 0x23;
-
-/// One more than the largest tag this process's splits of inter-communicators gave
-/// their final `MPI_Intercomm_create`.
-///
-/// The runtime names an inter-communicator by its two groups and the creation's tag,
-/// so two splits giving the same groups must not use the same tag: with one fixed tag
-/// a second split of the same inter-communicator (or of its dup) by the same colors
-/// failed with `MPI_ERR_ARG` ("already exists") while the first result lived, and hung
-/// once it had been merged and freed (MPICH's `iccreate.c` at 4 ranks). Each split
-/// takes the maximum of this counter over both groups (an allreduce on the merged
-/// communicator): every member of the new groups took part in every earlier split that
-/// gave those groups, so the tag is larger than each of theirs. The tags wrap after
-/// `MPI_TAG_UB` splits.
-static NEXT_TAG: AtomicI32 = AtomicI32::new(0);
+/// The tag of a split's final `MPI_Intercomm_create`. Two splits giving the same
+/// groups may share it: the runtime's inter-communicator id counts the earlier ones
+/// over the same groups and tag (`Engine::next_intercomm`), so a second split of an
+/// inter-communicator (or of its dup) by the same colors gets a communicator of its
+/// own, while the first lives or after it was merged and freed (MPICH's `iccreate.c`).
+const SPLIT_TAG: c_int = 0;
 
 /// Turns an MPI return code into a `Result`.
 fn ok(rc: c_int) -> Result<(), c_int> {
@@ -114,19 +103,6 @@ unsafe fn steps(
         ok(PMPI_Intercomm_merge(comm, 0, merged))?;
         ok(PMPI_Comm_set_errhandler(*merged, MPI_ERRORS_RETURN))?;
         ok(PMPI_Comm_rank(*merged, &mut merged_rank))?;
-        // ORDERING: Relaxed; the value only has to be this process's last one, and the
-        // splits of one process are ordered by MPI's rules for collectives.
-        let mine = NEXT_TAG.load(Ordering::Relaxed);
-        let mut create_tag: c_int = 0;
-        ok(PMPI_Allreduce(
-            (&mine as *const c_int).cast(),
-            (&mut create_tag as *mut c_int).cast(),
-            1,
-            MPI_INT,
-            MPI_MAX,
-            *merged,
-        ))?;
-        NEXT_TAG.store((create_tag + 1) % TAG_UB, Ordering::Relaxed);
         // The merge keeps the local order: this group came first iff the ranks agree
         // (else they differ by the remote group's size, at least 1).
         let side: c_int = if merged_rank == local_rank { 0 } else { 1 };
@@ -156,7 +132,7 @@ unsafe fn steps(
                     0,
                     *by_color,
                     leader as c_int,
-                    create_tag,
+                    SPLIT_TAG,
                     newcomm,
                 ))?;
                 // The new communicator takes `comm`'s handler, not the helpers'.
