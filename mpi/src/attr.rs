@@ -15,6 +15,7 @@ use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard, Lib};
 use crate::util::out;
 
@@ -184,7 +185,7 @@ crate::mpi_fn! {
         keyval: *mut c_int,
         extra_state: *mut c_void
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `keyval` is valid for a write.
             let slot = unsafe { out(keyval) }?;
             let copy = match copy_fn {
@@ -216,7 +217,7 @@ crate::mpi_fn! {
     /// `MPI_Comm_free_keyval`: the key goes (attributes set with it stay until deleted,
     /// as MPI says); `*keyval` becomes `MPI_KEYVAL_INVALID`.
     fn MPI_Comm_free_keyval / PMPI_Comm_free_keyval(keyval: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `keyval` is valid for reads and writes.
             let slot = unsafe { out(keyval) }?;
             let attrs = &mut g.lib()?.attrs;

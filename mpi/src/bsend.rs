@@ -15,6 +15,7 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::p2p::{peers, start_send, Mode};
 use crate::request::{progress_detached, Op, Outcome, Req};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard, Lib};
 use crate::util::{new_request_out, out, rank_arg, tag_arg};
 
@@ -144,7 +145,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Buffer_attach`: `size` bytes for buffered sends (one buffer at a time).
     fn MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let size = usize::try_from(size)
                 .map_err(|_| Fail::new(MPI_ERR_ARG, format!("a buffer of {size} bytes")))?;
             let lib = g.lib()?;
@@ -161,7 +162,7 @@ crate::mpi_fn! {
     /// `MPI_Buffer_detach`: waits until every buffered message has left, then gives
     /// the buffer's address (in `*(void **)buffer_addr`) and size back.
     fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let mut spin = crate::util::spin_wait();
             loop {
                 let lib = g.lib()?;

@@ -10,6 +10,7 @@ use sf::{Comm, CommError};
 use crate::consts::*;
 use crate::error::{self, Fail, R};
 use crate::request::{progress_detached, Op, Req};
+use crate::state::NO_OBJECT;
 use crate::state::{call, CommEntry, CommKind, ErrFn, FtMode, Guard, Handler, Lib};
 use crate::util::{out, read_cstr, read_handle, write_str};
 
@@ -559,7 +560,7 @@ crate::mpi_fn! {
         function: Option<ErrFn>,
         errhandler: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `errhandler` is valid for a write.
             let slot = unsafe { out(errhandler) }?;
             let f = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
@@ -615,7 +616,7 @@ crate::mpi_fn! {
     /// `MPI_Errhandler_free` (`*errhandler` becomes `MPI_ERRHANDLER_NULL`; a handler
     /// still set on a communicator stays in use there).
     fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `errhandler` is valid for reads and writes.
             let slot = unsafe { out(errhandler) }?;
             check_errhandler(g.lib()?, *slot)?;

@@ -5,6 +5,7 @@ use std::ffi::c_int;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Lib};
 use crate::type_contents as tc;
 use crate::util::{out, read_handle};
@@ -361,7 +362,7 @@ fn pair_data_size(h: Handle) -> Option<usize> {
 crate::mpi_fn! {
     /// `MPI_Type_size` (of a pair type: its data, not its padding).
     fn MPI_Type_size / PMPI_Type_size(datatype: Handle, size: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
                 Some((s, _)) => pair_data_size(datatype).unwrap_or(s),
@@ -379,7 +380,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Type_size_x`: `MPI_Type_size` as an `MPI_Count` (never `MPI_UNDEFINED`).
     fn MPI_Type_size_x / PMPI_Type_size_x(datatype: Handle, size: *mut i64) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let t = match basic(datatype) {
                 Some((s, _)) => pair_data_size(datatype).unwrap_or(s),
@@ -401,7 +402,7 @@ crate::mpi_fn! {
         lb: *mut isize,
         extent: *mut isize
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let (l, e) = crate::typemap::bounds(g.lib()?, datatype)?;
             // SAFETY: MPI's contract: both are valid for writes.
             unsafe {
@@ -420,7 +421,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let n = crate::util::count_arg(count)?;
             if lib.layouts.contains_key(&oldtype) {
@@ -456,7 +457,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Type_commit`.
     fn MPI_Type_commit / PMPI_Type_commit(datatype: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             // SAFETY: MPI's contract: `datatype` is valid for reads.
             let h = unsafe { read_handle(datatype) }?;
@@ -476,7 +477,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Type_free` (`*datatype` becomes `MPI_DATATYPE_NULL`).
     fn MPI_Type_free / PMPI_Type_free(datatype: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             // SAFETY: MPI's contract: `datatype` is valid for reads and writes.
             let slot = unsafe { out(datatype) }?;

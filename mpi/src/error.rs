@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int};
 use sf::CommError;
 
 use crate::consts::*;
+use crate::state::NO_OBJECT;
 use crate::state::{call, FtMode, Handler};
 use crate::util::{out, write_str};
 
@@ -225,7 +226,7 @@ crate::mpi_fn! {
     /// `MPI_Error_class`: every code of this library is its own class; a code the
     /// program added has the class it was added to.
     fn MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             let class = match crate::user_errors::class_of(errorcode) {
                 Some(c) => c,
                 None if class_string(errorcode).is_some() => errorcode,
@@ -247,7 +248,7 @@ crate::mpi_fn! {
         string: *mut c_char,
         resultlen: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             let added = crate::user_errors::string_of(errorcode);
             let text = added
                 .as_deref()

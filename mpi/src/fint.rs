@@ -15,6 +15,7 @@ use std::ffi::c_int;
 use crate::consts::*;
 use crate::reqtable::Requests;
 use crate::request::MPI_Status;
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard};
 use crate::util::out;
 
@@ -120,7 +121,7 @@ const STATUS_INTS: usize = std::mem::size_of::<MPI_Status>() / std::mem::size_of
 crate::mpi_fn! {
     /// `MPI_Status_c2f`: the status's `MPI_F_STATUS_SIZE` ints, in order.
     fn MPI_Status_c2f / PMPI_Status_c2f(c_status: *const MPI_Status, f_status: *mut Fint) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             if c_status.is_null() || f_status.is_null() {
                 return Err(crate::error::Fail::new(MPI_ERR_ARG, "a null status"));
             }
@@ -135,7 +136,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Status_f2c`: a status from its `MPI_F_STATUS_SIZE` ints.
     fn MPI_Status_f2c / PMPI_Status_f2c(f_status: *const Fint, c_status: *mut MPI_Status) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             if f_status.is_null() {
                 return Err(crate::error::Fail::new(MPI_ERR_ARG, "a null status"));
             }

@@ -4,6 +4,7 @@ use std::ffi::c_int;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Lib};
 use crate::util::{count_arg, out};
 
@@ -59,7 +60,7 @@ fn member(g: &[u32], r: c_int) -> R<u32> {
 crate::mpi_fn! {
     /// `MPI_Group_size`.
     fn MPI_Group_size / PMPI_Group_size(grp: Handle, size: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let n = group(g.lib()?, grp)?.len();
             // SAFETY: MPI's contract: `size` is valid for a write.
             *unsafe { out(size) }? = n as c_int;
@@ -71,7 +72,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Group_rank` (`MPI_UNDEFINED` when not a member).
     fn MPI_Group_rank / PMPI_Group_rank(grp: Handle, rank: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let me = lib.world.rank();
             let r = group(lib, grp)?.iter().position(|&w| w == me).map_or(MPI_UNDEFINED, |p| p as c_int);
@@ -85,7 +86,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Group_incl`.
     fn MPI_Group_incl / PMPI_Group_incl(grp: Handle, n: c_int, ranks_: *const c_int, newgroup: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `ranks_` holds `n` ints, `newgroup` is writable.
             let (rs, slot) = unsafe { (ranks(ranks_, n)?, out(newgroup)?) };
             let lib = g.lib()?;
@@ -107,7 +108,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Group_excl`.
     fn MPI_Group_excl / PMPI_Group_excl(grp: Handle, n: c_int, ranks_: *const c_int, newgroup: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `ranks_` holds `n` ints, `newgroup` is writable.
             let (rs, slot) = unsafe { (ranks(ranks_, n)?, out(newgroup)?) };
             let lib = g.lib()?;
@@ -172,7 +173,7 @@ crate::mpi_fn! {
         ranges: *const [c_int; 3],
         newgroup: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let old = group(lib, grp)?;
             // SAFETY: MPI's contract: `ranges` holds `n` triplets, `newgroup` is
@@ -194,7 +195,7 @@ crate::mpi_fn! {
         ranges: *const [c_int; 3],
         newgroup: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let old = group(lib, grp)?;
             // SAFETY: MPI's contract: `ranges` holds `n` triplets, `newgroup` is
@@ -222,7 +223,7 @@ crate::mpi_fn! {
         group2: Handle,
         ranks2: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `ranks1` holds `n` ints.
             let rs = unsafe { ranks(ranks1, n) }?;
             let lib = g.lib()?;
@@ -254,7 +255,7 @@ fn set_op(
     newgroup: *mut Handle,
     f: impl FnOnce(Vec<u32>, Vec<u32>) -> Vec<u32>,
 ) -> c_int {
-    call(MPI_COMM_WORLD, |g| {
+    call(NO_OBJECT, |g| {
         // SAFETY: MPI's contract: `newgroup` is valid for a write.
         let slot = unsafe { out(newgroup) }?;
         let lib = g.lib()?;
@@ -295,7 +296,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Group_compare`.
     fn MPI_Group_compare / PMPI_Group_compare(group1: Handle, group2: Handle, result: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let r = crate::comm_groups::compare_groups(&group(lib, group1)?, &group(lib, group2)?);
             // SAFETY: MPI's contract: `result` is valid for a write.
@@ -308,7 +309,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Group_free` (`*group` becomes `MPI_GROUP_NULL`).
     fn MPI_Group_free / PMPI_Group_free(grp: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `grp` is valid for reads and writes.
             let slot = unsafe { out(grp) }?;
             let lib = g.lib()?;

@@ -4,6 +4,7 @@ use std::ffi::{c_char, c_int};
 
 use crate::consts::*;
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Lib};
 use crate::util::{out, read_cstr, write_str};
 
@@ -37,7 +38,7 @@ unsafe fn key_arg(key: *const c_char) -> R<String> {
 crate::mpi_fn! {
     /// `MPI_Info_create`.
     fn MPI_Info_create / PMPI_Info_create(info: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `info` is valid for a write.
             let slot = unsafe { out(info) }?;
             let lib = g.lib()?;
@@ -52,7 +53,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Info_set` (`MPI_INFO_ENV` is read-only).
     fn MPI_Info_set / PMPI_Info_set(info: Handle, key: *const c_char, value: *const c_char) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             if info == MPI_INFO_ENV {
                 return Err(Fail::new(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed"));
             }
@@ -80,7 +81,7 @@ crate::mpi_fn! {
         value: *mut c_char,
         flag: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: a C string, and `flag` valid for a write.
             let (k, flag) = unsafe { (key_arg(key)?, out(flag)?) };
             let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone());
@@ -104,7 +105,7 @@ crate::mpi_fn! {
         valuelen: *mut c_int,
         flag: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: a C string; `valuelen`, `flag` valid for writes.
             let (k, valuelen, flag) = unsafe { (key_arg(key)?, out(valuelen)?, out(flag)?) };
             let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.len());
@@ -127,7 +128,7 @@ crate::mpi_fn! {
         value: *mut c_char,
         flag: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: a C string; `buflen`, `flag` valid for reads/writes.
             let (k, buflen, flag) = unsafe { (key_arg(key)?, out(buflen)?, out(flag)?) };
             let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone());
@@ -148,7 +149,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Info_get_nkeys`.
     fn MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let n = entries(g.lib()?, info)?.len();
             // SAFETY: MPI's contract: `nkeys` is valid for a write.
             *unsafe { out(nkeys) }? = n as c_int;
@@ -160,7 +161,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Info_get_nthkey`.
     fn MPI_Info_get_nthkey / PMPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let e = entries(g.lib()?, info)?;
             let k = usize::try_from(n)
                 .ok()
@@ -176,7 +177,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Info_delete`.
     fn MPI_Info_delete / PMPI_Info_delete(info: Handle, key: *const c_char) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             if info == MPI_INFO_ENV {
                 return Err(Fail::new(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed"));
             }
@@ -196,7 +197,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Info_dup`.
     fn MPI_Info_dup / PMPI_Info_dup(info: Handle, newinfo: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `newinfo` is valid for a write.
             let slot = unsafe { out(newinfo) }?;
             let lib = g.lib()?;
@@ -212,7 +213,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Info_free` (`*info` becomes `MPI_INFO_NULL`).
     fn MPI_Info_free / PMPI_Info_free(info: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `info` is valid for reads and writes.
             let slot = unsafe { out(info) }?;
             if g.lib()?.infos.remove(slot).is_none() {

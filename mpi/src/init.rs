@@ -10,6 +10,7 @@ use sf::{InitError, World};
 use crate::consts::*;
 use crate::error::{abort_job, Fail, R};
 use crate::singleton::Singleton;
+use crate::state::NO_OBJECT;
 use crate::state::{call, CommEntry, CommKind, FtMode, Guard, Lib, Phase};
 use crate::util::{out, write_str};
 
@@ -128,6 +129,7 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     let (errh, errh_name) = initial_errhandler();
     crate::util::set_yield_when_idle(world.yields_when_idle());
     let mut lib = Lib::new(world, level, ft_mode());
+    lib.initial_errhandler = errh;
     let universe = lib.world.size();
     let mut parent = None;
     let mut wc = lib.world.comm();
@@ -227,7 +229,7 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
 crate::mpi_fn! {
     /// `MPI_Init`: `MPI_Init_thread` with `MPI_THREAD_SINGLE`.
     fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
-        call(MPI_COMM_WORLD, |g| init(g, MPI_THREAD_SINGLE).map(drop))
+        call(NO_OBJECT, |g| init(g, MPI_THREAD_SINGLE).map(drop))
     }
 }
 
@@ -240,7 +242,7 @@ crate::mpi_fn! {
         required: c_int,
         provided: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `provided` is valid for a write.
             let slot = unsafe { out(provided) }?;
             *slot = init(g, required)?;
@@ -253,7 +255,7 @@ crate::mpi_fn! {
     /// `MPI_Finalize`: collective (an agreement on the world, which never waits on a
     /// dead process); requests freed while active get a bounded chance to finish.
     fn MPI_Finalize / PMPI_Finalize() {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             g.lib()?;
             if crate::op::in_user_function() {
                 // It would end the state under the reduction that called the function.
@@ -264,6 +266,7 @@ crate::mpi_fn! {
             }
             // MPI_COMM_SELF's attributes first: libraries clean up in their callbacks.
             crate::attr::finalize_self(g)?;
+            finish_detached(g)?;
             g.disown();
             let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
                 unreachable!("checked live just above");
@@ -276,12 +279,23 @@ crate::mpi_fn! {
     }
 }
 
-fn finalize(mut lib: Lib) {
+/// Gives the requests freed while active (and the communicators' closings) up to 10 s
+/// to finish, the user reduction functions they queue running between two attempts
+/// (`Guard::relax`).
+fn finish_detached(g: &mut Guard) -> R<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !lib.detached.is_empty() && std::time::Instant::now() < deadline {
-        lib.detached.retain_mut(|r| r.test().is_none());
-        std::thread::yield_now();
+    let mut spin = crate::util::spin_wait();
+    loop {
+        let lib = g.lib()?;
+        crate::request::progress_detached(lib);
+        if lib.detached.is_empty() || std::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        g.relax(&mut spin);
     }
+}
+
+fn finalize(lib: Lib) {
     if !lib.detached.is_empty() {
         log::warn!(
             "MPI_Finalize: {} request(s) freed with MPI_Request_free or communicator \
@@ -331,7 +345,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Query_thread`.
     fn MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let level = g.lib()?.level;
             // SAFETY: MPI's contract: `provided` is valid for a write.
             *unsafe { out(provided) }? = level;
@@ -343,7 +357,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Is_thread_main`: whether this thread called `MPI_Init(_thread)`.
     fn MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let main = g.lib()?.main_thread == std::thread::current().id();
             // SAFETY: MPI's contract: `flag` is valid for a write.
             *unsafe { out(flag) }? = c_int::from(main);
@@ -422,7 +436,7 @@ pub extern "C" fn MPI_Wtick() -> c_double {
 crate::mpi_fn! {
     /// `MPI_Get_processor_name`: the host name.
     fn MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             let host = host_name()?;
             // SAFETY: MPI's contract: `name` holds MPI_MAX_PROCESSOR_NAME bytes.
             unsafe { write_str(&host, name, MAX_PROCESSOR_NAME, resultlen) }

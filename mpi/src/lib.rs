@@ -69,6 +69,7 @@ mod nbc;
 mod nbc_scan;
 mod nbc_v;
 mod op;
+mod op_deferred;
 mod p2p;
 mod p2p_fast;
 mod persistent;

@@ -7,6 +7,7 @@ use std::ffi::c_void;
 use crate::consts::*;
 use crate::error::Fail;
 use crate::state::call;
+use crate::state::NO_OBJECT;
 use crate::util::out;
 
 /// `MPI_Aint`: an address-sized signed integer.
@@ -17,7 +18,7 @@ crate::mpi_fn! {
     /// `MPI_Alloc_mem`: `size` bytes from the C allocator into `*(void **)baseptr`
     /// (`MPI_ERR_NO_MEM` when it has none); `info` is not read.
     fn MPI_Alloc_mem / PMPI_Alloc_mem(size: MPI_Aint, _info: Handle, baseptr: *mut c_void) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             let n = usize::try_from(size)
                 .map_err(|_| Fail::new(MPI_ERR_ARG, format!("a size of {size}")))?;
             // SAFETY: MPI's contract: `baseptr` points to a `void *` to write.
@@ -37,7 +38,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Free_mem`: gives back memory from `MPI_Alloc_mem`.
     fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             // SAFETY: MPI's contract: `base` came from MPI_Alloc_mem (malloc) and is not
             // used after this call; free(NULL) does nothing.
             unsafe { libc::free(base) };
@@ -49,7 +50,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Get_address`: the address of `location` as an `MPI_Aint`.
     fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut MPI_Aint) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             // SAFETY: MPI's contract: `address` is valid for a write.
             *unsafe { out(address) }? = location as MPI_Aint;
             Ok(())

@@ -9,6 +9,7 @@ use crate::consts::*;
 use crate::error::{class_of, Fail, R};
 use crate::p2p::{probe_outcome, probe_target, recv_source};
 use crate::request::{write_status, MPI_Status, Outcome, Req};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard};
 use crate::util::{bytes_mut, new_request_out, out, recv_tag_arg};
 
@@ -159,7 +160,7 @@ crate::mpi_fn! {
         message: *mut Handle,
         status: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let (o, comm) = receive(g, buf, count, datatype, message)?;
             // SAFETY: MPI's contract: `status` is null or valid for a write.
             unsafe { write_status(status, &o, false) };
@@ -181,7 +182,7 @@ crate::mpi_fn! {
         message: *mut Handle,
         request: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { new_request_out(request) }?;
             let (o, comm) = receive(g, buf, count, datatype, message)?;

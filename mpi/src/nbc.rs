@@ -19,6 +19,9 @@
 //!
 //! The program's buffers are used from the call until the request completes (MPI's
 //! contract for non-blocking collectives); reduction inputs are copied at the call.
+//! A user operation's function is not called inside a test: the `Reduce` step queues
+//! it on the testing thread, which runs it once it holds nothing of the library's
+//! state (`op_deferred`), and the step is done at a later test.
 
 use std::ffi::{c_int, c_void};
 
@@ -26,10 +29,12 @@ use sf::comm::{RecvRequest, SendRequest};
 
 use crate::coll::{root_arg, Coll, INTERRUPT_POLLS};
 use crate::consts::*;
-use crate::datatype::{reduce, Elem};
+use crate::datatype::TypeEntry;
 use crate::error::{Fail, R};
+use crate::op::Reduction;
+use crate::op_deferred::{defer, Operands, Pending};
 use crate::request::{Op, Outcome, Req};
-use crate::state::{call, Guard};
+use crate::state::{call, Guard, Lib};
 use crate::util::{bytes, new_request_out};
 
 /// Memory a step reads or writes: the program's buffer or the schedule's scratch
@@ -98,8 +103,15 @@ pub(crate) enum Step {
         sends: Vec<(u32, Span)>,
         recvs: Vec<(u32, Span)>,
     },
-    /// `acc = acc op other`, `acc` holding the lower ranks' part.
-    Reduce { acc: Span, other: Span },
+    /// Combines two partial results into `acc`: `acc = other op acc` when `other`
+    /// holds the lower ranks' part (`other_lower`), else `acc = acc op other`. A user
+    /// operation may overwrite `other` (it runs with the higher part as its
+    /// `inoutvec`, `op_deferred`).
+    Reduce {
+        acc: Span,
+        other: Span,
+        other_lower: bool,
+    },
     /// Copies `from` into `to` (the same length).
     Copy { from: Span, to: Span },
 }
@@ -107,31 +119,42 @@ pub(crate) enum Step {
 /// A non-blocking collective in flight (see the module doc).
 pub(crate) struct Nbc {
     c: Coll,
-    pub(crate) op: Handle,
-    pub(crate) elem: Elem,
+    /// The operation of a reduction (`None` for the other collectives).
+    pub(crate) reduction: Option<Reduction>,
     pub(crate) steps: Vec<Step>,
     next: usize,
     polls: u32,
     sends: Vec<SendRequest<'static>>,
     /// Each receive with its source and the length it must have.
     recvs: Vec<(RecvRequest<'static>, u32, usize)>,
+    /// The user function call of the current `Reduce` step, while it is queued.
+    deferred: Option<Pending>,
     /// Declared after the requests, so dropped after them: a receive in flight into
     /// scratch is withdrawn before its memory goes.
     scratch: Vec<Box<[u8]>>,
+}
+
+impl Drop for Nbc {
+    fn drop(&mut self) {
+        if self.deferred.as_ref().is_some_and(|p| !p.is_done()) {
+            // A queued user function still reads and writes the scratch (a request
+            // dropped before the call ran: `MPI_Finalize` with it freed while active).
+            std::mem::forget(std::mem::take(&mut self.scratch));
+        }
+    }
 }
 
 impl Nbc {
     pub(crate) fn new(c: Coll) -> Self {
         Nbc {
             c,
-            // `MPI_OP_NULL`: set by the reductions, never used by the others.
-            op: 0x20,
-            elem: Elem::Byte,
+            reduction: None,
             steps: Vec::new(),
             next: 0,
             polls: 0,
             sends: Vec::new(),
             recvs: Vec::new(),
+            deferred: None,
             scratch: Vec::new(),
         }
     }
@@ -163,6 +186,12 @@ impl Nbc {
     /// Progresses as far as it can without waiting; `true` once every step is done.
     pub fn test(&mut self) -> R<bool> {
         loop {
+            if let Some(p) = &self.deferred {
+                if !p.is_done() {
+                    return Ok(false);
+                }
+                self.deferred = None;
+            }
             if self.pending()? {
                 self.polls = self.polls.wrapping_add(1);
                 if self.polls % INTERRUPT_POLLS == 0 {
@@ -196,11 +225,43 @@ impl Nbc {
                         self.sends.push(s);
                     }
                 }
-                Step::Reduce { acc, other } => {
+                &Step::Reduce {
+                    acc,
+                    other,
+                    other_lower,
+                } => {
+                    let red = self
+                        .reduction
+                        .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "a reduction without an op"))?;
+                    if let Some(user) = red.user_call() {
+                        let ops = if other_lower {
+                            Operands {
+                                invec: other.ptr,
+                                inout: acc.ptr,
+                                copy_to: std::ptr::null_mut(),
+                                len: acc.len,
+                            }
+                        } else {
+                            Operands {
+                                invec: acc.ptr,
+                                inout: other.ptr,
+                                copy_to: acc.ptr,
+                                len: acc.len,
+                            }
+                        };
+                        // SAFETY: scratch or the program's buffers of equal length
+                        // (the schedule's layout), with no request on them now (the
+                        // exchanges before this step are done) and none until the call
+                        // has run (`test` waits on it first); the scratch outlives the
+                        // call (`Drop`), the program's buffers live until the request
+                        // completes (MPI's contract), which it does not before.
+                        self.deferred = Some(unsafe { defer(user, ops) });
+                        continue;
+                    }
                     // SAFETY: scratch or the program's buffers, no request on them now
                     // (the exchanges before this step are done).
                     let (a, o) = unsafe { (acc.bytes_mut(), other.bytes()) };
-                    reduce(self.op, self.elem, a, o)?;
+                    red.reduce_predefined(a, o)?;
                 }
                 Step::Copy { from, to } => {
                     // SAFETY: as above; `copy` allows the two to overlap.
@@ -302,7 +363,11 @@ impl Nbc {
             });
             // Each child holds the ranks just above those `acc` holds by then.
             for other in tmps {
-                self.steps.push(Step::Reduce { acc, other });
+                self.steps.push(Step::Reduce {
+                    acc,
+                    other,
+                    other_lower: false,
+                });
             }
         }
         if me != 0 {
@@ -363,17 +428,12 @@ crate::mpi_fn! {
     }
 }
 
-/// Checks that `op` is a predefined operation defined on `elem`: a user operation's
-/// function would run inside a completion call holding the library's state, where it
-/// could not call MPI safely, so the non-blocking reductions refuse it (`MPI_ERR_OP`).
-pub(crate) fn predefined_op(lib: &crate::state::Lib, op: Handle, elem: Elem) -> R<()> {
-    if lib.ops.contains_key(&op) {
-        return Err(Fail::new(
-            MPI_ERR_OP,
-            "user operations are not supported in non-blocking reductions",
-        ));
-    }
-    reduce(op, elem, &mut [], &[])
+/// The operation of a non-blocking reduction of `datatype` (whose entry is `t`),
+/// checked before the call takes its tag: a predefined operation defined on the type's
+/// elements, or the program's, whose function runs where this thread holds nothing of
+/// the library's state (`op_deferred`).
+pub(crate) fn reduction(lib: &Lib, op: Handle, datatype: Handle, t: &TypeEntry) -> R<Reduction> {
+    Reduction::new(lib, op, datatype, t)
 }
 
 /// The input of a reduction at this rank, copied into scratch: `sendbuf`, or with
@@ -410,7 +470,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
-            predefined_op(g.lib()?, op, t.elem)?;
+            let red = reduction(g.lib()?, op, datatype, &t)?;
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let me = c.me;
@@ -418,7 +478,7 @@ crate::mpi_fn! {
                 return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE outside the root"));
             }
             let mut s = Nbc::new(c);
-            (s.op, s.elem) = (op, t.elem);
+            s.reduction = Some(red);
             let acc = reduction_input(&mut s, sendbuf, recvbuf, len)?;
             s.reduce_to_zero(acc);
             let out = if me == root { Some(Span::at(recvbuf.cast(), len)?) } else { None };
@@ -454,11 +514,11 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
-            predefined_op(g.lib()?, op, t.elem)?;
+            let red = reduction(g.lib()?, op, datatype, &t)?;
             let c = Coll::start(g, comm)?;
             let me = c.me;
             let mut s = Nbc::new(c);
-            (s.op, s.elem) = (op, t.elem);
+            s.reduction = Some(red);
             let acc = reduction_input(&mut s, sendbuf, recvbuf, len)?;
             let out = Span::at(recvbuf.cast(), len)?;
             s.reduce_to_zero(acc);

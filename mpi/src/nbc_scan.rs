@@ -2,17 +2,17 @@
 //! `MPI_Iscan`, `MPI_Iexscan` (recursive doubling, as the blocking `coll_scan`: in
 //! round k each rank sends its partial result k ranks up), `MPI_Ireduce_scatter_block`
 //! and `MPI_Ireduce_scatter` (as the blocking ones: a reduction of the whole vector,
-//! each rank keeping its block; here to rank 0 and broadcast). Predefined operations
-//! only (`nbc::predefined_op`); these all commute, so a `Reduce` step's operand order
-//! (`acc = acc op other`) gives the rank-order result even where `other` holds the
-//! lower ranks.
+//! each rank keeping its block; here to rank 0 and broadcast). Every reduction is in
+//! rank order, as a non-commutative operation (the program's) needs: what a scan
+//! receives from `me - k` covers the ranks just below its partial result's, so its
+//! `Reduce` steps put it on the left (`other_lower`).
 
 use std::ffi::{c_int, c_void};
 
 use crate::coll::Coll;
 use crate::consts::*;
 use crate::error::{Fail, R};
-use crate::nbc::{predefined_op, reduction_input, request_slot, Nbc, Span, Step};
+use crate::nbc::{reduction, reduction_input, request_slot, Nbc, Span, Step};
 use crate::state::call;
 use crate::util::count_arg;
 
@@ -45,6 +45,7 @@ fn scan_rounds(s: &mut Nbc, partial: Span, exclusive: Option<Span>) {
                     s.steps.push(Step::Reduce {
                         acc: ex,
                         other: tmp,
+                        other_lower: true,
                     });
                 }
             }
@@ -52,6 +53,7 @@ fn scan_rounds(s: &mut Nbc, partial: Span, exclusive: Option<Span>) {
             s.steps.push(Step::Reduce {
                 acc: partial,
                 other: tmp,
+                other_lower: true,
             });
         }
         k = k.saturating_mul(2);
@@ -80,10 +82,10 @@ fn iscan(a: ScanArgs, comm: Handle, request: *mut Handle, exclusive: bool) -> c_
         // SAFETY: MPI's contract: `request` is valid for a write.
         let slot = unsafe { request_slot(request) }?;
         let (len, t) = g.lib()?.byte_len(count, datatype)?;
-        predefined_op(g.lib()?, op, t.elem)?;
+        let red = reduction(g.lib()?, op, datatype, &t)?;
         let c = Coll::start(g, comm)?;
         let mut s = Nbc::new(c);
-        (s.op, s.elem) = (op, t.elem);
+        s.reduction = Some(red);
         let partial = reduction_input(&mut s, sendbuf, recvbuf, len)?;
         let out = Span::at(recvbuf.cast(), len)?;
         if exclusive {
@@ -145,12 +147,12 @@ fn ireduce_scatter(
         // SAFETY: MPI's contract: `request` is valid for a write.
         let slot = unsafe { request_slot(request) }?;
         let t = g.lib()?.datatype(datatype)?;
-        predefined_op(g.lib()?, op, t.elem)?;
+        let red = reduction(g.lib()?, op, datatype, &t)?;
         let c = Coll::start(g, comm)?;
         let (blocks, total) = blocks(&c, t.size)?;
         let me = c.me as usize;
         let mut s = Nbc::new(c);
-        (s.op, s.elem) = (op, t.elem);
+        s.reduction = Some(red);
         // With MPI_IN_PLACE the whole vector is in `recvbuf`.
         let acc = reduction_input(&mut s, sendbuf, recvbuf, total)?;
         s.reduce_to_zero(acc);

@@ -29,7 +29,9 @@
 //! such calls erroneous but for `MPI_Abort`, which works here; a collective called
 //! from inside one takes tags out of the other ranks' sequence, so the program hangs
 //! or mismatches as it would by calling collectives in different orders (a hang of
-//! the program's making, not a deadlock on the library's lock).
+//! the program's making, not a deadlock on the library's lock). The non-blocking
+//! reductions, which advance inside completion calls holding the state, queue the call
+//! and run it where the thread holds nothing of the state (`op_deferred`).
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -37,6 +39,7 @@ use std::ffi::{c_int, c_void};
 use crate::consts::*;
 use crate::datatype::{reduce, Elem, TypeEntry};
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard, Lib};
 use crate::util::{bytes, bytes_mut};
 use crate::util::{out, read_handle};
@@ -164,47 +167,85 @@ impl Reduction {
         }
         match self.kind {
             Kind::Predefined(op, elem) => reduce(op, elem, higher, lower),
-            Kind::User { op, datatype, item } => call_user(g, op.f, datatype, item, lower, higher),
+            Kind::User { op, datatype, item } => {
+                let user = UserCall {
+                    f: op.f,
+                    datatype,
+                    item,
+                };
+                call_user(g, user, lower, higher)
+            }
+        }
+    }
+
+    /// The program's function and its arguments, or `None` for a predefined operation.
+    pub fn user_call(&self) -> Option<UserCall> {
+        match self.kind {
+            Kind::Predefined(..) => None,
+            Kind::User { op, datatype, item } => Some(UserCall {
+                f: op.f,
+                datatype,
+                item,
+            }),
+        }
+    }
+
+    /// `acc = acc op other` for a predefined operation (all commute, so either operand
+    /// may hold the lower ranks); `MPI_ERR_INTERN` for a user operation, which runs
+    /// through [`apply_user`] instead.
+    pub fn reduce_predefined(&self, acc: &mut [u8], other: &[u8]) -> R<()> {
+        match self.kind {
+            Kind::Predefined(op, elem) => reduce(op, elem, acc, other),
+            Kind::User { .. } => Err(Fail::new(
+                MPI_ERR_INTERN,
+                "a user operation where a predefined one was expected",
+            )),
         }
     }
 }
 
-/// Calls `f(invec, inoutvec, &len, &datatype)` over the two buffers, in pieces of at
-/// most `c_int::MAX` items, with the call's access to the state given up (see the
-/// module doc).
-fn call_user(
-    g: &mut Guard,
-    f: UserFn,
-    datatype: Handle,
-    item: usize,
-    invec: &mut [u8],
-    inoutvec: &mut [u8],
-) -> R<()> {
+/// A user operation's call: the program's function, its datatype handle and the size
+/// of one item.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UserCall {
+    pub f: UserFn,
+    pub datatype: Handle,
+    pub item: usize,
+}
+
+/// Calls `f(invec, inoutvec, &len, &datatype)` over the two buffers with the call's
+/// access to the state given up (see the module doc).
+fn call_user(g: &mut Guard, user: UserCall, invec: &mut [u8], inoutvec: &mut [u8]) -> R<()> {
+    g.unlocked(|| apply_user(user, invec, inoutvec))
+}
+
+/// Calls `f(invec, inoutvec, &len, &datatype)` over the two buffers (of equal length),
+/// in pieces of at most `c_int::MAX` items, counted as inside a user function. The
+/// caller holds nothing of the library's state (the function may call MPI).
+pub(crate) fn apply_user(user: UserCall, invec: &mut [u8], inoutvec: &mut [u8]) -> R<()> {
     if inoutvec.is_empty() {
         return Ok(());
     }
-    if item == 0 || inoutvec.len() % item != 0 {
+    let UserCall { f, datatype, item } = user;
+    if item == 0 || inoutvec.len() % item != 0 || invec.len() != inoutvec.len() {
         return Err(Fail::new(MPI_ERR_INTERN, "a buffer of partial items"));
     }
     let piece = item.saturating_mul(c_int::MAX as usize);
+    let _inside = InUserFn::enter();
     for (a, b) in invec.chunks_mut(piece).zip(inoutvec.chunks_mut(piece)) {
         let mut len = c_int::try_from(b.len() / item).unwrap_or(c_int::MAX);
         let mut dt = datatype;
-        let _inside = InUserFn::enter();
-        g.unlocked(|| {
-            // SAFETY: `f` is the program's `MPI_User_function` (MPI_Op_create's
-            // contract); both buffers hold `len` items of `dt` and are exclusively
-            // borrowed for the call, `len` and `dt` are locals; the function, C code,
-            // cannot unwind into Rust.
-            unsafe {
-                f(
-                    a.as_mut_ptr().cast::<c_void>(),
-                    b.as_mut_ptr().cast::<c_void>(),
-                    &mut len,
-                    &mut dt,
-                )
-            }
-        });
+        // SAFETY: `f` is the program's `MPI_User_function` (MPI_Op_create's contract);
+        // both buffers hold `len` items of `dt` and are exclusively borrowed for the
+        // call, `len` and `dt` are locals; the function, C code, cannot unwind into Rust.
+        unsafe {
+            f(
+                a.as_mut_ptr().cast::<c_void>(),
+                b.as_mut_ptr().cast::<c_void>(),
+                &mut len,
+                &mut dt,
+            )
+        };
     }
     Ok(())
 }
@@ -213,7 +254,7 @@ crate::mpi_fn! {
     /// `MPI_Op_create`: an operation applying `user_fn` (`commute`: whether it
     /// commutes; it must be associative either way).
     fn MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
             // SAFETY: MPI's contract: `op` is valid for a write.
             let slot = unsafe { out(op) }?;
@@ -230,7 +271,7 @@ crate::mpi_fn! {
     /// `MPI_Op_free` (`*op` becomes `MPI_OP_NULL`; a collective already running with it
     /// finishes with it).
     fn MPI_Op_free / PMPI_Op_free(op: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             // SAFETY: MPI's contract: `op` is valid for reads and writes.
             let h = unsafe { read_handle(op) }?;
@@ -251,7 +292,7 @@ crate::mpi_fn! {
     /// `MPI_Op_commutative`: 1 for the predefined operations, else what
     /// `MPI_Op_create` was told.
     fn MPI_Op_commutative / PMPI_Op_commutative(op: Handle, commute: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let c = if is_predefined(op) {
                 true

@@ -14,6 +14,7 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::p2p::{deferred, irecv_req_at, peers, recv_source, start_send, Mode};
 use crate::request::{Op, Outcome, Req};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard, Lib};
 use crate::util::{new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
 
@@ -189,7 +190,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Start`: starts an inactive persistent request.
     fn MPI_Start / PMPI_Start(request: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `request` is valid for reads.
             let h = *unsafe { out(request) }?;
             start(g.lib()?, h)
@@ -201,7 +202,7 @@ crate::mpi_fn! {
     /// `MPI_Startall`: starts each request in order; the first that cannot be started
     /// is reported (the ones before it stay started).
     fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let n = crate::util::count_arg(count)?;
             if n > 0 && requests.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "a null array of requests"));

@@ -12,6 +12,7 @@ use sf::{Comm, CommError};
 use crate::coll::Ibarrier;
 use crate::consts::*;
 use crate::error::{class_of, Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Lib};
 use crate::util::{count_arg, out};
 
@@ -454,7 +455,7 @@ crate::mpi_fn! {
     /// (a dead peer) does not stop the others from completing, and is reported in its
     /// status with `MPI_ERR_IN_STATUS`.
     fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut Handle, statuses: *mut MPI_Status) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `count` requests.
             let reqs = unsafe { request_array(requests, count) }?;
             let mut got = Scratch::take(g.lib()?, reqs.len());
@@ -483,7 +484,7 @@ crate::mpi_fn! {
         flag: *mut c_int,
         statuses: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `count` requests, `flag` valid for a write.
             let (reqs, flag) = unsafe { (request_array(requests, count)?, out(flag)?) };
             let lib = g.lib()?;
@@ -546,7 +547,7 @@ crate::mpi_fn! {
         index: *mut c_int,
         status: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `count` requests, `index` valid for a write.
             let (reqs, index) = unsafe { (request_array(requests, count)?, out(index)?) };
             if all_passed_over(g.lib()?, reqs) {
@@ -578,7 +579,7 @@ crate::mpi_fn! {
         flag: *mut c_int,
         status: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `count` requests; `index`, `flag` valid for writes.
             let (reqs, index, flag) =
                 unsafe { (request_array(requests, count)?, out(index)?, out(flag)?) };
@@ -672,7 +673,7 @@ crate::mpi_fn! {
         indices: *mut c_int,
         statuses: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `incount` requests, `outcount` valid for a write.
             let (reqs, outcount) = unsafe { (request_array(requests, incount)?, out(outcount)?) };
             if all_passed_over(g.lib()?, reqs) {
@@ -705,7 +706,7 @@ crate::mpi_fn! {
         indices: *mut c_int,
         statuses: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `incount` requests, `outcount` valid for a write.
             let (reqs, outcount) = unsafe { (request_array(requests, incount)?, out(outcount)?) };
             if all_passed_over(g.lib()?, reqs) {
@@ -727,7 +728,7 @@ crate::mpi_fn! {
     /// `MPI_Cancel`: withdraws a receive not matched yet; a send cannot be withdrawn
     /// here and completes normally (`MPI_Test_cancelled` then says false).
     fn MPI_Cancel / PMPI_Cancel(request: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `request` is valid for reads.
             let h = unsafe { crate::util::read_handle(request) }?;
             let r = g.lib()?.requests.get_mut(&h).ok_or_else(|| {
@@ -743,7 +744,7 @@ crate::mpi_fn! {
     /// `MPI_Request_free`: an active request goes on (a send is delivered, a receive
     /// fills its buffer) and is progressed by later calls and by `MPI_Finalize`.
     fn MPI_Request_free / PMPI_Request_free(request: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `request` is valid for reads and writes.
             let slot = unsafe { out(request) }?;
             let lib = g.lib()?;

@@ -20,6 +20,7 @@ use sf::Comm;
 use crate::consts::*;
 use crate::error::{class_of, Fail, R};
 use crate::request::{Op, Req};
+use crate::state::NO_OBJECT;
 use crate::state::{call, CommEntry, CommKind, Lib};
 use crate::util::{new_request_out, out, read_cstr};
 
@@ -53,7 +54,7 @@ crate::mpi_fn! {
     /// `MPIX_Is_restored_rank`: `*flag` is 1 in a process restarted in place
     /// (generation > 0), 0 in a first incarnation.
     fn MPIX_Is_restored_rank / PMPIX_Is_restored_rank(flag: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `flag` is valid for a write.
             let slot = unsafe { out(flag) }?;
             *slot = c_int::from(g.lib()?.world.is_restored());
@@ -130,7 +131,7 @@ crate::mpi_fn! {
     /// rejoined and returned: its agreement and collectives (and `MPI_Finalize`'s
     /// agreement) include it again.
     fn MPIX_Comm_rejoin / PMPIX_Comm_rejoin(name: *const c_char, newcomm: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `newcomm` is valid for a write.
             let slot = unsafe { out(newcomm) }?;
             let name = checked_name(name)?;

@@ -15,6 +15,7 @@ use sf::bootstrap::SpawnCommand;
 use crate::consts::*;
 use crate::error::{class_of, Fail};
 use crate::state::call;
+use crate::state::NO_OBJECT;
 use crate::util::{out, rank_arg};
 
 /// Most arguments `argv` may hold (it must end with a null pointer).
@@ -205,7 +206,7 @@ crate::mpi_fn! {
     /// inter-communicator with its parents (until it is freed or disconnected);
     /// `MPI_COMM_NULL` elsewhere.
     fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let h = if lib.comms.contains_key(&lib.parent) { lib.parent } else { MPI_COMM_NULL };
             // SAFETY: MPI's contract: `parent` is valid for a write.

@@ -246,6 +246,9 @@ pub(crate) struct Lib {
     pub saved: Vec<(String, Handle)>,
     /// `MPI_Comm_get_parent`'s inter-communicator (`MPI_COMM_NULL`: not spawned).
     pub parent: Handle,
+    /// The error handler `MPI_COMM_WORLD` and `MPI_COMM_SELF` started with (the
+    /// launcher's `-initial-errhandler`, else `MPI_ERRORS_ARE_FATAL`).
+    pub initial_errhandler: Handle,
     /// The outcomes table of the `*all` / `*some` calls, kept between calls so that
     /// they allocate only when a call names more requests than any before
     /// (`request::Scratch`).
@@ -276,6 +279,7 @@ impl Lib {
             infos: Map::default(),
             env_info: Vec::new(),
             parent: MPI_COMM_NULL,
+            initial_errhandler: MPI_ERRORS_ARE_FATAL,
             saved: Vec::new(),
             scratch: Vec::new(),
         }
@@ -455,6 +459,7 @@ impl Guard {
     /// Between two attempts of a wait: under `MPI_THREAD_MULTIPLE` lets other threads
     /// in; else spins (then yields) holding the lock.
     pub fn relax(&mut self, spin: &mut SpinWait) {
+        self.run_deferred();
         let multiple = matches!(self.phase(), Phase::Live(l) if l.multiple());
         if multiple && !self.owner {
             self.g = None;
@@ -462,6 +467,15 @@ impl Guard {
             self.g = Some(LIB.mutex.lock().unwrap_or_else(|p| p.into_inner()));
         } else {
             spin.pause();
+        }
+    }
+
+    /// Runs the user reduction functions this thread's non-blocking reductions queued
+    /// (`op_deferred`), with the call's access given up as [`Guard::unlocked`] does.
+    #[inline]
+    pub fn run_deferred(&mut self) {
+        if crate::op_deferred::any_queued() {
+            self.unlocked(crate::op_deferred::run_queued);
         }
     }
 
@@ -505,7 +519,11 @@ pub(crate) fn call(comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
 /// registers) rather than the 48-byte `R<()>`, which went through memory at every call.
 #[inline(always)]
 fn run(mut guard: Guard, comm: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(|| f(&mut guard).err().map(boxed))) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut guard).err().map(boxed)));
+    // What the call's tests queued runs before it returns (the request then completes
+    // at the next test).
+    guard.run_deferred();
+    match outcome {
         Ok(None) => MPI_SUCCESS,
         Ok(Some(fail)) => failed(guard, comm, *fail),
         Err(_) => failed(
@@ -526,20 +544,38 @@ pub(crate) fn boxed(fail: Fail) -> Box<Fail> {
     Box::new(fail)
 }
 
+/// The `comm` argument of the calls that name no communicator (nor window or file):
+/// their errors are raised as [`no_object_comm`] says.
+pub(crate) const NO_OBJECT: Handle = MPI_COMM_NULL;
+
+/// Where an error that concerns no live communicator is raised (a call naming none, or
+/// an invalid communicator handle). MPI 4.1 (§9.3) says `MPI_COMM_SELF`; programs
+/// written for MPI 3 set `MPI_COMM_WORLD`'s handler and expect it (MPICH's error
+/// tests do). So: `MPI_COMM_SELF` once the program has given it another handler than
+/// the one it started with, else `MPI_COMM_WORLD`.
+fn no_object_comm(lib: &Lib) -> Handle {
+    match lib.comms.get(&MPI_COMM_SELF) {
+        Some(e) if e.errhandler != lib.initial_errhandler => MPI_COMM_SELF,
+        _ => MPI_COMM_WORLD,
+    }
+}
+
 /// A call's failure: handed to the error handler of the communicator it is raised on
-/// (`comm`, the call's, unless `fail` names one; the world's when that is not a live
-/// communicator), after `guard` is released, since a handler may call MPI; the code the
-/// call returns.
+/// (`comm`, the call's, unless `fail` names one; [`no_object_comm`] when that is not a
+/// live communicator), after `guard` is released, since a handler may call MPI; the
+/// code the call returns.
 #[cold]
 #[inline(never)]
 pub(crate) fn failed(mut guard: Guard, comm: Handle, fail: Fail) -> c_int {
-    let comm = fail.comm.unwrap_or(comm);
+    let mut comm = fail.comm.unwrap_or(comm);
     let (handler, ft) = match guard.lib() {
         Ok(lib) => {
+            if !lib.comms.contains_key(&comm) {
+                comm = no_object_comm(lib);
+            }
             let h = lib
                 .comms
                 .get(&comm)
-                .or_else(|| lib.comms.get(&MPI_COMM_WORLD))
                 .map_or(MPI_ERRORS_RETURN, |e| e.errhandler);
             let f = lib.errhandlers.get(&h).copied();
             (Handler::of(h, f), lib.ft)

@@ -10,12 +10,13 @@ use crate::datatype::TypeEntry;
 use crate::error::Fail;
 use crate::request::{progress_detached, MPI_Status, Outcome};
 use crate::state::call;
+use crate::state::NO_OBJECT;
 use crate::util::out;
 
 crate::mpi_fn! {
     /// `MPI_Test_cancelled`.
     fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             // SAFETY: MPI's contract: `status` valid for reads, `flag` for a write.
             let st = unsafe { status.as_ref() }
                 .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
@@ -33,7 +34,7 @@ crate::mpi_fn! {
         datatype: Handle,
         count: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let t: TypeEntry = g.lib()?.datatype(datatype)?;
             // SAFETY: MPI's contract: `status` valid for reads, `count` for a write.
             let st = unsafe { status.as_ref() }
@@ -62,7 +63,7 @@ crate::mpi_fn! {
         datatype: Handle,
         count: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let t: TypeEntry = g.lib()?.datatype(datatype)?;
             // SAFETY: MPI's contract: `status` valid for reads, `count` for a write.
             let st = unsafe { status.as_ref() }
@@ -91,7 +92,7 @@ crate::mpi_fn! {
         flag: *mut c_int,
         status: *mut MPI_Status
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `flag` is valid for a write.
             let flag = unsafe { out(flag) }?;
             if request == MPI_REQUEST_NULL {

@@ -10,6 +10,7 @@ use std::ffi::c_int;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Guard};
 use crate::util::out;
 
@@ -142,7 +143,7 @@ fn cart_of(g: &mut Guard, comm: Handle) -> R<Cart> {
 crate::mpi_fn! {
     /// `MPI_Dims_create`: fills the zero entries of `dims` (see [`dims_create`]).
     fn MPI_Dims_create / PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             let n = ndims_arg(ndims)?;
             let nnodes = u32::try_from(nnodes)
                 .map_err(|_| Fail::new(MPI_ERR_ARG, format!("{nnodes} processes")))?;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::consts::*;
 use crate::datatype::TypeEntry;
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Lib};
 use crate::typemap::Layout;
 use crate::util::out;
@@ -146,7 +147,7 @@ crate::mpi_fn! {
         num_datatypes: *mut c_int,
         combiner: *mut c_int
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let c = contents_of(g.lib()?, datatype)?;
             let (ni, na, nd, comb) = match &c {
                 None => (0, 0, 0, NAMED),
@@ -196,7 +197,7 @@ crate::mpi_fn! {
         array_of_addresses: *mut isize,
         array_of_datatypes: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let c = contents_of(lib, datatype)?
                 .ok_or_else(|| Fail::new(MPI_ERR_TYPE, "a predefined type has no contents"))?;

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::call;
+use crate::state::NO_OBJECT;
 use crate::util::{read_cstr, write_str};
 
 /// `(handle, name)` of every datatype `mpi.h` defines, in its order.
@@ -53,7 +54,7 @@ fn default_name(h: Handle) -> &'static str {
 crate::mpi_fn! {
     /// `MPI_Type_set_name` (truncated to `MPI_MAX_OBJECT_NAME - 1` bytes).
     fn MPI_Type_set_name / PMPI_Type_set_name(datatype: Handle, type_name: *const c_char) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             known(lib, datatype)?;
             // SAFETY: MPI's contract: `type_name` is a C string.
@@ -68,7 +69,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Type_get_name`: the name set, else the default (see the module doc).
     fn MPI_Type_get_name / PMPI_Type_get_name(datatype: Handle, type_name: *mut c_char, resultlen: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             known(lib, datatype)?;
             let n = lib.type_names.get(&datatype).cloned().unwrap_or_else(|| default_name(datatype).to_owned());

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use crate::consts::*;
 use crate::datatype::{basic_entry, Elem, TypeEntry};
 use crate::error::{Fail, R};
+use crate::state::NO_OBJECT;
 use crate::state::{call, Lib};
 use crate::type_contents as tc;
 use crate::util::{count_arg, out};
@@ -239,7 +240,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let (n, bl) = (n_arg(count)?, n_arg(blocklength)?);
             let ext = extent_of(lib, oldtype)?;
@@ -260,7 +261,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let (n, bl) = (n_arg(count)?, n_arg(blocklength)?);
             let blocks = (0..n).map(|i| (bl, i as isize * stride));
@@ -280,7 +281,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let n = n_arg(count)?;
             // SAFETY: MPI's contract: both arrays hold `count` values.
@@ -305,7 +306,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let n = n_arg(count)?;
             // SAFETY: MPI's contract: both arrays hold `count` values.
@@ -330,7 +331,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let (n, bl) = (n_arg(count)?, n_arg(blocklength)?);
             // SAFETY: MPI's contract: `displacements` holds `count` values.
@@ -355,7 +356,7 @@ crate::mpi_fn! {
         types: *const Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let n = n_arg(count)?;
             // SAFETY: MPI's contract: the arrays hold `count` values.
@@ -398,7 +399,7 @@ crate::mpi_fn! {
         extent: isize,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             // SAFETY: MPI's contract: `newtype` is valid for a write.
             let slot = unsafe { out(newtype) }?;
@@ -416,7 +417,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Type_dup`: a new handle for the same type (committed if it was).
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: Handle, newtype: *mut Handle) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             // SAFETY: MPI's contract: `newtype` is valid for a write.
             let slot = unsafe { out(newtype) }?;
@@ -440,7 +441,7 @@ crate::mpi_fn! {
         true_lb: *mut isize,
         true_extent: *mut isize
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let (_, l) = describe(g.lib()?, datatype)?;
             // SAFETY: MPI's contract: both are valid for writes.
             unsafe {
@@ -628,7 +629,7 @@ impl Unpack {
 crate::mpi_fn! {
     /// `MPI_Pack_size`: the bytes `MPI_Pack` needs for `incount` items.
     fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: Handle, _comm: Handle, size: *mut c_int) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let n = g.lib()?.buffer_of(incount, datatype)?.len();
             // SAFETY: MPI's contract: `size` is valid for a write.
             *unsafe { out(size) }? = c_int::try_from(n)
@@ -649,7 +650,7 @@ crate::mpi_fn! {
         position: *mut c_int,
         _comm: Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let buffer = g.lib()?.buffer_of(incount, datatype)?;
             // SAFETY: MPI's contract: `position` is valid for reads and writes.
             let pos = unsafe { out(position) }?;
@@ -684,7 +685,7 @@ crate::mpi_fn! {
         datatype: Handle,
         _comm: Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let buffer = g.lib()?.buffer_of(outcount, datatype)?;
             // SAFETY: MPI's contract: `position` is valid for reads and writes.
             let pos = unsafe { out(position) }?;

@@ -3,6 +3,7 @@
 //! queries (`MPI_Type_get_extent_x`, `MPI_Type_get_true_extent_x`), built on
 //! `typemap`'s general constructor.
 
+use crate::state::NO_OBJECT;
 use crate::type_contents as tc;
 use std::ffi::c_int;
 
@@ -23,7 +24,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let lib = g.lib()?;
             let (n, bl) = (n_arg(count)?, n_arg(blocklength)?);
             // SAFETY: MPI's contract: `displacements` holds `count` values.
@@ -93,7 +94,7 @@ crate::mpi_fn! {
         oldtype: Handle,
         newtype: *mut Handle
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let n = n_arg(ndims)?;
             if n == 0 {
                 return Err(Fail::new(MPI_ERR_DIMS, "a subarray of 0 dimensions"));
@@ -150,7 +151,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Type_get_extent_x`: `MPI_Type_get_extent` with `MPI_Count` results.
     fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: Handle, lb: *mut i64, extent: *mut i64) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let (l, e) = bounds(g.lib()?, datatype)?;
             // SAFETY: MPI's contract: both are valid for writes.
             unsafe {
@@ -170,7 +171,7 @@ crate::mpi_fn! {
         true_lb: *mut i64,
         true_extent: *mut i64
     ) {
-        call(MPI_COMM_WORLD, |g| {
+        call(NO_OBJECT, |g| {
             let (_, l) = describe(g.lib()?, datatype)?;
             // SAFETY: MPI's contract: both are valid for writes.
             unsafe {

@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::call;
+use crate::state::NO_OBJECT;
 use crate::util::{out, read_cstr};
 
 /// `MPI_ERR_LASTCODE` (the header's value): the largest predefined code.
@@ -76,7 +77,7 @@ fn add(class: Option<c_int>) -> R<c_int> {
 crate::mpi_fn! {
     /// `MPI_Add_error_class`: a new error class.
     fn MPI_Add_error_class / PMPI_Add_error_class(errorclass: *mut c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             // SAFETY: MPI's contract: `errorclass` is valid for a write.
             let slot = unsafe { out(errorclass) }?;
             *slot = add(None)?;
@@ -89,7 +90,7 @@ crate::mpi_fn! {
     /// `MPI_Add_error_code`: a new error code of class `errorclass` (predefined or
     /// added).
     fn MPI_Add_error_code / PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             // SAFETY: MPI's contract: `errorcode` is valid for a write.
             let slot = unsafe { out(errorcode) }?;
             *slot = add(Some(errorclass))?;
@@ -102,7 +103,7 @@ crate::mpi_fn! {
     /// `MPI_Add_error_string`: the string of an added class or code (replacing any
     /// earlier one; at most `MPI_MAX_ERROR_STRING - 1` bytes are kept).
     fn MPI_Add_error_string / PMPI_Add_error_string(errorcode: c_int, string: *const c_char) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             // SAFETY: MPI's contract: `string` is a C string.
             let mut s = unsafe { read_cstr(string) }?;
             let mut cut = s.len().min(MAX_ERROR_STRING - 1);
@@ -165,21 +166,21 @@ fn remove(code: c_int, class: bool) -> R<()> {
 crate::mpi_fn! {
     /// `MPI_Remove_error_class` (MPI 4.1): after its codes and its string.
     fn MPI_Remove_error_class / PMPI_Remove_error_class(errorclass: c_int) {
-        call(MPI_COMM_WORLD, |_| remove(errorclass, true))
+        call(NO_OBJECT, |_| remove(errorclass, true))
     }
 }
 
 crate::mpi_fn! {
     /// `MPI_Remove_error_code` (MPI 4.1): after its string.
     fn MPI_Remove_error_code / PMPI_Remove_error_code(errorcode: c_int) {
-        call(MPI_COMM_WORLD, |_| remove(errorcode, false))
+        call(NO_OBJECT, |_| remove(errorcode, false))
     }
 }
 
 crate::mpi_fn! {
     /// `MPI_Remove_error_string` (MPI 4.1): of an added class or code that has one.
     fn MPI_Remove_error_string / PMPI_Remove_error_string(errorcode: c_int) {
-        call(MPI_COMM_WORLD, |_| {
+        call(NO_OBJECT, |_| {
             let mut t = table();
             match t.as_mut().and_then(|t| t.strings.remove(&errorcode)) {
                 Some(_) => Ok(()),

@@ -11,7 +11,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::consts::*;
 use crate::error::Fail;
+use crate::op_deferred;
 use crate::request::{attempt, outcome_result, progress_detached, write_status, MPI_Status};
+use crate::state::NO_OBJECT;
 use crate::state::{boxed, call, failed, Guard};
 use crate::util::out;
 
@@ -26,7 +28,7 @@ crate::mpi_fn! {
 /// `MPI_Wait`'s general path.
 #[inline(never)]
 fn wait_general(request: *mut Handle, status: *mut MPI_Status) -> c_int {
-    call(MPI_COMM_WORLD, |g| {
+    call(NO_OBJECT, |g| {
         // SAFETY: MPI's contract: `request` is valid for reads and writes.
         let slot = unsafe { out(request) }?;
         let mut spin = crate::util::spin_wait();
@@ -52,11 +54,17 @@ fn wait_general(request: *mut Handle, status: *mut MPI_Status) -> c_int {
 pub(crate) unsafe fn wait(request: *mut Handle, status: *mut MPI_Status) -> c_int {
     // SAFETY: MPI's contract: `request` is null or valid for reads and writes.
     if let Some(slot) = unsafe { request.as_mut() } {
-        // SAFETY: the borrow ends within this call, before any `Guard` is made.
-        if let Some(lib) = unsafe { Guard::owned_lib() } {
+        if Guard::owned().is_some() {
             let waited = catch_unwind(AssertUnwindSafe(|| {
                 let mut spin = crate::util::spin_wait();
                 loop {
+                    // A fresh borrow each round: a user function run between two
+                    // rounds may call MPI, which makes its own.
+                    // SAFETY: the borrow ends within this round, before any `Guard` is
+                    // made and before the queued functions run.
+                    let Some(lib) = (unsafe { Guard::owned_lib() }) else {
+                        return Some(boxed(Fail::new(MPI_ERR_OTHER, "MPI was finalized")));
+                    };
                     progress_detached(lib);
                     match attempt(lib, slot) {
                         Ok(Some((o, comm))) => {
@@ -66,7 +74,12 @@ pub(crate) unsafe fn wait(request: *mut Handle, status: *mut MPI_Status) -> c_in
                             return outcome_result(&o, comm).err().map(boxed);
                         }
                         // The owner's pause between two attempts (`Guard::relax`).
-                        Ok(None) => spin.pause(),
+                        Ok(None) => {
+                            if op_deferred::any_queued() {
+                                op_deferred::run_queued();
+                            }
+                            spin.pause()
+                        }
                         Err(fail) => return Some(boxed(fail)),
                     }
                 }
@@ -87,9 +100,9 @@ pub(crate) unsafe fn wait(request: *mut Handle, status: *mut MPI_Status) -> c_in
 #[inline(never)]
 fn wait_failed(fail: Fail) -> c_int {
     match Guard::owned() {
-        Some(g) => failed(g, MPI_COMM_WORLD, fail),
+        Some(g) => failed(g, NO_OBJECT, fail),
         // Only the owner takes the fast path, and it stays the owner for the call.
-        None => call(MPI_COMM_WORLD, |_| Err(fail)),
+        None => call(NO_OBJECT, |_| Err(fail)),
     }
 }
 
@@ -104,7 +117,7 @@ crate::mpi_fn! {
 /// `MPI_Test`'s general path.
 #[inline(never)]
 fn test_general(request: *mut Handle, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    call(MPI_COMM_WORLD, |g| {
+    call(NO_OBJECT, |g| {
         // SAFETY: MPI's contract: `request` and `flag` are valid for writes.
         let (slot, flag) = unsafe { (out(request)?, out(flag)?) };
         let lib = g.lib()?;
@@ -152,6 +165,10 @@ unsafe fn test(request: *mut Handle, flag: *mut c_int, status: *mut MPI_Status) 
                     Err(fail) => Some(boxed(fail)),
                 }
             }));
+            // The borrow has ended: what the test queued may run (and call MPI).
+            if op_deferred::any_queued() {
+                op_deferred::run_queued();
+            }
             return match tested {
                 Ok(None) => MPI_SUCCESS,
                 Ok(Some(fail)) => wait_failed(*fail),

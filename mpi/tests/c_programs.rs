@@ -822,6 +822,20 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn errors_naming_no_communicator_go_to_self_once_its_handler_is_set_else_to_world() {
+    every_rank_prints("no_object_errors", "2", "", &[], "NO OBJECT ERRORS OK");
+}
+
+#[test]
+fn user_operations_in_non_blocking_reductions_reduce_in_rank_order() {
+    for np in ["1", "2", "3", "4", "6"] {
+        every_rank_prints("user_op_nbc", np, "single", &[], "USER OP NBC OK");
+    }
+    every_rank_prints("user_op_nbc", "5", "multiple", &[], "USER OP NBC OK");
+    every_rank_prints("user_op_nbc", "3", "single", TCP, "USER OP NBC OK");
+}
+
+#[test]
 fn derived_datatypes_with_gaps_travel_point_to_point() {
     every_rank_prints("dtypes", "2", "", &[], "DTYPES OK");
     every_rank_prints(

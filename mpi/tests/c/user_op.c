@@ -25,52 +25,7 @@ static int me = -1;
 
 #include "check.h"
 
-typedef struct {
-    unsigned a, b, c, d; /* [[a b] [c d]] */
-} mat;
-
-static MPI_Datatype mat_type;
-
-/* Rank r's input matrix number i in call `salt`: hashed, so that products in another
- * order differ. */
-static mat M(int r, int i, int salt) {
-    unsigned h = 2166136261u ^ (unsigned)(r * 7919 + i * 104729 + salt * 1299709);
-    unsigned v[4];
-    for (int k = 0; k < 4; k++) {
-        h ^= h >> 13;
-        h *= 16777619u;
-        h ^= (unsigned)k;
-        v[k] = h % 1000u;
-    }
-    mat m = {v[0] + 1, v[1], v[2], v[3] + 1};
-    return m;
-}
-
-static mat mul(mat x, mat y) {
-    mat z = {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c,
-             x.c * y.b + x.d * y.d};
-    return z;
-}
-
-static int same(mat x, mat y) { return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d; }
-
-/* The product of ranks lo..hi-1's matrices number i, in rank order. */
-static mat prod(int lo, int hi, int i, int salt) {
-    mat z = {1, 0, 0, 1};
-    for (int r = lo; r < hi; r++) z = mul(z, M(r, i, salt));
-    return z;
-}
-
-static long mat_calls;
-
-/* inout[i] = in[i] * inout[i]. */
-static void mat_mul(void *in, void *inout, int *len, MPI_Datatype *dt) {
-    CHECK(*dt == mat_type);
-    CHECK(*len > 0);
-    mat *x = in, *y = inout;
-    for (int i = 0; i < *len; i++) y[i] = mul(x[i], y[i]);
-    mat_calls++;
-}
+#include "mat_op.h"
 
 typedef struct {
     double re, im;
@@ -98,20 +53,6 @@ static gauss gprod(int lo, int hi, int i) {
         z = t;
     }
     return z;
-}
-
-static mat *mats(int n, int salt) {
-    mat *p = malloc(sizeof(mat) * (n ? n : 1));
-    CHECK(p != NULL);
-    for (int i = 0; i < n; i++) p[i] = M(me, i, salt);
-    return p;
-}
-
-static mat *blank(int n) {
-    mat *p = malloc(sizeof(mat) * (n ? n : 1));
-    CHECK(p != NULL);
-    for (int i = 0; i < n; i++) p[i] = (mat){7, 7, 7, 7};
-    return p;
 }
 
 /* Every intra-communicator reduction with the matrix operation, `count` matrices. */
@@ -255,22 +196,9 @@ static void calls_mpi(void *in, void *inout, int *len, MPI_Datatype *dt) {
     inner_finalize = MPI_Finalize();
 }
 
-static int err_class(int code) {
-    int c = -1;
-    OK(MPI_Error_class(code, &c));
-    return c;
-}
-
 int main(int argc, char **argv) {
-    int n, provided;
-    int multiple = argc > 1 && strcmp(argv[1], "multiple") == 0;
-    OK(MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                       &provided));
-    OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
-    OK(MPI_Comm_size(MPI_COMM_WORLD, &n));
-    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    OK(MPI_Type_contiguous(4, MPI_UNSIGNED, &mat_type));
-    OK(MPI_Type_commit(&mat_type));
+    int n;
+    mat_op_init(&argc, &argv, &n);
 
     MPI_Op matop, gaussop;
     int flag = -1;
