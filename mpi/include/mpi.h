@@ -241,6 +241,8 @@ enum {
 #define MPI_ERRCODES_IGNORE ((int *)0)
 #define MPI_STATUS_IGNORE   ((MPI_Status *)0)
 #define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+#define MPI_UNWEIGHTED      ((int *)2)
+#define MPI_WEIGHTS_EMPTY   ((int *)3)
 
 #define MPI_MAX_ERROR_STRING   512
 #define MPI_MAX_INFO_KEY       256
@@ -384,6 +386,51 @@ int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
 int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
 int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
                   int *newrank);
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                   const int *sourceweights, int outdegree,
+                                   const int destinations[], const int *destweights,
+                                   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+                          const int destinations[], const int *weights, MPI_Info info,
+                          int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+                                   int *weighted);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+                             int *sourceweights, int maxoutdegree, int destinations[],
+                             int *destweights);
+/* Neighborhood collectives (on a Cartesian, graph or distributed graph communicator). */
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, const int recvcounts[], const int displs[],
+                            MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                           MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                           const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                           const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                           void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+                           const MPI_Datatype recvtypes[], MPI_Comm comm);
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Request *request);
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                           MPI_Request *request);
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Request *request);
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                            const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                            void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+                            const MPI_Datatype recvtypes[], MPI_Comm comm,
+                            MPI_Request *request);
 int MPI_Pcontrol(const int level, ...);
 /* Handle conversions to and from Fortran (a handle's number; a request's slot). */
 enum { MPI_F_SOURCE = 0, MPI_F_TAG = 1, MPI_F_ERROR = 2, MPI_F_STATUS_SIZE = 8 };

@@ -41,13 +41,25 @@ unsafe fn blocks(g: &mut Guard, side: Side, n: u32) -> R<(Vec<(usize, usize)>, u
             std::slice::from_raw_parts(side.types, n as usize),
         )
     };
-    let lib = g.lib()?;
-    let mut out = Vec::with_capacity(n as usize);
+    typed_blocks(g.lib()?, c, d, t)
+}
+
+/// The `(byte start, byte length)` of blocks of `counts[j]` items of the contiguous
+/// type `types[j]` at byte displacement `displs[j]`, and the bytes they span (the
+/// `w` collectives' layouts: `int` displacements here, `MPI_Aint` in `neighbor.rs`).
+pub(crate) fn typed_blocks<D: Copy + TryInto<usize> + std::fmt::Display>(
+    lib: &crate::state::Lib,
+    counts: &[c_int],
+    displs: &[D],
+    types: &[Handle],
+) -> R<(Vec<(usize, usize)>, usize)> {
+    let mut out = Vec::with_capacity(counts.len());
     let mut span = 0usize;
-    for i in 0..n as usize {
-        let (len, _) = lib.byte_len(c[i], t[i])?;
-        let start = usize::try_from(d[i])
-            .map_err(|_| Fail::new(MPI_ERR_ARG, format!("negative displacement {}", d[i])))?;
+    for ((&c, &d), &t) in counts.iter().zip(displs).zip(types) {
+        let (len, _) = lib.byte_len(c, t)?;
+        let start = d
+            .try_into()
+            .map_err(|_| Fail::new(MPI_ERR_ARG, format!("negative displacement {d}")))?;
         let end = start
             .checked_add(len)
             .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a block's extent overflows"))?;

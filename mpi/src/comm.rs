@@ -132,14 +132,12 @@ crate::mpi_fn! {
                 return crate::attr::copy_all(g, comm, *slot);
             }
             let (_, coll) = lib.intra(comm)?;
-            let (cart, graph) = (e.cart.clone(), e.graph.clone());
+            let topology = e.topology();
             let pair = g.unlocked(|| with_half(coll.dup()?))?;
             let lib = g.lib()?;
             *slot = insert(lib, pair, errh);
             // A dup keeps the topology (MPI 4.1, 8.4) and copies the attributes.
-            let new = lib.comm_mut(*slot)?;
-            new.cart = cart;
-            new.graph = graph;
+            lib.comm_mut(*slot)?.set_topology(topology);
             crate::attr::copy_all(g, comm, *slot)
         })
     }

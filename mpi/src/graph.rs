@@ -4,7 +4,7 @@
 //! its parent, here its first `nnodes` ranks in their order (`reorder` accepted, not
 //! used), with the graph (`index` and `edges` as the program gave them) kept beside it
 //! in the table; `MPI_Comm_dup` copies it and `MPI_Topo_test` answers `MPI_GRAPH`.
-//! Distributed graphs are not implemented.
+//! Distributed graphs: `dist_graph.rs`.
 
 use std::ffi::c_int;
 
@@ -50,7 +50,7 @@ impl Graph {
     }
 
     /// The neighbors of node `rank`.
-    fn neighbors(&self, rank: c_int) -> R<&[c_int]> {
+    pub(crate) fn neighbors(&self, rank: c_int) -> R<&[c_int]> {
         let r = usize::try_from(rank)
             .ok()
             .filter(|&r| r < self.index.len())

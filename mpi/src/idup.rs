@@ -28,7 +28,7 @@ use crate::coll::{Coll, Ibarrier};
 use crate::consts::*;
 use crate::error::R;
 use crate::request::{Op, Req};
-use crate::state::{call, CommEntry, CommKind, Lib};
+use crate::state::{call, CommEntry, CommKind, Lib, Topology};
 use crate::util::{new_request_out, out};
 
 /// The tag of the steps over the new communicators.
@@ -59,7 +59,7 @@ pub(crate) struct Idup {
     /// The new communicator's handle (written to `newcomm` at the call).
     handle: Handle,
     errhandler: Handle,
-    cart: Option<Box<crate::topo::Cart>>,
+    topology: Topology,
     stage: Stage,
 }
 
@@ -133,7 +133,7 @@ impl Idup {
                     coll.revoke();
                 }
                 let mut e = CommEntry::new(CommKind::Intra { p2p, coll }, self.errhandler, "");
-                e.cart = self.cart;
+                e.set_topology(self.topology);
                 e
             }
             Stage::Inter(p2p, coll) => {
@@ -169,7 +169,7 @@ crate::mpi_fn! {
             let new_slot = unsafe { out(newcomm) }?;
             let lib = g.lib()?;
             let e = lib.comm(comm)?;
-            let (errhandler, cart) = (e.errhandler, e.cart.clone());
+            let (errhandler, topology) = (e.errhandler, e.topology());
             let stage = match &e.kind {
                 CommKind::Intra { coll, .. } => {
                     let coll = coll.clone();
@@ -186,7 +186,7 @@ crate::mpi_fn! {
             let idup = Idup {
                 handle,
                 errhandler,
-                cart,
+                topology,
                 stage,
             };
             let h = lib.add_request(Req::new(comm, Op::Idup(Box::new(idup))))?;

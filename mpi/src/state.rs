@@ -153,9 +153,33 @@ pub(crate) struct CommEntry {
     pub cart: Option<Box<crate::topo::Cart>>,
     /// Its graph, if it has one (`graph.rs`).
     pub graph: Option<Box<crate::graph::Graph>>,
+    /// Its distributed graph, if it has one (`dist_graph.rs`).
+    pub dist_graph: Option<Box<crate::dist_graph::DistGraph>>,
+}
+
+/// A communicator's topology, as a dup copies it (MPI 4.1 §8.4).
+#[derive(Clone, Default)]
+pub(crate) struct Topology {
+    cart: Option<Box<crate::topo::Cart>>,
+    graph: Option<Box<crate::graph::Graph>>,
+    dist_graph: Option<Box<crate::dist_graph::DistGraph>>,
 }
 
 impl CommEntry {
+    /// Its topology (none, or one of the three kinds).
+    pub fn topology(&self) -> Topology {
+        Topology {
+            cart: self.cart.clone(),
+            graph: self.graph.clone(),
+            dist_graph: self.dist_graph.clone(),
+        }
+    }
+
+    /// Gives it topology `t` (a dup's parent's).
+    pub fn set_topology(&mut self, t: Topology) {
+        (self.cart, self.graph, self.dist_graph) = (t.cart, t.graph, t.dist_graph);
+    }
+
     pub fn new(kind: CommKind, errhandler: Handle, name: impl Into<String>) -> Self {
         let (size, rank) = match &kind {
             CommKind::Intra { p2p, .. } => (p2p.size(), p2p.rank()),
@@ -170,6 +194,7 @@ impl CommEntry {
             name: name.into(),
             cart: None,
             graph: None,
+            dist_graph: None,
         }
     }
 

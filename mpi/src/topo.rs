@@ -15,8 +15,7 @@ use crate::state::{call, Guard};
 use crate::util::out;
 
 /// `MPI_CART`, `MPI_Topo_test`'s answer for a Cartesian communicator (`mpi.h` also
-/// defines `MPI_GRAPH` 201, `graph.rs`, and `MPI_DIST_GRAPH` 202, which it never
-/// gives).
+/// defines `MPI_GRAPH` 201, `graph.rs`, and `MPI_DIST_GRAPH` 202, `dist_graph.rs`).
 pub const MPI_CART: c_int = 203;
 
 /// A communicator's Cartesian grid.
@@ -41,6 +40,22 @@ impl Cart {
             r /= d;
         }
         c
+    }
+
+    /// The neighbors of `rank` in the order of the neighborhood collectives (MPI 4.1
+    /// §8.6): in each dimension the rank one step down, then one step up; `None` off
+    /// the edge of a non-periodic dimension (`MPI_PROC_NULL`).
+    pub(crate) fn neighbors(&self, rank: u32) -> Vec<Option<u32>> {
+        let here: Vec<i64> = self.coords(rank).into_iter().map(i64::from).collect();
+        let mut out = Vec::with_capacity(2 * here.len());
+        for d in 0..here.len() {
+            for step in [-1, 1] {
+                let mut x = here.clone();
+                x[d] += step;
+                out.push(self.rank(&x));
+            }
+        }
+        out
     }
 
     /// The rank at `coords`, wrapped in periodic dimensions; `None` outside a
@@ -422,6 +437,8 @@ crate::mpi_fn! {
                 MPI_CART
             } else if e.graph.is_some() {
                 crate::graph::MPI_GRAPH
+            } else if e.dist_graph.is_some() {
+                crate::dist_graph::MPI_DIST_GRAPH
             } else {
                 MPI_UNDEFINED
             };

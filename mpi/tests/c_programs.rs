@@ -822,6 +822,14 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn neighborhood_collectives_on_grids_graphs_and_distributed_graphs() {
+    for np in ["1", "2", "3", "4", "6"] {
+        every_rank_prints("neighbor", np, "", &[], "NEIGHBOR OK");
+    }
+    every_rank_prints("neighbor", "3", "", TCP, "NEIGHBOR OK");
+}
+
+#[test]
 fn errors_naming_no_communicator_go_to_self_once_its_handler_is_set_else_to_world() {
     every_rank_prints("no_object_errors", "2", "", &[], "NO OBJECT ERRORS OK");
 }
