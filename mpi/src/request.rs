@@ -114,6 +114,8 @@ pub(crate) enum Op {
     Idup(Box<crate::idup::Idup>),
     /// `MPI_Comm_free`'s closing (`comm_close.rs`), in `Lib::detached`.
     Closing(Box<crate::comm_close::Closing>),
+    /// `MPI_Isendrecv`'s receive and send (`isendrecv.rs`).
+    Pair(Box<crate::isendrecv::Pair>),
 }
 
 /// A request: its operation, its communicator (whose error handler its errors go to)
@@ -225,6 +227,12 @@ impl Req {
                 Ok(false) => return None,
                 Ok(true) => Outcome::empty(),
                 Err(f) => Outcome::failed(f.class),
+            },
+            Op::Pair(p) => match p.test() {
+                None => return None,
+                // A wildcard receive's pending failure: reported, the pair goes on.
+                Some(o) if o.keep => return Some(o),
+                Some(o) => o,
             },
             Op::Closing(c) => match c.test() {
                 false => return None,

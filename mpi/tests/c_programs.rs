@@ -822,6 +822,14 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn isendrecv_status_setters_and_the_functions_mpi_3_removed() {
+    for np in ["1", "2", "3"] {
+        every_rank_prints("isendrecv", np, "", &[], "ISENDRECV OK");
+    }
+    every_rank_prints("isendrecv", "2", "", TCP, "ISENDRECV OK");
+}
+
+#[test]
 fn neighborhood_collectives_on_grids_graphs_and_distributed_graphs() {
     for np in ["1", "2", "3", "4", "6"] {
         every_rank_prints("neighbor", np, "", &[], "NEIGHBOR OK");
