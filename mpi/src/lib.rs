@@ -66,6 +66,7 @@ mod init;
 mod memory;
 mod mprobe;
 mod nbc;
+mod nbc_inter;
 mod nbc_scan;
 mod nbc_v;
 mod op;

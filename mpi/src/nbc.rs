@@ -353,6 +353,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let buf = crate::coll_inter::RecvArg { ptr: buffer, count, dt: datatype };
+                return crate::nbc_inter::ibcast(g, comm, buf, root, slot);
+            }
             let (len, _) = g.lib()?.byte_len(count, datatype)?;
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
@@ -409,6 +413,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count, dt: datatype };
+                return crate::nbc_inter::ireduce(g, comm, sendbuf, recv, op, root, slot);
+            }
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             predefined_op(g.lib()?, op, t.elem)?;
             let c = Coll::start(g, comm)?;
@@ -453,6 +461,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count, dt: datatype };
+                return crate::nbc_inter::iallreduce(g, comm, sendbuf, recv, op, slot);
+            }
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             predefined_op(g.lib()?, op, t.elem)?;
             let c = Coll::start(g, comm)?;
@@ -487,6 +499,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::igather(g, comm, send, recv, root, slot);
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
@@ -559,6 +576,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::iscatter(g, comm, send, recv, root, slot);
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
@@ -597,6 +619,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::iallgather(g, comm, send, recv, slot);
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
@@ -637,6 +664,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::ialltoall(g, comm, send, recv, slot);
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
