@@ -785,6 +785,16 @@ fn non_blocking_collectives_complete_with_every_element_in_place() {
     );
 }
 
+/// `nbc_inter.c`: every non-blocking collective on inter-communicators of 1+1, 2+1,
+/// 2+2 and 3+2 processes (and the even/odd splits), alone and all in flight at once.
+#[test]
+fn non_blocking_collectives_on_inter_communicators() {
+    for np in ["2", "3", "4", "5"] {
+        every_rank_prints("nbc_inter", np, "", &[], "NBC INTER OK");
+    }
+    every_rank_prints("nbc_inter", "4", "", TCP, "NBC INTER OK");
+}
+
 #[test]
 fn buffered_sends_return_before_the_receive_and_detach_waits() {
     every_rank_prints("bsend", "3", "", &[], "BSEND OK");
