@@ -1,9 +1,10 @@
 //! The non-blocking collectives on an inter-communicator (MPI 4.1 §6.2.2, §6.12 and
-//! each collective's inter-communicator paragraph): `MPI_Ibcast`, `MPI_Ireduce`,
-//! `MPI_Iallreduce`, `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather`, `MPI_Ialltoall`,
-//! the `v` forms `MPI_Igatherv`, `MPI_Iscatterv`, `MPI_Iallgatherv`, `MPI_Ialltoallv`,
-//! and `MPI_Ireduce_scatter_block`, `MPI_Ireduce_scatter`. The entry points of `nbc`,
-//! `nbc_v` and `nbc_scan` hand an inter-communicator's calls here.
+//! each collective's inter-communicator paragraph): `MPI_Ibarrier`, `MPI_Ibcast`,
+//! `MPI_Ireduce`, `MPI_Iallreduce`, `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather`,
+//! `MPI_Ialltoall`, the `v` forms `MPI_Igatherv`, `MPI_Iscatterv`, `MPI_Iallgatherv`,
+//! `MPI_Ialltoallv`, and `MPI_Ireduce_scatter_block`, `MPI_Ireduce_scatter`. The entry
+//! points of `coll`, `nbc`, `nbc_v` and `nbc_scan` hand an inter-communicator's calls
+//! here.
 //!
 //! Each call is a schedule of `nbc` ([`Nbc`]) over the communicator both groups share
 //! under the inter-communicator's collective twin (`InterComm::union`, as the blocking
@@ -15,6 +16,8 @@
 //! pair of processes never exchanges two messages in one direction within a call).
 //! Rooted calls: the root passes `MPI_ROOT`, the rest of its group `MPI_PROC_NULL`
 //! (an empty schedule), the other group the root's rank in it. The algorithms:
+//! - ibarrier: empty messages up a binomial tree to each group's rank 0, between the
+//!   two, down the tree;
 //! - ibcast: the root sends to remote rank 0, which broadcasts in its group (binomial);
 //! - ireduce: the non-root group reduces at its rank 0 (binomial, in rank order, as a
 //!   non-commutative operation needs), which sends the result to the root;
@@ -117,6 +120,13 @@ impl Sched {
     /// group's ranks in order: local rank 0 ends with the group's reduction in rank
     /// order (as `Nbc::reduce_to_zero`, over the group's union ranks).
     fn group_reduce(&mut self, acc: Span) {
+        self.group_up(acc, true);
+    }
+
+    /// The messages of [`Sched::group_reduce`]'s tree, each process's after its
+    /// children's; `combine`: with the reductions (else `acc` is empty: a barrier's
+    /// gathering).
+    fn group_up(&mut self, acc: Span, combine: bool) {
         let (me, n) = (self.me, self.local_size);
         let mut children = Vec::new();
         let mut mask = 1u32;
@@ -131,12 +141,10 @@ impl Sched {
                 .iter()
                 .map(|_| self.s.scratch(acc.len, None))
                 .collect();
-            self.exchange(
-                Vec::new(),
-                children.into_iter().zip(tmps.iter().copied()).collect(),
-            );
+            let recvs = children.into_iter().zip(tmps.iter().copied()).collect();
+            self.exchange(Vec::new(), recvs);
             // Each child holds the ranks just above those `acc` holds by then.
-            for other in tmps {
+            for other in tmps.into_iter().filter(|_| combine) {
                 self.s.steps.push(Step::Reduce { acc, other });
             }
         }
@@ -206,6 +214,21 @@ fn recv_span(g: &mut Guard, recv: RecvArg) -> R<Span> {
     no_in_place(recv.ptr.cast_const())?;
     let (len, _) = g.lib()?.byte_len(recv.count, recv.dt)?;
     Span::at(recv.ptr.cast(), len)
+}
+
+/// `MPI_Ibarrier` on inter-communicator `comm`: complete at a process once every
+/// process of both groups started it (empty messages: up a tree to each group's rank
+/// 0, between the two, down the tree).
+pub(crate) fn ibarrier(g: &mut Guard, comm: Handle, slot: &mut Handle) -> R<()> {
+    let mut s = Sched::start(g, comm)?;
+    let none = Span::at(std::ptr::null_mut(), 0)?;
+    s.group_up(none, false);
+    if s.me == 0 {
+        let leader = s.remote(0);
+        s.exchange(vec![(leader, none)], vec![(leader, none)]);
+    }
+    s.group_bcast(none);
+    s.submit(g, comm, slot)
 }
 
 /// `MPI_Ibcast` on inter-communicator `comm`.

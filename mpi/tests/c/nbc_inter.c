@@ -5,12 +5,13 @@
  * against the odd ones. On each inter-communicator:
  * - every collective (Ibcast, Ireduce, Iallreduce, Igather, Iscatter, Iallgather,
  *   Ialltoall, Igatherv, Iscatterv, Iallgatherv, Ialltoallv, Ireduce_scatter_block,
- *   Ireduce_scatter) alone with each group as the root's, the first and last rank of
+ *   Ireduce_scatter, Ibarrier) alone with each group as the root's, the first and last rank of
  *   that group as root, counts 0, 1, 7 and 20 000 ints, every element checked against
  *   a value naming its sending side, rank, destination, position and call (reductions:
  *   the other group's sums); ranks outside a call (MPI_PROC_NULL) pass null buffers
  *   and their request is complete at once; gaps of the v layouts stay untouched;
- * - all thirteen in flight at once, with a blocking MPI_Allreduce and MPI_Bcast on the
+ * - an Ibarrier incomplete while a process of the other group has not started it;
+ * - all fourteen in flight at once, with a blocking MPI_Allreduce and MPI_Bcast on the
  *   inter-communicator between the starts, completed by MPI_Waitall, by MPI_Wait in
  *   reverse order, by an MPI_Test loop in an order that differs by rank, by
  *   MPI_Testsome;
@@ -95,6 +96,7 @@ enum {
     ALLTOALLV,
     RSBLOCK,
     RS,
+    BARRIER,
     KINDS
 };
 
@@ -262,6 +264,9 @@ static void start(ctx *c, call_t *k) {
         OK(MPI_Ireduce_scatter(k->in, k->out, k->rcounts, MPI_INT, MPI_SUM, ic, &k->req));
         break;
     }
+    case BARRIER:
+        OK(MPI_Ibarrier(ic, &k->req));
+        break;
     }
 }
 
@@ -346,6 +351,8 @@ static void check(ctx *c, call_t *k) {
         CHECK(k->out[n] == -1);
         break;
     }
+    case BARRIER:
+        break;
     }
     free(k->in);
     free(k->out);
@@ -437,6 +444,26 @@ static void in_flight(ctx *c, int how, int count) {
     }
 }
 
+/* An MPI_Ibarrier is not complete at the first group while rank 0 of the second has
+ * not started it (it starts after a message the first group's rank 0 sends once its
+ * barrier was tested incomplete 200 times). */
+static void barrier_waits(ctx *c) {
+    MPI_Request req;
+    int token = 0, flag = 0;
+    if (c->side == 0) {
+        OK(MPI_Ibarrier(c->inter, &req));
+        for (int i = 0; i < 200; i++) {
+            OK(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+            CHECK(!flag);
+        }
+        if (c->rank == 0) OK(MPI_Send(&token, 1, MPI_INT, 0, 99, c->inter));
+    } else {
+        if (c->rank == 0) OK(MPI_Recv(&token, 1, MPI_INT, 0, 99, c->inter, MPI_STATUS_IGNORE));
+        OK(MPI_Ibarrier(c->inter, &req));
+    }
+    OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+}
+
 /* MPI_IN_PLACE and the scans are refused; the next collective still matches. */
 static void refusals(ctx *c) {
     OK(MPI_Comm_set_errhandler(c->inter, MPI_ERRORS_RETURN));
@@ -469,6 +496,7 @@ static void run(int side, MPI_Comm local, int remote_leader) {
     OK(MPI_Comm_remote_size(c.inter, &c.rsize));
     one_by_one(&c);
     for (int how = 0; how < 4; how++) in_flight(&c, how, how == 2 ? 3000 : how);
+    barrier_waits(&c);
     refusals(&c);
     OK(MPI_Comm_free(&c.inter));
 }
