@@ -10,6 +10,7 @@
  *   a value naming its sending side, rank, destination, position and call (reductions:
  *   the other group's sums); ranks outside a call (MPI_PROC_NULL) pass null buffers
  *   and their request is complete at once; gaps of the v layouts stay untouched;
+ * - Iallgather and Ialltoall with data one way (counts 0 on the other side);
  * - an Ibarrier incomplete while a process of the other group has not started it;
  * - all fourteen in flight at once, with a blocking MPI_Allreduce and MPI_Bcast on the
  *   inter-communicator between the starts, completed by MPI_Waitall, by MPI_Wait in
@@ -464,6 +465,32 @@ static void barrier_waits(ctx *c) {
     OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
 }
 
+/* Data one way only: the first group sends and receives nothing, the second sends
+ * nothing (MPI_Iallgather, MPI_Ialltoall with counts 0 on one side). */
+static void one_way(ctx *c) {
+    int count = 300, salt = ++c->salt;
+    int *in = ints((size_t)count * c->rsize), *out = ints((size_t)count * c->rsize);
+    MPI_Request reqs[2];
+    if (c->side == 0) {
+        for (int r = 0; r < c->rsize; r++)
+            for (int j = 0; j < count; j++) in[r * count + j] = V(0, c->rank, r, j, salt);
+        OK(MPI_Iallgather(in, count, MPI_INT, NULL, 0, MPI_INT, c->inter, &reqs[0]));
+        OK(MPI_Ialltoall(in, count, MPI_INT, NULL, 0, MPI_INT, c->inter, &reqs[1]));
+    } else {
+        OK(MPI_Iallgather(NULL, 0, MPI_INT, in, count, MPI_INT, c->inter, &reqs[0]));
+        OK(MPI_Ialltoall(NULL, 0, MPI_INT, out, count, MPI_INT, c->inter, &reqs[1]));
+    }
+    OK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+    if (c->side == 1)
+        for (int r = 0; r < c->rsize; r++)
+            for (int j = 0; j < count; j++) {
+                CHECK(in[r * count + j] == V(0, r, 0, j, salt));
+                CHECK(out[r * count + j] == V(0, r, c->rank, j, salt));
+            }
+    free(in);
+    free(out);
+}
+
 /* MPI_IN_PLACE and the scans are refused; the next collective still matches. */
 static void refusals(ctx *c) {
     OK(MPI_Comm_set_errhandler(c->inter, MPI_ERRORS_RETURN));
@@ -497,6 +524,7 @@ static void run(int side, MPI_Comm local, int remote_leader) {
     one_by_one(&c);
     for (int how = 0; how < 4; how++) in_flight(&c, how, how == 2 ? 3000 : how);
     barrier_waits(&c);
+    one_way(&c);
     refusals(&c);
     OK(MPI_Comm_free(&c.inter));
 }
