@@ -446,8 +446,8 @@ static void in_flight(ctx *c, int how, int count) {
 }
 
 /* An MPI_Ibarrier is not complete at the first group while rank 0 of the second has
- * not started it (it starts after a message the first group's rank 0 sends once its
- * barrier was tested incomplete 200 times). */
+ * not started it (it starts after a message from each rank of the first group, sent
+ * once that rank's barrier was tested incomplete 200 times). */
 static void barrier_waits(ctx *c) {
     MPI_Request req;
     int token = 0, flag = 0;
@@ -457,9 +457,10 @@ static void barrier_waits(ctx *c) {
             OK(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
             CHECK(!flag);
         }
-        if (c->rank == 0) OK(MPI_Send(&token, 1, MPI_INT, 0, 99, c->inter));
+        OK(MPI_Send(&token, 1, MPI_INT, 0, 99, c->inter));
     } else {
-        if (c->rank == 0) OK(MPI_Recv(&token, 1, MPI_INT, 0, 99, c->inter, MPI_STATUS_IGNORE));
+        for (int r = 0; c->rank == 0 && r < c->rsize; r++)
+            OK(MPI_Recv(&token, 1, MPI_INT, r, 99, c->inter, MPI_STATUS_IGNORE));
         OK(MPI_Ibarrier(c->inter, &req));
     }
     OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
