@@ -786,13 +786,20 @@ fn non_blocking_collectives_complete_with_every_element_in_place() {
 }
 
 /// `nbc_inter.c`: every non-blocking collective on inter-communicators of 1+1, 2+1,
-/// 2+2 and 3+2 processes (and the even/odd splits), alone and all in flight at once.
+/// 2+2 and 3+2 processes (and the even/odd splits), alone and all in flight at once;
+/// "multiple": a second thread does the same on a dup meanwhile.
 #[test]
 fn non_blocking_collectives_on_inter_communicators() {
     for np in ["2", "3", "4", "5"] {
-        every_rank_prints("nbc_inter", np, "", &[], "NBC INTER OK");
+        every_rank_prints("nbc_inter", np, "single", &[], "NBC INTER OK");
     }
-    every_rank_prints("nbc_inter", "4", "", TCP, "NBC INTER OK");
+    every_rank_prints("nbc_inter", "4", "single", TCP, "NBC INTER OK");
+}
+
+#[test]
+fn non_blocking_inter_communicator_collectives_from_two_threads_at_once() {
+    every_rank_prints("nbc_inter", "5", "multiple", &[], "NBC INTER OK");
+    every_rank_prints("nbc_inter", "4", "multiple", TCP, "NBC INTER OK");
 }
 
 /// `nbc_inter_ft.c` over `env`: a revoke and a death make non-blocking

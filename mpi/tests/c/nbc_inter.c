@@ -18,9 +18,13 @@
  *   MPI_Testsome;
  * - MPI_IN_PLACE refused (MPI_ERR_BUFFER), MPI_Iscan/Iexscan refused (MPI_ERR_COMM),
  *   and a collective afterwards still matches.
+ * With the argument "multiple": MPI_THREAD_MULTIPLE, and a second thread runs the
+ * collectives one by one and all in flight on a dup of each inter-communicator while
+ * the main thread runs them on the original.
  * Each rank prints "rank R: NBC INTER OK".
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -516,23 +520,44 @@ static void refusals(ctx *c) {
     blocking(c);
 }
 
-static void run(int side, MPI_Comm local, int remote_leader) {
+static void *thread_suite(void *arg) {
+    ctx *c = arg;
+    one_by_one(c);
+    in_flight(c, 2, 500);
+    in_flight(c, 3, 1);
+    return NULL;
+}
+
+static void run(int side, MPI_Comm local, int remote_leader, int multiple) {
     ctx c = {.side = side};
     OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, remote_leader, 7, &c.inter));
     OK(MPI_Comm_rank(c.inter, &c.rank));
     OK(MPI_Comm_size(c.inter, &c.lsize));
     OK(MPI_Comm_remote_size(c.inter, &c.rsize));
+    ctx b = c;
+    pthread_t t;
+    if (multiple) {
+        OK(MPI_Comm_dup(c.inter, &b.inter));
+        CHECK(pthread_create(&t, NULL, thread_suite, &b) == 0);
+    }
     one_by_one(&c);
     for (int how = 0; how < 4; how++) in_flight(&c, how, how == 2 ? 3000 : how);
     barrier_waits(&c);
     one_way(&c);
     refusals(&c);
+    if (multiple) {
+        CHECK(pthread_join(t, NULL) == 0);
+        OK(MPI_Comm_free(&b.inter));
+    }
     OK(MPI_Comm_free(&c.inter));
 }
 
 int main(int argc, char **argv) {
-    int size;
-    OK(MPI_Init(&argc, &argv));
+    int size, provided;
+    int multiple = argc > 1 && strcmp(argv[1], "multiple") == 0;
+    OK(MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                       &provided));
+    if (multiple) CHECK(provided == MPI_THREAD_MULTIPLE);
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     CHECK(size >= 2 && size <= 8);
@@ -540,12 +565,12 @@ int main(int argc, char **argv) {
     /* Low ranks against high ones. */
     int low = (size + 1) / 2, side = me < low ? 0 : 1;
     OK(MPI_Comm_split(MPI_COMM_WORLD, side, me, &local));
-    run(side, local, side == 0 ? low : 0);
+    run(side, local, side == 0 ? low : 0, multiple);
     OK(MPI_Comm_free(&local));
     /* Even ranks against odd ones (the smaller group second or first by size). */
     side = me % 2;
     OK(MPI_Comm_split(MPI_COMM_WORLD, side, me, &local));
-    run(side, local, side == 0 ? 1 : 0);
+    run(side, local, side == 0 ? 1 : 0, multiple);
     OK(MPI_Comm_free(&local));
     printf("rank %d: NBC INTER OK\n", me);
     OK(MPI_Finalize());
