@@ -5,7 +5,8 @@
 //! (gather + bcast), `MPI_Alltoall` (all pairs at once). The rounds of the blocking
 //! barrier and of the tree collectives (bcast, reduce, allreduce) are in
 //! `coll_rounds`, over borrowed buffers. On an inter-communicator every entry point
-//! here but `MPI_Barrier` and `MPI_Ibarrier` hands the call to `coll_inter`.
+//! here but `MPI_Barrier` hands the call to `coll_inter`, `MPI_Ibarrier` to
+//! `nbc_inter`.
 //!
 //! A collective that still waits for a message when some member of the communicator
 //! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on
@@ -256,6 +257,9 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { new_request_out(request) }?;
+            if is_inter(g, comm)? {
+                return crate::nbc_inter::ibarrier(g, comm, slot);
+            }
             let b = Ibarrier::new(Coll::start(g, comm)?);
             let lib = g.lib()?;
             let h = lib.add_request(Req::new(comm, Op::Barrier(Box::new(b))))?;

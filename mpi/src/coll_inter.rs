@@ -76,7 +76,7 @@ pub(crate) fn is_inter(g: &mut Guard, comm: Handle) -> R<bool> {
 }
 
 /// What this process does in a rooted call, from its `root` argument.
-enum Role {
+pub(crate) enum Role {
     /// `MPI_ROOT`: the root.
     Root,
     /// `MPI_PROC_NULL`: in the root's group, no part in the call.
@@ -85,7 +85,7 @@ enum Role {
     Member { root: u32 },
 }
 
-fn role(root: c_int, remote_size: u32) -> R<Role> {
+pub(crate) fn role(root: c_int, remote_size: u32) -> R<Role> {
     match root {
         MPI_ROOT => Ok(Role::Root),
         MPI_PROC_NULL => Ok(Role::Idle),
@@ -96,7 +96,7 @@ fn role(root: c_int, remote_size: u32) -> R<Role> {
 }
 
 /// `MPI_ERR_BUFFER` for `MPI_IN_PLACE`, which no inter-communicator collective takes.
-fn no_in_place(p: *const c_void) -> R<()> {
+pub(crate) fn no_in_place(p: *const c_void) -> R<()> {
     if p as usize == IN_PLACE {
         return Err(Fail::new(
             MPI_ERR_BUFFER,
@@ -107,26 +107,26 @@ fn no_in_place(p: *const c_void) -> R<()> {
 }
 
 /// `n` blocks of `len` bytes, or `MPI_ERR_COUNT` when that overflows.
-fn span(len: usize, n: u32) -> R<usize> {
+pub(crate) fn span(len: usize, n: u32) -> R<usize> {
     len.checked_mul(n as usize)
         .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "count times group size overflows"))
 }
 
 /// One call on an inter-communicator.
-struct Inter {
+pub(crate) struct Inter {
     comm: Handle,
     /// The call on the unions underneath: `me` is this process's rank in its group,
     /// `n` the remote group's size; its ranks are union ranks.
-    c: Coll,
-    local_size: u32,
-    local_offset: u32,
-    remote_offset: u32,
+    pub(crate) c: Coll,
+    pub(crate) local_size: u32,
+    pub(crate) local_offset: u32,
+    pub(crate) remote_offset: u32,
 }
 
 impl Inter {
     /// Starts a call of `phases` phases on inter-communicator `comm`: all its tags are
     /// taken now (as `Coll::start_phases`), at every member of both groups.
-    fn start(g: &mut Guard, comm: Handle, phases: u32) -> R<Inter> {
+    pub(crate) fn start(g: &mut Guard, comm: Handle, phases: u32) -> R<Inter> {
         let lib = g.lib()?;
         let e = lib.comm(comm)?;
         let CommKind::Inter { p2p, coll } = &e.kind else {

@@ -69,6 +69,7 @@ mod memory;
 mod mpi1_removed;
 mod mprobe;
 mod nbc;
+mod nbc_inter;
 mod nbc_scan;
 mod nbc_v;
 mod neighbor;

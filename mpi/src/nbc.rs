@@ -418,6 +418,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let buf = crate::coll_inter::RecvArg { ptr: buffer, count, dt: datatype };
+                return crate::nbc_inter::ibcast(g, comm, buf, root, slot);
+            }
             let (len, _) = g.lib()?.byte_len(count, datatype)?;
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
@@ -469,6 +473,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count, dt: datatype };
+                return crate::nbc_inter::ireduce(g, comm, sendbuf, recv, op, root, slot);
+            }
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             let red = reduction(g.lib()?, op, datatype, &t)?;
             let c = Coll::start(g, comm)?;
@@ -513,6 +521,10 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count, dt: datatype };
+                return crate::nbc_inter::iallreduce(g, comm, sendbuf, recv, op, slot);
+            }
             let (len, t) = g.lib()?.byte_len(count, datatype)?;
             let red = reduction(g.lib()?, op, datatype, &t)?;
             let c = Coll::start(g, comm)?;
@@ -547,6 +559,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::igather(g, comm, send, recv, root, slot);
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
@@ -619,6 +636,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::iscatter(g, comm, send, recv, root, slot);
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
@@ -657,6 +679,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::iallgather(g, comm, send, recv, slot);
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;
@@ -697,6 +724,11 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                return crate::nbc_inter::ialltoall(g, comm, send, recv, slot);
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             let (rlen, _) = g.lib()?.byte_len(recvcount, recvtype)?;

@@ -146,6 +146,11 @@ fn ireduce_scatter(
     call(comm, |g| {
         // SAFETY: MPI's contract: `request` is valid for a write.
         let slot = unsafe { request_slot(request) }?;
+        if crate::coll_inter::is_inter(g, comm)? {
+            return crate::nbc_inter::ireduce_scatter(
+                g, comm, sendbuf, recvbuf, blocks, datatype, op, slot,
+            );
+        }
         let t = g.lib()?.datatype(datatype)?;
         let red = reduction(g.lib()?, op, datatype, &t)?;
         let c = Coll::start(g, comm)?;

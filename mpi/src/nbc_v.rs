@@ -57,6 +57,13 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvVArg { ptr: recvbuf, counts: recvcounts, displs, dt: recvtype };
+                // SAFETY: MPI's contract: the counts and displacements hold one int per
+                // remote rank where significant.
+                return unsafe { crate::nbc_inter::igatherv(g, comm, send, recv, root, slot) };
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
@@ -105,6 +112,13 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendVArg { ptr: sendbuf, counts: sendcounts, displs, dt: sendtype };
+                let recv = crate::coll_inter::RecvArg { ptr: recvbuf, count: recvcount, dt: recvtype };
+                // SAFETY: MPI's contract: the counts and displacements hold one int per
+                // remote rank where significant.
+                return unsafe { crate::nbc_inter::iscatterv(g, comm, send, recv, root, slot) };
+            }
             let c = Coll::start(g, comm)?;
             let root = root_arg(root, c.n)?;
             let (me, n) = (c.me, c.n);
@@ -150,6 +164,13 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
+                let recv = crate::coll_inter::RecvVArg { ptr: recvbuf, counts: recvcounts, displs, dt: recvtype };
+                // SAFETY: MPI's contract: the counts and displacements hold one int per
+                // remote rank where significant.
+                return unsafe { crate::nbc_inter::iallgatherv(g, comm, send, recv, slot) };
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             // SAFETY: MPI's contract: `n` counts and displacements at every rank.
@@ -194,6 +215,13 @@ crate::mpi_fn! {
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            if crate::coll_inter::is_inter(g, comm)? {
+                let send = crate::coll_inter::SendVArg { ptr: sendbuf, counts: sendcounts, displs: sdispls, dt: sendtype };
+                let recv = crate::coll_inter::RecvVArg { ptr: recvbuf, counts: recvcounts, displs: rdispls, dt: recvtype };
+                // SAFETY: MPI's contract: the counts and displacements hold one int per
+                // remote rank where significant.
+                return unsafe { crate::nbc_inter::ialltoallv(g, comm, send, recv, slot) };
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             // SAFETY: MPI's contract: `n` receive counts and displacements.

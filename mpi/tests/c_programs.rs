@@ -785,6 +785,48 @@ fn non_blocking_collectives_complete_with_every_element_in_place() {
     );
 }
 
+/// `nbc_inter.c`: every non-blocking collective on inter-communicators of 1+1, 2+1,
+/// 2+2 and 3+2 processes (and the even/odd splits), alone and all in flight at once;
+/// "multiple": a second thread does the same on a dup meanwhile.
+#[test]
+fn non_blocking_collectives_on_inter_communicators() {
+    for np in ["2", "3", "4", "5"] {
+        every_rank_prints("nbc_inter", np, "single", &[], "NBC INTER OK");
+    }
+    every_rank_prints("nbc_inter", "4", "single", TCP, "NBC INTER OK");
+}
+
+#[test]
+fn non_blocking_inter_communicator_collectives_from_two_threads_at_once() {
+    every_rank_prints("nbc_inter", "5", "multiple", &[], "NBC INTER OK");
+    every_rank_prints("nbc_inter", "4", "multiple", TCP, "NBC INTER OK");
+}
+
+/// `nbc_inter_ft.c` over `env`: a revoke and a death make non-blocking
+/// inter-communicator collectives fail (never hang); the three survivors end with
+/// NBC INTER FT OK.
+fn nbc_inter_ft(env: &[(&str, &str)]) {
+    let (status, out, err) = run(
+        &["-np", "4", "--exit-status", "survivors"],
+        program("nbc_inter_ft"),
+        &[],
+        env,
+    );
+    assert_eq!(status, 0, "{env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("NBC INTER FT OK").count(),
+        3,
+        "{env:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(err.contains("rank 3: killed by signal 9"), "{env:?}\n{err}");
+}
+
+#[test]
+fn non_blocking_inter_communicator_collectives_give_up_on_a_revoke_and_a_failure() {
+    nbc_inter_ft(&[]);
+    nbc_inter_ft(TCP);
+}
+
 #[test]
 fn buffered_sends_return_before_the_receive_and_detach_waits() {
     every_rank_prints("bsend", "3", "", &[], "BSEND OK");

@@ -5,11 +5,11 @@
  * non-commutative: each result must be the product in rank order, checked element by
  * element. Every call of a round is in flight at once; a round completes them with
  * MPI_Waitall, the next with MPI_Test loops in reverse order, the next with
- * MPI_Waitany. Then an operation whose function calls MPI (MPI_Type_size on the
- * datatype it is given and MPI_Comm_rank work, MPI_Finalize is refused): its requests
- * complete, with no deadlock on the library's lock, whatever the thread level. The
- * argument "multiple" asks for MPI_THREAD_MULTIPLE. Each rank prints
- * "rank R: USER OP NBC OK".
+ * MPI_Waitany; and MPI_Iallreduce on an inter-communicator. Then an operation whose
+ * function calls MPI (MPI_Type_size on the datatype it is given and MPI_Comm_rank
+ * work, MPI_Finalize is refused): its requests complete, with no deadlock on the
+ * library's lock, whatever the thread level. The argument "multiple" asks for
+ * MPI_THREAD_MULTIPLE. Each rank prints "rank R: USER OP NBC OK".
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -108,6 +108,25 @@ static void round_of(MPI_Op op, int n, int count, int salt, int how) {
     free(rv_out);
 }
 
+/* On an inter-communicator of the low and the high half (n >= 2): each side gets the
+ * product of the other side's matrices in its rank order. */
+static void inter(MPI_Op op, int n) {
+    int half = n / 2, side = me < half ? 0 : 1;
+    int rsize = side ? half : n - half, roff = side ? 0 : half;
+    MPI_Comm local, ic;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, side, me, &local));
+    OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, side ? 0 : half, 78, &ic));
+    mat *in = mats(3, 6), *out = blank(3);
+    MPI_Request r;
+    OK(MPI_Iallreduce(in, out, 3, mat_type, op, ic, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 3; i++) CHECK(same(out[i], prod(roff, roff + rsize, i, 6)));
+    free(in);
+    free(out);
+    OK(MPI_Comm_free(&ic));
+    OK(MPI_Comm_free(&local));
+}
+
 static int inner_rank = -1, inner_finalize = -1, inner_size = -1;
 
 /* A commutative sum of ints whose function calls MPI. */
@@ -136,6 +155,7 @@ int main(int argc, char **argv) {
     OK(MPI_Iallreduce(NULL, NULL, 0, mat_type, matop, MPI_COMM_WORLD, &req));
     OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
     CHECK(mat_calls == before);
+    if (n >= 2) inter(matop, n);
 
     /* A function that calls MPI, completed by MPI_Wait and by an MPI_Test loop. */
     MPI_Op mpiop;
