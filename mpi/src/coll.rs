@@ -61,6 +61,12 @@ impl Coll {
         for _ in 1..phases {
             lib.coll_tag(comm)?;
         }
+        if p2p.is_revoked() {
+            // ULFM: no collective starts on a revoked communicator, even one that
+            // would need no message (a single member); the tags are taken all the same.
+            coll.revoke();
+            return Err(CommError::Revoked.into());
+        }
         // The table's copies: the runtime's `rank()` and `size()` take its engine.
         let e = lib.comm(comm)?;
         Ok(Coll {

@@ -9,17 +9,24 @@
 //! `MPI_REQUEST_NULL`.
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::p2p::{deferred, irecv_req_at, peers, recv_source, start_send, Mode};
 use crate::request::{Op, Outcome, Req};
 use crate::state::NO_OBJECT;
-use crate::state::{call, Guard, Lib};
+use crate::state::{call, Guard};
 use crate::util::{new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
+
+/// A persistent collective's start: the non-blocking collective's entry point with
+/// the arguments given at its `_init`, writing the new request's handle.
+pub(crate) type CollStart = Arc<dyn Fn(*mut Handle) -> c_int>;
 
 /// What a persistent request does each time it is started.
 pub(crate) struct Persistent {
+    /// A persistent collective (`coll_persistent.rs`): the rest is unused then.
+    pub coll: Option<CollStart>,
     /// A send in this mode, or (`None`) a receive.
     send: Option<Mode>,
     buf: *mut u8,
@@ -31,6 +38,21 @@ pub(crate) struct Persistent {
     tag: c_int,
     /// Started and not completed since.
     pub active: bool,
+}
+
+impl Persistent {
+    /// A persistent collective, inactive, started by `start`.
+    pub(crate) fn collective(start: CollStart) -> Persistent {
+        Persistent {
+            coll: Some(start),
+            send: None,
+            buf: std::ptr::null_mut(),
+            len: 0,
+            peer: MPI_PROC_NULL,
+            tag: 0,
+            active: false,
+        }
+    }
 }
 
 /// Makes the inactive persistent request and writes its handle.
@@ -67,6 +89,7 @@ fn init(
     }
     let mut req = Req::finished(comm, Outcome::empty());
     req.persistent = Some(Box::new(Persistent {
+        coll: None,
         send,
         buf: buf.cast(),
         len,
@@ -79,7 +102,8 @@ fn init(
 }
 
 /// Starts the persistent request `h` (`MPI_Start`).
-fn start(lib: &mut Lib, h: Handle) -> R<()> {
+fn start(g: &mut Guard, h: Handle) -> R<()> {
+    let lib = g.lib()?;
     let not_persistent = || {
         Fail::new(
             MPI_ERR_REQUEST,
@@ -91,6 +115,9 @@ fn start(lib: &mut Lib, h: Handle) -> R<()> {
     let p = r.persistent.as_deref().ok_or_else(not_persistent)?;
     if p.active {
         return Err(not_persistent());
+    }
+    if let Some(f) = p.coll.clone() {
+        return crate::coll_persistent::start(g, h, f);
     }
     let (send, buf, len, peer, tag) = (p.send, p.buf, p.len, p.peer, p.tag);
     let started = if peer == MPI_PROC_NULL {
@@ -193,7 +220,7 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `request` is valid for reads.
             let h = *unsafe { out(request) }?;
-            start(g.lib()?, h)
+            start(g, h)
         })
     }
 }
@@ -207,11 +234,10 @@ crate::mpi_fn! {
             if n > 0 && requests.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "a null array of requests"));
             }
-            let lib = g.lib()?;
             for i in 0..n {
                 // SAFETY: MPI's contract: `requests` holds `count` handles.
                 let h = unsafe { *requests.add(i) };
-                start(lib, h)?;
+                start(g, h)?;
             }
             Ok(())
         })

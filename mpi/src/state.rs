@@ -23,7 +23,7 @@
 //! `MPI_THREAD_MULTIPLE` the program promises that calls never overlap, and blocking
 //! calls use the runtime's blocking operations directly (its fastest path).
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -569,6 +569,29 @@ pub(crate) fn boxed(fail: Fail) -> Box<Fail> {
     Box::new(fail)
 }
 
+thread_local! {
+    /// Set by [`call_nested`] until the entry point it calls has failed or returned.
+    static NESTED: Cell<bool> = const { Cell::new(false) };
+    /// That entry point's failure, for the outer call to raise.
+    static NESTED_FAIL: Cell<Option<Box<Fail>>> = const { Cell::new(None) };
+}
+
+/// Calls entry point `f` (an `MPI_`/`PMPI_` function) from within another call, with
+/// the outer call's access given up ([`Guard::unlocked`]): a failure of `f` is not
+/// raised on an error handler but returned, for the outer call to raise once
+/// (`MPI_Start` of a persistent collective calls the non-blocking one this way).
+pub(crate) fn call_nested(g: &mut Guard, f: impl FnOnce() -> c_int) -> R<()> {
+    NESTED.with(|n| n.set(true));
+    let rc = g.unlocked(f);
+    NESTED.with(|n| n.set(false));
+    let fail = NESTED_FAIL.with(|f| f.take());
+    match (rc, fail) {
+        (MPI_SUCCESS, _) => Ok(()),
+        (_, Some(fail)) => Err(*fail),
+        (rc, None) => Err(Fail::new(rc, "the call failed")),
+    }
+}
+
 /// The `comm` argument of the calls that name no communicator (nor window or file):
 /// their errors are raised as [`no_object_comm`] says.
 pub(crate) const NO_OBJECT: Handle = MPI_COMM_NULL;
@@ -592,6 +615,13 @@ fn no_object_comm(lib: &Lib) -> Handle {
 #[cold]
 #[inline(never)]
 pub(crate) fn failed(mut guard: Guard, comm: Handle, fail: Fail) -> c_int {
+    if NESTED.with(|n| n.replace(false)) {
+        // An entry point called by another (`call_nested`): the failure is the outer
+        // call's, raised once, by it.
+        let class = fail.class;
+        NESTED_FAIL.with(|f| f.replace(Some(Box::new(fail))));
+        return class;
+    }
     let mut comm = fail.comm.unwrap_or(comm);
     let (handler, ft) = match guard.lib() {
         Ok(lib) => {

@@ -864,6 +864,21 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn persistent_collectives_start_again_and_again() {
+    for np in ["1", "2", "3", "4"] {
+        every_rank_prints("coll_persistent", np, "single", &[], "COLL PERSISTENT OK");
+    }
+    every_rank_prints(
+        "coll_persistent",
+        "3",
+        "multiple",
+        &[],
+        "COLL PERSISTENT OK",
+    );
+    every_rank_prints("coll_persistent", "2", "single", TCP, "COLL PERSISTENT OK");
+}
+
+#[test]
 fn isendrecv_status_setters_and_the_functions_mpi_3_removed() {
     for np in ["1", "2", "3"] {
         every_rank_prints("isendrecv", np, "", &[], "ISENDRECV OK");

@@ -17,7 +17,7 @@ static MPI_Datatype mat_type;
 
 /* Rank r's input matrix number i in call `salt`: hashed, so that products in another
  * order differ. */
-static mat M(int r, int i, int salt) {
+static inline mat M(int r, int i, int salt) {
     unsigned h = 2166136261u ^ (unsigned)(r * 7919 + i * 104729 + salt * 1299709);
     unsigned v[4];
     for (int k = 0; k < 4; k++) {
@@ -30,16 +30,16 @@ static mat M(int r, int i, int salt) {
     return m;
 }
 
-static mat mul(mat x, mat y) {
+static inline mat mul(mat x, mat y) {
     mat z = {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c,
              x.c * y.b + x.d * y.d};
     return z;
 }
 
-static int same(mat x, mat y) { return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d; }
+static inline int same(mat x, mat y) { return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d; }
 
 /* The product of ranks lo..hi-1's matrices number i, in rank order. */
-static mat prod(int lo, int hi, int i, int salt) {
+static inline mat prod(int lo, int hi, int i, int salt) {
     mat z = {1, 0, 0, 1};
     for (int r = lo; r < hi; r++) z = mul(z, M(r, i, salt));
     return z;
@@ -48,7 +48,7 @@ static mat prod(int lo, int hi, int i, int salt) {
 static long mat_calls;
 
 /* inout[i] = in[i] * inout[i]. */
-static void mat_mul(void *in, void *inout, int *len, MPI_Datatype *dt) {
+static inline void mat_mul(void *in, void *inout, int *len, MPI_Datatype *dt) {
     CHECK(*dt == mat_type);
     CHECK(*len > 0);
     mat *x = in, *y = inout;
@@ -56,14 +56,14 @@ static void mat_mul(void *in, void *inout, int *len, MPI_Datatype *dt) {
     mat_calls++;
 }
 
-static mat *mats(int n, int salt) {
+static inline mat *mats(int n, int salt) {
     mat *p = malloc(sizeof(mat) * (n ? n : 1));
     CHECK(p != NULL);
     for (int i = 0; i < n; i++) p[i] = M(me, i, salt);
     return p;
 }
 
-static mat *blank(int n) {
+static inline mat *blank(int n) {
     mat *p = malloc(sizeof(mat) * (n ? n : 1));
     CHECK(p != NULL);
     for (int i = 0; i < n; i++) p[i] = (mat){7, 7, 7, 7};
@@ -73,7 +73,7 @@ static mat *blank(int n) {
 /* The user-operation tests' start: MPI_Init_thread (MPI_THREAD_MULTIPLE when the
  * first argument is "multiple"), `me`, the size in *n, errors returned on
  * MPI_COMM_WORLD, and `mat_type` committed. */
-static void mat_op_init(int *argc, char ***argv, int *n) {
+static inline void mat_op_init(int *argc, char ***argv, int *n) {
     int provided;
     int multiple = *argc > 1 && strcmp((*argv)[1], "multiple") == 0;
     OK(MPI_Init_thread(argc, argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
@@ -85,7 +85,7 @@ static void mat_op_init(int *argc, char ***argv, int *n) {
     OK(MPI_Type_commit(&mat_type));
 }
 
-static int err_class(int code) {
+static inline int err_class(int code) {
     int c = -1;
     OK(MPI_Error_class(code, &c));
     return c;
