@@ -463,6 +463,22 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
 int MPI_Comm_remote_size(MPI_Comm comm, int *size);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 /* The MPI-1 attribute calls, deprecated (MPI 4.1 section 20.1) but still common. */
+/* Attributes on datatypes (the communicators' keys and callbacks' shape). */
+typedef int(MPI_Type_copy_attr_function)(MPI_Datatype oldtype, int type_keyval,
+                                         void *extra_state, void *attribute_val_in,
+                                         void *attribute_val_out, int *flag);
+typedef int(MPI_Type_delete_attr_function)(MPI_Datatype datatype, int type_keyval,
+                                           void *attribute_val, void *extra_state);
+#define MPI_TYPE_NULL_COPY_FN   ((MPI_Type_copy_attr_function *)0x0)
+#define MPI_TYPE_DUP_FN         ((MPI_Type_copy_attr_function *)0x1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0x0)
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                           MPI_Type_delete_attr_function *type_delete_attr_fn,
+                           int *type_keyval, void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
 typedef MPI_Comm_copy_attr_function MPI_Copy_function;
 typedef MPI_Comm_delete_attr_function MPI_Delete_function;
 #define MPI_NULL_COPY_FN   ((MPI_Copy_function *)0x0)

@@ -172,6 +172,36 @@ pub(crate) fn copy_all(g: &mut Guard, old: Handle, new: Handle) -> R<()> {
     Ok(())
 }
 
+/// Sets attribute `keyval` of object `obj` (a communicator or a datatype, whose handles
+/// never meet) to `value`; a value already set is deleted first (its callback runs).
+pub(crate) fn set(g: &mut Guard, obj: Handle, keyval: c_int, value: *mut c_void) -> R<()> {
+    let lib = g.lib()?;
+    if lib.attrs.key(keyval)?.freed {
+        return Err(Fail::new(
+            MPI_ERR_KEYVAL,
+            format!("attribute key {keyval} was freed"),
+        ));
+    }
+    if let Some((v, kv)) = lib.attrs.take(obj, keyval) {
+        run_delete(g, obj, keyval, v, kv)?;
+    }
+    g.lib()?.attrs.values.push((obj, keyval, value as usize));
+    Ok(())
+}
+
+/// Deletes attribute `keyval` of object `obj` (its callback runs).
+pub(crate) fn delete(g: &mut Guard, obj: Handle, keyval: c_int) -> R<()> {
+    let lib = g.lib()?;
+    lib.attrs.key(keyval)?;
+    let (v, kv) = lib.attrs.take(obj, keyval).ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_KEYVAL,
+            format!("no attribute of key {keyval} is set"),
+        )
+    })?;
+    run_delete(g, obj, keyval, v, kv)
+}
+
 /// Deletes `MPI_COMM_SELF`'s attributes, last set first (the start of `MPI_Finalize`).
 pub(crate) fn finalize_self(g: &mut Guard) -> R<()> {
     delete_all(g, MPI_COMM_SELF)
@@ -243,16 +273,8 @@ crate::mpi_fn! {
     /// `MPI_Comm_set_attr`: a value already set is deleted first (its callback runs).
     fn MPI_Comm_set_attr / PMPI_Comm_set_attr(comm: Handle, keyval: c_int, attribute_val: *mut c_void) {
         call(comm, |g| {
-            let lib = g.lib()?;
-            lib.comm(comm)?;
-            if lib.attrs.key(keyval)?.freed {
-                return Err(Fail::new(MPI_ERR_KEYVAL, format!("attribute key {keyval} was freed")));
-            }
-            if let Some((v, kv)) = lib.attrs.take(comm, keyval) {
-                run_delete(g, comm, keyval, v, kv)?;
-            }
-            g.lib()?.attrs.values.push((comm, keyval, attribute_val as usize));
-            Ok(())
+            g.lib()?.comm(comm)?;
+            set(g, comm, keyval, attribute_val)
         })
     }
 }
@@ -261,13 +283,8 @@ crate::mpi_fn! {
     /// `MPI_Comm_delete_attr`.
     fn MPI_Comm_delete_attr / PMPI_Comm_delete_attr(comm: Handle, keyval: c_int) {
         call(comm, |g| {
-            let lib = g.lib()?;
-            lib.comm(comm)?;
-            lib.attrs.key(keyval)?;
-            let (v, kv) = lib.attrs.take(comm, keyval).ok_or_else(|| {
-                Fail::new(MPI_ERR_KEYVAL, format!("no attribute of key {keyval} is set"))
-            })?;
-            run_delete(g, comm, keyval, v, kv)
+            g.lib()?.comm(comm)?;
+            delete(g, comm, keyval)
         })
     }
 }

@@ -183,6 +183,16 @@ impl Lib {
         }
     }
 
+    /// Checks that `h` is a datatype, committed or not (what attributes and names
+    /// need).
+    pub fn is_datatype(&self, h: Handle) -> R<()> {
+        if basic(h).is_some() || self.types.contains_key(&h) {
+            Ok(())
+        } else {
+            Err(Fail::new(MPI_ERR_TYPE, format!("{h:#x} is not a datatype")))
+        }
+    }
+
     /// The byte length of `count` items of `dt`.
     #[inline]
     pub fn byte_len(&self, count: c_int, dt: Handle) -> R<(usize, TypeEntry)> {
@@ -478,9 +488,13 @@ crate::mpi_fn! {
     /// `MPI_Type_free` (`*datatype` becomes `MPI_DATATYPE_NULL`).
     fn MPI_Type_free / PMPI_Type_free(datatype: *mut Handle) {
         call(NO_OBJECT, |g| {
-            let lib = g.lib()?;
             // SAFETY: MPI's contract: `datatype` is valid for reads and writes.
             let slot = unsafe { out(datatype) }?;
+            if g.lib()?.types.contains_key(slot) {
+                // Its attributes' delete callbacks run first (MPI 4.1 §7.7.4).
+                crate::attr::delete_all(g, *slot)?;
+            }
+            let lib = g.lib()?;
             crate::typemap::forget(lib, *slot);
             lib.type_names.remove(slot);
             if lib.types.remove(slot).is_none() {

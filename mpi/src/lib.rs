@@ -91,6 +91,7 @@ mod state;
 mod status;
 mod status_set;
 mod topo;
+mod type_attr;
 mod type_contents;
 mod type_name;
 mod typemap;

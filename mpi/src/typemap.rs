@@ -429,7 +429,8 @@ crate::mpi_fn! {
             }
             *slot = h;
             // SAFETY: `newtype` was just written.
-            unsafe { tc::record(lib, newtype, tc::DUP, vec![], vec![], &[oldtype]) }
+            unsafe { tc::record(lib, newtype, tc::DUP, vec![], vec![], &[oldtype]) }?;
+            crate::attr::copy_all(g, oldtype, h)
         })
     }
 }

@@ -5,7 +5,9 @@
  * calls counted); MPI_Comm_free_keyval; MPI_Comm_dup_with_info, MPI_Comm_idup,
  * MPI_Comm_set_info / get_info; and a delete callback on MPI_COMM_SELF that
  * MPI_Finalize runs first and that itself calls MPI (it frees a communicator), which
- * prints "rank R: ATTR OK" only when everything before held. With the argument
+ * prints "rank R: ATTR OK" only when everything before held; the same on datatypes
+ * (MPI_Type_create_keyval, set/get/delete, the copy on MPI_Type_dup, the delete on
+ * MPI_Type_free). With the argument
  * "multiple", under MPI_THREAD_MULTIPLE (the callbacks run without the library's lock).
  */
 #include <mpi.h>
@@ -112,6 +114,37 @@ int main(int argc, char **argv) {
     CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, 123456, &ub, &flag) != MPI_SUCCESS);
     OK(MPI_Comm_free_keyval(&dupkey));
     OK(MPI_Comm_free_keyval(&nocopy));
+
+    /* On datatypes: the same callbacks on MPI_Type_dup and MPI_Type_free. */
+    int tkey, tdup;
+    OK(MPI_Type_create_keyval((MPI_Type_copy_attr_function *)copy_plus_one,
+                              (MPI_Type_delete_attr_function *)count_delete, &tkey, &extra));
+    OK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &tdup, NULL));
+    MPI_Datatype t1, t2;
+    OK(MPI_Type_contiguous(3, MPI_INT, &t1));
+    void *tv = NULL;
+    OK(MPI_Type_get_attr(t1, tkey, &tv, &flag));
+    CHECK(flag == 0);
+    OK(MPI_Type_set_attr(t1, tkey, (void *)500));
+    OK(MPI_Type_set_attr(t1, tdup, (void *)600));
+    OK(MPI_Type_get_attr(t1, tkey, &tv, &flag));
+    CHECK(flag == 1 && tv == (void *)500);
+    OK(MPI_Type_dup(t1, &t2));
+    CHECK(copies == 2);
+    OK(MPI_Type_get_attr(t2, tkey, &tv, &flag));
+    CHECK(flag == 1 && tv == (void *)501);
+    OK(MPI_Type_get_attr(t2, tdup, &tv, &flag));
+    CHECK(flag == 1 && tv == (void *)600);
+    OK(MPI_Type_delete_attr(t2, tdup));
+    OK(MPI_Type_get_attr(t2, tdup, &tv, &flag));
+    CHECK(flag == 0);
+    OK(MPI_Type_free(&t1));
+    CHECK(deletes == 4 && last_deleted == 500);
+    OK(MPI_Type_free(&t2));
+    CHECK(deletes == 5 && last_deleted == 501);
+    OK(MPI_Type_free_keyval(&tkey));
+    OK(MPI_Type_free_keyval(&tdup));
+    CHECK(tkey == MPI_KEYVAL_INVALID);
 
     /* The dup variants and hints (none used: get_info gives an empty object). */
     MPI_Info info, used;
