@@ -19,16 +19,18 @@ use crate::typemap::{pack, unpack, Layout};
 const BYTE: Handle = 0x247;
 
 /// A type with gaps, with the facts of the communicator a collective needs.
-struct Gapped {
-    layout: Arc<Layout>,
+pub(crate) struct Gapped {
+    pub layout: Arc<Layout>,
     /// Packed bytes of one item.
-    size: usize,
+    pub size: usize,
+    /// The distance between two items (a `v` collective's displacement unit).
+    pub extent: isize,
 }
 
 /// This process's rank and the size of intra-communicator `comm`, and `dt`'s layout
 /// when it has gaps; `None` when the entry point's own path applies (a contiguous
 /// type, an inter-communicator, or anything it will report itself).
-fn look(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
+pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
     let mut found = None;
     // Never an error here: whatever is wrong, the entry point's own path reports.
     call(comm, |g| {
@@ -37,9 +39,11 @@ fn look(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
                 if let CommKind::Intra { .. } = e.kind {
                     let gap = lib.layouts.get(&dt).and_then(|l| {
                         let size = lib.datatype(dt).ok()?.size;
+                        let (_, extent) = crate::typemap::bounds(lib, dt).ok()?;
                         Some(Gapped {
                             layout: Arc::clone(l),
                             size,
+                            extent,
                         })
                     });
                     found = Some((gap, e.rank, e.size));
@@ -52,7 +56,7 @@ fn look(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
 }
 
 /// Whether `dt` may have gaps (not a basic type).
-fn maybe_gapped(dt: Handle) -> bool {
+pub(crate) fn maybe_gapped(dt: Handle) -> bool {
     crate::datatype::basic_bytes(1, dt).is_none()
 }
 
@@ -97,7 +101,7 @@ pub(crate) fn bcast(
     if !maybe_gapped(dt) {
         return None;
     }
-    let (gap, me, _) = look(dt, comm)?;
+    let (gap, me, _) = look_gapped(dt, comm)?;
     let gap = gap?;
     let n = items(count)?;
     let is_root = root == me as c_int;
@@ -137,7 +141,7 @@ fn send_side(
             _keep: None,
         });
     }
-    let (gap, _, _) = look(dt, comm)?;
+    let (gap, _, _) = look_gapped(dt, comm)?;
     let Some(gap) = gap else {
         return Some(Side {
             ptr: buf,
@@ -177,7 +181,7 @@ fn recv_side(
     if !maybe_gapped(dt) {
         return Some(None);
     }
-    let (gap, _, _) = look(dt, comm)?;
+    let (gap, _, _) = look_gapped(dt, comm)?;
     let Some(gap) = gap else { return Some(None) };
     let n = items(count)?.checked_mul(blocks)?;
     let temp = packed(&gap, n, keep_content.then_some(buf.cast_const()))?;
@@ -199,7 +203,7 @@ impl RecvSide {
 /// The facts of intra-communicator `comm` (rank, size), or `None`.
 fn facts(comm: Handle) -> Option<(u32, u32)> {
     // Any type: only the communicator is looked at.
-    look(BYTE, comm).map(|(_, me, n)| (me, n))
+    look_gapped(BYTE, comm).map(|(_, me, n)| (me, n))
 }
 
 /// Which gather-like call [`moved`] runs.

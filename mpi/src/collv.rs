@@ -116,6 +116,12 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::gatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
@@ -167,6 +173,12 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::scatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendVArg { ptr: sendbuf, counts: sendcounts, displs, dt: sendtype };
@@ -216,6 +228,12 @@ crate::mpi_fn! {
         recvtype: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendArg { ptr: sendbuf, count: sendcount, dt: sendtype };
@@ -272,6 +290,12 @@ crate::mpi_fn! {
         recvtype: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let send = SendVArg { ptr: sendbuf, counts: sendcounts, displs: sdispls, dt: sendtype };

@@ -46,6 +46,7 @@ mod bsend;
 mod coll;
 mod coll_inter;
 mod coll_packed;
+mod coll_packed_v;
 mod coll_persistent;
 mod coll_rounds;
 mod coll_scan;

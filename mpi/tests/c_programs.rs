@@ -864,6 +864,14 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn v_collectives_take_types_with_gaps() {
+    for np in ["1", "2", "3", "4"] {
+        every_rank_prints("vtypes", np, "", &[], "VTYPES OK");
+    }
+    every_rank_prints("vtypes", "3", "", TCP, "VTYPES OK");
+}
+
+#[test]
 fn persistent_collectives_start_again_and_again() {
     for np in ["1", "2", "3", "4"] {
         every_rank_prints("coll_persistent", np, "single", &[], "COLL PERSISTENT OK");
