@@ -117,16 +117,16 @@ pub(crate) fn bcast(
 }
 
 /// The send side of a gather-like call: packed when its type has gaps.
-struct Side {
-    ptr: *const c_void,
-    count: c_int,
-    dt: Handle,
-    _keep: Option<Box<[u8]>>,
+pub(crate) struct Side {
+    pub ptr: *const c_void,
+    pub count: c_int,
+    pub dt: Handle,
+    pub keep: Option<Box<[u8]>>,
 }
 
 /// A send buffer of `count` items of `dt` (`n_blocks` blocks of them), packed when
 /// `dt` has gaps; `MPI_IN_PLACE` passes.
-fn send_side(
+pub(crate) fn send_side(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -138,7 +138,7 @@ fn send_side(
             ptr: buf,
             count,
             dt,
-            _keep: None,
+            keep: None,
         });
     }
     let (gap, _, _) = look_gapped(dt, comm)?;
@@ -147,7 +147,7 @@ fn send_side(
             ptr: buf,
             count,
             dt,
-            _keep: None,
+            keep: None,
         });
     };
     let b = packed(&gap, items(count)?.checked_mul(blocks)?, Some(buf))?;
@@ -156,21 +156,21 @@ fn send_side(
         ptr: b.as_ptr().cast(),
         count: per,
         dt: BYTE,
-        _keep: Some(b),
+        keep: Some(b),
     })
 }
 
 /// A receive buffer of `blocks` blocks of `count` items of `dt` with gaps: packed
 /// bytes (holding the buffer's content when `keep_content`, for `MPI_IN_PLACE`), and
 /// how to unpack them after.
-struct RecvSide {
-    gap: Gapped,
-    temp: Box<[u8]>,
-    items: usize,
-    per: c_int,
+pub(crate) struct RecvSide {
+    pub gap: Gapped,
+    pub temp: Box<[u8]>,
+    pub items: usize,
+    pub per: c_int,
 }
 
-fn recv_side(
+pub(crate) fn recv_side(
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
@@ -215,11 +215,12 @@ pub(crate) enum Kind {
     Alltoall,
 }
 
-/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` with a type with
-/// gaps on either side; `None`: the entry point's own path (no gaps, an
-/// inter-communicator, an argument it reports).
+/// The sides of a gather-like call of `kind` as it runs with a type with gaps on
+/// either side: each significant one packed (or room for it) when its type has gaps;
+/// `None`: the entry point's own path (no gaps, an inter-communicator, an argument it
+/// reports). Also `nbc_packed`'s.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn moved(
+pub(crate) fn sides(
     kind: Kind,
     sendbuf: *const c_void,
     scount: c_int,
@@ -229,7 +230,7 @@ pub(crate) fn moved(
     rtype: Handle,
     root: c_int,
     comm: Handle,
-) -> Option<c_int> {
+) -> Option<(Side, Option<RecvSide>)> {
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
     }
@@ -251,7 +252,7 @@ pub(crate) fn moved(
             ptr: sendbuf,
             count: scount,
             dt: stype,
-            _keep: None,
+            keep: None,
         }
     };
     // In place, the receive buffer holds this rank's input: packed with the rest.
@@ -261,9 +262,30 @@ pub(crate) fn moved(
     } else {
         None
     };
-    if send._keep.is_none() && recv.is_none() {
+    if send.keep.is_none() && recv.is_none() {
         return None;
     }
+    Some((send, recv))
+}
+
+/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` with a type with
+/// gaps on either side; `None`: the entry point's own path (no gaps, an
+/// inter-communicator, an argument it reports).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn moved(
+    kind: Kind,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: Handle,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: Handle,
+    root: c_int,
+    comm: Handle,
+) -> Option<c_int> {
+    let (send, recv) = sides(
+        kind, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm,
+    )?;
     let (rptr, rc_count, rdt) = match &recv {
         Some(r) => (r.temp.as_ptr().cast_mut().cast(), r.per, BYTE),
         None => (recvbuf, rcount, rtype),

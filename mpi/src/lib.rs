@@ -72,6 +72,7 @@ mod mpi1_removed;
 mod mprobe;
 mod nbc;
 mod nbc_inter;
+mod nbc_packed;
 mod nbc_scan;
 mod nbc_v;
 mod neighbor;

@@ -415,6 +415,10 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`nbc_packed`).
+        if let Some(rc) = crate::nbc_packed::ibcast(buffer, count, datatype, root, comm, request) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -556,6 +560,13 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`nbc_packed`).
+        if let Some(rc) = crate::nbc_packed::started(
+            crate::coll_packed::Kind::Gather,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -633,6 +644,13 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`nbc_packed`).
+        if let Some(rc) = crate::nbc_packed::started(
+            crate::coll_packed::Kind::Scatter,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -676,6 +694,13 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`nbc_packed`).
+        if let Some(rc) = crate::nbc_packed::started(
+            crate::coll_packed::Kind::Allgather,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, request,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -721,6 +746,13 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`nbc_packed`).
+        if let Some(rc) = crate::nbc_packed::started(
+            crate::coll_packed::Kind::Alltoall,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, request,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;

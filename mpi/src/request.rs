@@ -297,6 +297,13 @@ impl Req {
 
     fn finish(&mut self, o: Outcome) -> Outcome {
         self.done = Some(o);
+        // A collective's outcome counts no bytes: a packed receive of one (`nbc_packed`)
+        // unpacks whole.
+        let bytes = if matches!(self.op, Op::Nbc(_)) {
+            usize::MAX
+        } else {
+            o.bytes
+        };
         // The runtime's request is over: drop it now (a receive lets go of the buffer).
         // A dup keeps its communicator for `attempt` to register.
         if !matches!(self.op, Op::Idup(_)) {
@@ -306,7 +313,7 @@ impl Req {
             if !o.cancelled && (o.error == MPI_SUCCESS || o.error == MPI_ERR_TRUNCATE) {
                 // SAFETY: the program's buffer stays valid until the request completes
                 // (MPI's contract), which is now; the receive into `temp` is dropped.
-                unsafe { u.apply(o.bytes) };
+                unsafe { u.apply(bytes) };
             }
         }
         o

@@ -7,6 +7,8 @@
  * - MPI_Allgatherv into ints spaced by one (an int resized to 8 bytes), rank r giving
  *   r + 1 ints: the gaps untouched; and in place.
  * - MPI_Alltoallv sending every other int (a strided send type), receiving contiguous.
+ * - MPI_Ibcast, MPI_Igather, MPI_Iallgather, MPI_Ialltoall, MPI_Iscatter and a
+ *   persistent MPI_Bcast_init with the spaced int type, all in flight at once.
  * Each rank prints "rank R: VTYPES OK".
  */
 #include <mpi.h>
@@ -120,6 +122,60 @@ static void strided(void) {
     free(rd);
 }
 
+/* The non-blocking data-moving collectives and a persistent broadcast with a type
+ * with gaps (ints spaced by one), all in flight at once. */
+static void nonblocking(void) {
+    MPI_Datatype sp;
+    OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &sp));
+    OK(MPI_Type_commit(&sp));
+    int K = 3, big = 2 * K * np;
+    int *bc = malloc(sizeof(int) * 2 * K), *pb = malloc(sizeof(int) * 2 * K);
+    int *gat = malloc(sizeof(int) * big), *all = malloc(sizeof(int) * big);
+    int *a2a_s = malloc(sizeof(int) * big), *a2a_r = malloc(sizeof(int) * big);
+    int *sca_s = malloc(sizeof(int) * big), sca_r[6], mine[3];
+    for (int i = 0; i < 2 * K; i++) {
+        bc[i] = me == 0 ? (i % 2 ? GAP : 50 + i) : GAP;
+        pb[i] = bc[i];
+    }
+    for (int i = 0; i < big; i++) {
+        gat[i] = all[i] = a2a_r[i] = GAP;
+        a2a_s[i] = i % 2 ? GAP : me * 1000 + i / 2;
+        sca_s[i] = i % 2 ? GAP : 7000 + i / 2;
+    }
+    for (int i = 0; i < 6; i++) sca_r[i] = GAP;
+    for (int i = 0; i < K; i++) mine[i] = me * 10 + i;
+    MPI_Request r[6];
+    OK(MPI_Ibcast(bc, K, sp, 0, MPI_COMM_WORLD, &r[0]));
+    OK(MPI_Igather(mine, K, MPI_INT, gat, K, sp, np - 1, MPI_COMM_WORLD, &r[1]));
+    OK(MPI_Iallgather(mine, K, MPI_INT, all, K, sp, MPI_COMM_WORLD, &r[2]));
+    OK(MPI_Ialltoall(a2a_s, K, sp, a2a_r, K, sp, MPI_COMM_WORLD, &r[3]));
+    OK(MPI_Iscatter(sca_s, K, sp, sca_r, K, sp, 0, MPI_COMM_WORLD, &r[4]));
+    OK(MPI_Bcast_init(pb, K, sp, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r[5]));
+    OK(MPI_Start(&r[5]));
+    OK(MPI_Waitall(6, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < K; i++) {
+        CHECK(bc[2 * i] == 50 + 2 * i && bc[2 * i + 1] == GAP);
+        CHECK(pb[2 * i] == 50 + 2 * i && pb[2 * i + 1] == GAP);
+        CHECK(sca_r[2 * i] == 7000 + me * K + i && sca_r[2 * i + 1] == GAP);
+    }
+    for (int q = 0; q < np; q++)
+        for (int i = 0; i < K; i++) {
+            int at = 2 * (q * K + i);
+            if (me == np - 1) CHECK(gat[at] == q * 10 + i && gat[at + 1] == GAP);
+            CHECK(all[at] == q * 10 + i && all[at + 1] == GAP);
+            CHECK(a2a_r[at] == q * 1000 + me * K + i && a2a_r[at + 1] == GAP);
+        }
+    OK(MPI_Request_free(&r[5]));
+    OK(MPI_Type_free(&sp));
+    free(bc);
+    free(pb);
+    free(gat);
+    free(all);
+    free(a2a_s);
+    free(a2a_r);
+    free(sca_s);
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
@@ -128,6 +184,7 @@ int main(int argc, char **argv) {
     matrix();
     spaced();
     strided();
+    nonblocking();
     printf("rank %d: VTYPES OK\n", me);
     OK(MPI_Finalize());
     return 0;
