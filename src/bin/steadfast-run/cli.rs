@@ -155,9 +155,10 @@ const SINGLE_DASH: [(&str, &str); 5] = [
 ];
 
 /// Options that take a value as the next argument.
-const TAKES_VALUE: [&str; 9] = [
+const TAKES_VALUE: [&str; 10] = [
     "-n",
     "--np",
+    "--universe",
     "--host",
     "-H",
     "--with-ft",
@@ -379,6 +380,15 @@ mod tests {
         assert!(o.check().unwrap_err().contains("elsewhere.example"));
         let o = parse(&["-n", "100000", "prog"]).unwrap();
         assert!(o.check().unwrap_err().contains("100000"));
+    }
+
+    #[test]
+    fn single_dash_spellings_after_the_universe_are_rewritten() {
+        // `--universe 8 -np 4` (ulfm-testing's `run_tests.sh -a "--universe 8"` puts
+        // the extra options before `-np`): `8` is --universe's value, not the program.
+        let o = parse(&["--universe", "8", "-np", "4", "prog"]).unwrap();
+        assert_eq!((o.n, o.universe()), (4, 8));
+        assert_eq!(o.prog, ["prog"]);
     }
 
     #[test]
