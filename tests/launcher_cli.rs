@@ -133,6 +133,32 @@ fn the_exit_status_policy_counts_survivors_only_when_asked() {
     assert_eq!(out.status.code(), Some(3));
 }
 
+/// ICLDisco/ulfm-testing's `run_tests.sh` judges `revoke` (a rank SIGKILLs itself) by
+/// `mpiexec --with-ft mpi`'s status alone: naming the fault tolerance makes the
+/// survivors' status the job's, as Open MPI's mpiexec; `--exit-status` still decides.
+#[test]
+fn with_ft_mpi_or_ulfm_counts_survivors_unless_told_otherwise() {
+    let script = one_rank_dies(1, 0);
+    for mode in ["mpi", "ulfm"] {
+        let out = run(&["-n", "3", "--with-ft", mode, "/bin/sh", "-c", &script]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {err}");
+        assert!(err.contains("rank 1: killed by signal 9"), "{err}");
+    }
+    let out = run(&[
+        "-n",
+        "3",
+        "--with-ft",
+        "mpi",
+        "--exit-status",
+        "any-failure",
+        "/bin/sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
 #[test]
 fn tag_output_into_a_closed_pipe_does_not_panic() {
     let mut launcher = Command::new(env!("CARGO_BIN_EXE_steadfast-run"))

@@ -120,8 +120,14 @@ pub(crate) fn abort_job(code: c_int, why: &str) -> ! {
             libc::kill(libc::getppid(), libc::SIGTERM);
         }
     }
-    // An exit status keeps the code's low 8 bits; a code that has none set (a code the
-    // program added, from 0x4000) still ends the process with a failure.
+    exit_now(code)
+}
+
+/// Ends this process at once with `code` as its status, without running exit handlers
+/// (the state may be half built, or held by another thread). An exit status keeps the
+/// code's low 8 bits; a code that has none set (a code the program added, from 0x4000)
+/// still ends the process with a failure.
+pub(crate) fn exit_now(code: c_int) -> ! {
     let status = match code & 0xff {
         0 if code != 0 => 1,
         s => s,

@@ -8,7 +8,7 @@ use sf::params::Params;
 use sf::{InitError, World};
 
 use crate::consts::*;
-use crate::error::{abort_job, Fail, R};
+use crate::error::{abort_job, exit_now, Fail, R};
 use crate::singleton::Singleton;
 use crate::state::NO_OBJECT;
 use crate::state::{call, CommEntry, CommKind, FtMode, Guard, Lib, Phase};
@@ -226,10 +226,39 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     Ok(level)
 }
 
+/// [`init`], whose failure to initialize MPI goes to the initial error handler (MPI
+/// 4.0 §9.3; there is no communicator yet). Unless that is `MPI_ERRORS_RETURN`, this
+/// process ends at once with the error class as its status: it is connected to no
+/// other process, so only it ends (under fault tolerance the others see it fail; under
+/// `--with-ft no` the launcher ends the job). Before, the call returned the class to a
+/// program that, like nearly every MPI program, does not test `MPI_Init`'s return, and
+/// every later call failed silently: a child of an `MPI_Comm_spawn` that failed at its
+/// parents (`MPIX_ERR_PROC_FAILED`: one of them had died) then ran the program as one
+/// of the job's first ranks, spawning in turn (ICLDisco/ulfm-testing's
+/// `stress/spawn.c`; `tests/c/spawn_orphan.c`). A second `MPI_Init`, or one after
+/// `MPI_Finalize`, still returns its error.
+fn init_or_end(g: &mut Guard, required: c_int) -> R<c_int> {
+    let first = matches!(g.phase(), Phase::Before);
+    let fail = match init(g, required) {
+        Ok(level) => return Ok(level),
+        Err(fail) => fail,
+    };
+    if !first || initial_errhandler().0 == MPI_ERRORS_RETURN {
+        return Err(fail);
+    }
+    log::error!(
+        "MPI_Init failed ({}): the initial error handler ends this process",
+        fail.message
+    );
+    exit_now(fail.class)
+}
+
 crate::mpi_fn! {
     /// `MPI_Init`: `MPI_Init_thread` with `MPI_THREAD_SINGLE`.
     fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
-        call(NO_OBJECT, |g| init(g, MPI_THREAD_SINGLE).map(drop))
+        call(NO_OBJECT, |g| {
+            init_or_end(g, MPI_THREAD_SINGLE).map(drop)
+        })
     }
 }
 
@@ -245,7 +274,7 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `provided` is valid for a write.
             let slot = unsafe { out(provided) }?;
-            *slot = init(g, required)?;
+            *slot = init_or_end(g, required)?;
             Ok(())
         })
     }

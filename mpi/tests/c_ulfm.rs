@@ -1,7 +1,8 @@
 //! The C library under the ULFM patterns of the public ULFM test programs
 //! (ICLDisco/ulfm-testing), with programs of our own in `tests/c/`: a communicator
 //! revoked by a member that returned from its creation first, communicator creation
-//! beside a fresh failure, non-blocking operations toward a dead rank.
+//! beside a fresh failure, non-blocking operations toward a dead rank, the children of
+//! a spawn that failed at its parents.
 
 mod common;
 
@@ -47,4 +48,47 @@ fn dup_split_and_create_return_beside_a_fresh_failure_of_a_middle_rank() {
 fn a_nonblocking_operation_toward_a_dead_rank_fails_at_its_completion() {
     let (out, _) = survivors_print(4, "isend_ft", &[], "ISEND FT OK");
     assert!(!out.contains("check failed"), "{out}");
+}
+
+/// `spawn_orphan.c` at 4 ranks in a universe of 6, rank 3 dead before the spawn, with
+/// `opts` added: (status, stdout, stderr).
+fn spawn_beside_a_dead_parent(opts: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["-np", "4", "--universe", "6", "--with-ft", "ulfm"];
+    args.extend_from_slice(opts);
+    run(&args, program("spawn_orphan"), &[], &[])
+}
+
+/// Before, the children's failed `MPI_Init` returned `MPIX_ERR_PROC_FAILED` to a
+/// program that does not test it (ulfm-testing's `stress/spawn.c`), which then ran as
+/// one of the job's first ranks with every call failing silently.
+#[test]
+fn a_child_of_a_spawn_its_parents_failed_ends_in_mpi_init() {
+    let (_, out, err) = spawn_beside_a_dead_parent(&[]);
+    assert_eq!(
+        out.matches("PARENT SPAWN FAILED").count(),
+        3,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(!out.contains("CHILD INIT RETURNED"), "{out}\n{err}");
+    for child in [4, 5] {
+        assert!(
+            err.contains(&format!("rank {child}: exited with status 75")),
+            "the child's class (MPIX_ERR_PROC_FAILED) is its status:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn under_mpi_errors_return_a_childs_failed_mpi_init_returns_its_error() {
+    let (_, out, err) = spawn_beside_a_dead_parent(&["--initial-errhandler", "mpi_errors_return"]);
+    assert_eq!(
+        out.matches("PARENT SPAWN FAILED").count(),
+        3,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(
+        out.matches("CHILD INIT RETURNED 75").count(),
+        2,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
 }

@@ -410,7 +410,7 @@ fn rank_command(
     // The MPI library reads it: with `no`, a failure is fatal whatever the handler.
     cmd.env(
         "STEADFAST_WITH_FT",
-        match o.with_ft {
+        match o.with_ft() {
             WithFt::Ulfm => "ulfm",
             WithFt::Mpi => "mpi",
             WithFt::No => "no",
@@ -584,7 +584,7 @@ fn summarise(o: &Options, ended: &Ended) -> i32 {
             say(&format!("  rank {r}: {}", describe(*s)));
         }
     }
-    match o.exit_status {
+    match o.exit_status() {
         ExitStatusPolicy::AnyFailure => i32::from(!failed.is_empty()),
         ExitStatusPolicy::Survivors => {
             let survivors: Vec<i32> = outcomes.iter().filter_map(|(_, s)| s.code()).collect();
