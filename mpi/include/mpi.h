@@ -861,6 +861,16 @@ int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
                                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                 MPI_Comm comm, MPI_Info info, MPI_Request *request);
 
+/* Generalized requests (the callbacks may call MPI). */
+typedef int(MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
+typedef int(MPI_Grequest_free_function)(void *extra_state);
+typedef int(MPI_Grequest_cancel_function)(void *extra_state, int complete);
+int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+                       MPI_Grequest_free_function *free_fn,
+                       MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                       MPI_Request *request);
+int MPI_Grequest_complete(MPI_Request request);
+
 /* Removed in MPI 3.0, kept for old programs: each is the call that replaced it. */
 typedef MPI_Comm_errhandler_function MPI_Handler_function;
 int MPI_Address(const void *location, MPI_Aint *address);

@@ -62,6 +62,7 @@ mod dist_graph;
 mod error;
 mod fint;
 mod graph;
+mod greq;
 mod group;
 mod idup;
 mod info;

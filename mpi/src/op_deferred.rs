@@ -14,6 +14,10 @@
 //! reduction reached a user function completes at the next test or wait, as one with
 //! a predefined operation does.
 //!
+//! Other program callbacks that a completion call reaches while it holds the state
+//! (a generalized request's `free_fn`, run when the request goes: `greq.rs`) are queued
+//! the same way ([`defer_call`]).
+//!
 //! The memory a queued call reads and writes stays valid until it has run: it is the
 //! schedule's scratch, which a schedule dropped with its call still queued leaks
 //! rather than frees (`Nbc`'s `Drop`), or the program's buffer of a request that has
@@ -39,6 +43,8 @@ struct Job {
 thread_local! {
     /// This thread's queued calls.
     static QUEUE: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
+    /// This thread's queued callbacks ([`defer_call`]).
+    static CALLS: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
     /// Whether `QUEUE` may hold a call (the entry points' one cheap check).
     static QUEUED: Cell<bool> = const { Cell::new(false) };
 }
@@ -91,6 +97,13 @@ pub(crate) unsafe fn defer(user: UserCall, ops: Operands) -> Pending {
     Pending { done }
 }
 
+/// Queues callback `f` (a program's function with its arguments) to run on this
+/// thread where it holds nothing of the state, as the reductions' calls do.
+pub(crate) fn defer_call(f: Box<dyn FnOnce()>) {
+    CALLS.with(|q| q.borrow_mut().push(f));
+    QUEUED.with(|f| f.set(true));
+}
+
 /// Whether this thread has calls queued.
 #[inline(always)]
 pub(crate) fn any_queued() -> bool {
@@ -102,7 +115,11 @@ pub(crate) fn any_queued() -> bool {
 /// meanwhile (by an MPI call a function makes) runs too.
 pub(crate) fn run_queued() {
     loop {
-        // One at a time, the queue not borrowed while a function runs.
+        // One at a time, the queues not borrowed while a function runs.
+        if let Some(f) = CALLS.with(|q| q.borrow_mut().pop()) {
+            f();
+            continue;
+        }
         let Some(job) = QUEUE.with(|q| q.borrow_mut().pop()) else {
             QUEUED.with(|f| f.set(false));
             return;

@@ -116,6 +116,8 @@ pub(crate) enum Op {
     Closing(Box<crate::comm_close::Closing>),
     /// `MPI_Isendrecv`'s receive and send (`isendrecv.rs`).
     Pair(Box<crate::isendrecv::Pair>),
+    /// A generalized request (`greq.rs`).
+    Grequest(Box<crate::greq::Greq>),
 }
 
 /// A request: its operation, its communicator (whose error handler its errors go to)
@@ -228,6 +230,7 @@ impl Req {
                 Ok(true) => Outcome::empty(),
                 Err(f) => Outcome::failed(f.class),
             },
+            Op::Grequest(q) => q.test()?,
             Op::Pair(p) => match p.test() {
                 None => return None,
                 // A wildcard receive's pending failure: reported, the pair goes on.
@@ -746,6 +749,9 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `request` is valid for reads.
             let h = unsafe { crate::util::read_handle(request) }?;
+            if crate::greq::cancel(g, h)? {
+                return Ok(());
+            }
             let r = g.lib()?.requests.get_mut(&h).ok_or_else(|| {
                 Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a request"))
             })?;

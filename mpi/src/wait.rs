@@ -84,6 +84,10 @@ pub(crate) unsafe fn wait(request: *mut Handle, status: *mut MPI_Status) -> c_in
                     }
                 }
             }));
+            // The borrow has ended: what the wait queued may run (and call MPI).
+            if op_deferred::any_queued() {
+                op_deferred::run_queued();
+            }
             return match waited {
                 Ok(None) => MPI_SUCCESS,
                 Ok(Some(fail)) => wait_failed(*fail),

@@ -864,6 +864,13 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn generalized_requests_complete_with_their_query_status() {
+    every_rank_prints("greq", "1", "single", &[], "GREQ OK");
+    every_rank_prints("greq", "3", "single", &[], "GREQ OK");
+    every_rank_prints("greq", "2", "multiple", &[], "GREQ OK");
+}
+
+#[test]
 fn v_collectives_take_types_with_gaps() {
     for np in ["1", "2", "3", "4"] {
         every_rank_prints("vtypes", np, "", &[], "VTYPES OK");
