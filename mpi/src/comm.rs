@@ -109,6 +109,20 @@ pub(crate) fn collective_half(p2p: &Comm) -> R<Comm> {
     }
 }
 
+/// [`collective_half`] for `MPI_COMM_WORLD` in `MPI_Init`: a member that returned from
+/// `MPI_Init` may die at once (a victim of a fault-tolerance test does); the barrier
+/// then fails at the members still in it once they learn of the death. A member in
+/// the barrier has made its dup, and the dead one had passed the barrier, so every
+/// member had: that counts as success too (the failure is the program's to meet in its
+/// first call that involves the dead rank).
+pub(crate) fn world_collective_half(p2p: &Comm) -> R<Comm> {
+    let coll = p2p.dup()?;
+    match coll.barrier() {
+        Ok(()) | Err(CommError::Revoked) | Err(CommError::ProcFailed { .. }) => Ok(coll),
+        Err(e) => Err(e.into()),
+    }
+}
+
 // The constructors below look up the parent under the lock, then run the runtime's
 // collective steps without it (`Guard::unlocked`), and register the result under it
 // again: under `MPI_THREAD_MULTIPLE` a thread blocked in one, waiting for a peer, must

@@ -47,6 +47,8 @@ fn initial_errhandler() -> (Handle, &'static str) {
 
 /// The `create_group` tag of `MPI_COMM_SELF` in a process restarted in place.
 const RESTORED_SELF_TAG: u32 = 1;
+/// The tag of `MPI_COMM_SELF`'s creation in a first incarnation.
+const SELF_TAG: u32 = 2;
 
 /// The `create_group` tag of `MPI_COMM_WORLD` when the universe has spare slots.
 const STARTED_WORLD_TAG: u32 = 2;
@@ -160,8 +162,11 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     } else {
         // A rank that returned from MPI_Init first may revoke MPI_COMM_WORLD while the
         // others still make its half (see `comm::collective_half`).
-        let wcoll = crate::comm::collective_half(&wc)?;
-        let selfc = wcoll.split(me, 0)?;
+        let wcoll = crate::comm::world_collective_half(&wc)?;
+        // MPI_COMM_SELF: a group of this process alone, made without the others (a
+        // split of the world fails at a member that already knows of the death of one
+        // that left MPI_Init first).
+        let selfc = wc.create_group(&[me], SELF_TAG)?;
         (wcoll, selfc)
     };
     let selfcoll = selfc.dup()?;
