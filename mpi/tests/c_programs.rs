@@ -957,3 +957,21 @@ fn a_fatal_error_with_an_added_class_fails_the_job() {
         "stdout:\n{out}\nstderr:\n{err}"
     );
 }
+
+/// `rma.c` at `np` ranks in `mode`: every rank ends with RMA OK.
+fn rma(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("rma", np, mode, env, "RMA OK");
+}
+
+#[test]
+fn one_sided_puts_gets_and_accumulates_over_shared_memory() {
+    rma("1", "single", &[]);
+    rma("2", "single", &[]);
+    rma("4", "single", &[]);
+    rma("3", "multiple", &[]);
+}
+
+#[test]
+fn one_sided_puts_gets_and_accumulates_over_tcp() {
+    rma("3", "single", TCP);
+}
