@@ -202,16 +202,82 @@ fn deliver(reply: &[u8], results: &[(usize, usize)]) -> R<()> {
     Ok(())
 }
 
-/// Receives the message from `source` with `tag` on `comm`, whatever its length.
+/// The failure of a fence step that gave up: some member is known failed.
+fn gave_up() -> CommError {
+    CommError::ProcFailed { ranks: Vec::new() }
+}
+
+/// Receives the message from `source` with `tag` on `comm`, whatever its length. Gives
+/// up with `ProcFailed` once any member is known failed (a live `source` may have
+/// given up the fence before sending), as the runtime's collectives do: never a hang.
 fn recv_any_len(comm: &sf::Comm, source: u32, tag: u32) -> Result<Vec<u8>, CommError> {
-    let st = comm.probe(Some(source), Some(tag))?;
+    let mut spin = crate::util::spin_wait();
+    let st = loop {
+        if let Some(st) = comm.iprobe(Some(source), Some(tag))? {
+            break st;
+        }
+        if comm.any_failed() {
+            return Err(gave_up());
+        }
+        spin.pause();
+    };
     let mut buf = vec![0u8; st.len];
     comm.recv(Some(source), Some(tag), &mut buf)?;
     Ok(buf)
 }
 
-/// `MPI_Win_fence`'s work, without the library's lock: see the module doc.
+/// Waits for `sends`, giving up as [`recv_any_len`] does (a dropped send is cancelled).
+fn wait_sends(comm: &sf::Comm, mut sends: Vec<sf::comm::SendRequest<'_>>) -> Result<(), CommError> {
+    let mut spin = crate::util::spin_wait();
+    while !sends.is_empty() {
+        let mut i = 0;
+        while i < sends.len() {
+            if sends[i].test()? {
+                drop(sends.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        if sends.is_empty() {
+            break;
+        }
+        if comm.any_failed() {
+            return Err(gave_up());
+        }
+        spin.pause();
+    }
+    Ok(())
+}
+
+/// A failure of a collective step on a window whose communicator has a failed member:
+/// `MPIX_ERR_PROC_FAILED`, whatever the step saw. After a failed fence the survivors'
+/// collectives on the window are out of step (a survivor may have sent its part of an
+/// allreduce that the others gave up), so a later step can see a stale message
+/// (`MPI_ERR_TRUNCATE`) rather than the failure that caused it.
+pub(crate) fn failure_wins(comm: &sf::Comm, fail: Fail) -> Fail {
+    if fail.class != MPI_ERR_PROC_FAILED && comm.any_failed() {
+        return Fail::new(
+            MPI_ERR_PROC_FAILED,
+            format!("a member of the window has failed ({})", fail.message),
+        );
+    }
+    fail
+}
+
+/// `MPI_Win_fence`'s work, without the library's lock: see the module doc. Once a
+/// member is known failed every fence fails with `MPIX_ERR_PROC_FAILED` at once.
 pub(crate) fn fence(win: &Arc<Window<'static>>, me: u32, n: u32, pending: Vec<Pending>) -> R<()> {
+    let comm = win.comm();
+    if comm.any_failed() {
+        return Err(Fail::new(
+            MPI_ERR_PROC_FAILED,
+            "a member of the window has failed: fences cannot complete",
+        ));
+    }
+    epoch_end(win, me, n, pending).map_err(|f| failure_wins(comm, f))
+}
+
+fn epoch_end(win: &Arc<Window<'static>>, me: u32, n: u32, pending: Vec<Pending>) -> R<()> {
     let comm = win.comm();
     let mut total = [pending.len() as u64];
     comm.allreduce(&mut total, ReduceOp::Sum)?;
@@ -264,9 +330,8 @@ pub(crate) fn fence(win: &Arc<Window<'static>>, me: u32, n: u32, pending: Vec<Pe
             deliver(&reply, res)?;
         }
     }
-    for s in sends.into_iter().chain(reply_sends) {
-        s.wait()?;
-    }
+    wait_sends(comm, sends)?;
+    wait_sends(comm, reply_sends)?;
     comm.barrier()?;
     Ok(())
 }

@@ -274,11 +274,18 @@ crate::mpi_fn! {
                 log::warn!("MPI_Win_free with {} accumulates no fence closed: dropped", pending.len());
             }
             // Another thread still in a call on it (erroneous) keeps it until it returns.
-            match Arc::try_unwrap(w) {
-                Ok(w) => g.unlocked(|| w.free())?,
-                Err(shared) => g.unlocked(|| drop(shared)),
-            }
-            Ok(())
+            // With a member failed the closing barrier fails (the runtime then leaks
+            // allocated memory rather than free it under a live peer that has not
+            // finished), and the call reports the failure.
+            let comm = w.comm().clone();
+            let freed = match Arc::try_unwrap(w) {
+                Ok(w) => g.unlocked(|| w.free()).map_err(Fail::from),
+                Err(shared) => {
+                    g.unlocked(|| drop(shared));
+                    Ok(())
+                }
+            };
+            freed.map_err(|f| crate::rma::failure_wins(&comm, f))
         })
     }
 }
