@@ -975,3 +975,25 @@ fn one_sided_puts_gets_and_accumulates_over_shared_memory() {
 fn one_sided_puts_gets_and_accumulates_over_tcp() {
     rma("3", "single", TCP);
 }
+
+/// `rma_ft.c` at `n` ranks: the last is SIGKILLed; every survivor ends with RMA FT OK
+/// (puts to it and fences fail with MPIX_ERR_PROC_FAILED, never hang).
+fn rma_after_a_sigkill(n: usize, env: &[(&str, &str)]) {
+    let (status, out, err) = run_ulfm(n, "rma_ft", env);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("RMA FT OK").count(),
+        n - 1,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("rank {}: killed by signal 9", n - 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_sided_calls_fail_with_proc_failed_after_a_sigkill() {
+    rma_after_a_sigkill(4, &[]);
+    rma_after_a_sigkill(3, TCP);
+}
