@@ -791,8 +791,9 @@ int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhan
 int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
 
-/* One-sided communication (mpi/src/win.rs, rma.rs; docs/mpi.md): active target with
- * MPI_Win_fence. Values of the MPI 5.0 ABI table. */
+/* One-sided communication (mpi/src/win.rs, rma.rs, pscw.rs; docs/mpi.md): active
+ * target (MPI_Win_fence; post, start, complete, wait). Values of the MPI 5.0 ABI
+ * table. */
 enum {
     MPI_MODE_NOCHECK = 1024,
     MPI_MODE_NOPRECEDE = 2048,
@@ -827,6 +828,11 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                      MPI_Win *win);
 int MPI_Win_free(MPI_Win *win);
 int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
+int MPI_Win_test(MPI_Win win, int *flag);
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 int MPI_Win_set_name(MPI_Win win, const char *win_name);

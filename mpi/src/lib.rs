@@ -78,6 +78,7 @@ mod op_deferred;
 mod p2p;
 mod p2p_fast;
 mod persistent;
+mod pscw;
 mod reduce_wide;
 mod reqtable;
 mod request;

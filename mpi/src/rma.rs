@@ -63,12 +63,12 @@ const HEADER: usize = 1 + 4 + 4 + 8 + 8;
 
 /// An accumulate of this epoch, queued at its origin.
 pub(crate) struct Pending {
-    target: u32,
+    pub target: u32,
     /// The operation, encoded as the target decodes it ([`apply_batch`]).
-    wire: Vec<u8>,
+    pub wire: Vec<u8>,
     /// Where a fetching operation's result goes (the program's buffer, valid until the
     /// epoch ends: MPI's contract), and its length.
-    result: Option<(usize, usize)>,
+    pub result: Option<(usize, usize)>,
 }
 
 /// A predefined type handle whose elements are `elem` (the same value in every
@@ -141,7 +141,7 @@ fn combine(op: Handle, elem: Elem, cur: &mut [u8], data: &[u8]) -> R<()> {
 /// fetching operations, concatenated, and how many there were. An operation that
 /// cannot be applied (the origin checked them all, so only a malformed batch) is
 /// skipped and its result left zero, so the reply keeps its length.
-fn apply_batch(win: &Window<'static>, mut batch: &[u8]) -> (Vec<u8>, usize) {
+pub(crate) fn apply_batch(win: &Window<'static>, mut batch: &[u8]) -> (Vec<u8>, usize) {
     let mut reply = Vec::new();
     let mut fetches = 0;
     while !batch.is_empty() {
@@ -183,7 +183,7 @@ fn apply_batch(win: &Window<'static>, mut batch: &[u8]) -> (Vec<u8>, usize) {
 }
 
 /// Writes a reply's results into the origin's result buffers, in order.
-fn deliver(reply: &[u8], results: &[(usize, usize)]) -> R<()> {
+pub(crate) fn deliver(reply: &[u8], results: &[(usize, usize)]) -> R<()> {
     let want: usize = results.iter().map(|&(_, len)| len).sum();
     if reply.len() != want {
         return Err(Fail::new(

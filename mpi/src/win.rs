@@ -1,7 +1,8 @@
 //! Windows of one-sided communication (MPI 4.1 chapter 12), active target: creation
 //! (`MPI_Win_create` over the program's memory, `MPI_Win_allocate`), `MPI_Win_free`,
 //! `MPI_Win_fence`, the window's group, attributes, name and error handler. The
-//! communication calls and the fence's accumulate protocol are in `rma`.
+//! communication calls and the fence's accumulate protocol are in `rma`, post, start,
+//! complete and wait in `pscw`.
 //!
 //! A window is the runtime's [`Window`] (`src/comm/window.rs`: puts and gets complete
 //! when they return, by single copy within a node and fabric RMA across nodes) over the
@@ -30,11 +31,13 @@ use crate::util::{out, read_cstr, write_str};
 
 /// `MPI_WIN_NULL` (the ABI's value).
 pub(crate) const MPI_WIN_NULL: Handle = 0x110;
-/// `MPI_ERR_WIN`, `MPI_ERR_RMA_RANGE`, `MPI_ERR_SIZE`, `MPI_ERR_DISP`, `MPI_ERR_RMA_SYNC`.
+/// `MPI_ERR_WIN`, `MPI_ERR_RMA_RANGE`, `MPI_ERR_SIZE`, `MPI_ERR_DISP`,
+/// `MPI_ERR_RMA_SYNC`.
 pub(crate) const MPI_ERR_WIN: c_int = 60;
 pub(crate) const MPI_ERR_RMA_RANGE: c_int = 49;
 pub(crate) const MPI_ERR_SIZE: c_int = 55;
 pub(crate) const MPI_ERR_DISP: c_int = 26;
+pub(crate) const MPI_ERR_RMA_SYNC: c_int = 51;
 /// The window attribute keys (the MPI 5.0 ABI's values).
 const MPI_WIN_BASE: c_int = 20001;
 const MPI_WIN_DISP_UNIT: c_int = 20002;
@@ -67,6 +70,17 @@ pub(crate) struct WinEntry {
     name: String,
     /// This epoch's accumulates, in the order they were called.
     pub pending: Vec<Pending>,
+    /// The origins of the exposure epoch `MPI_Win_post` started (`pscw`).
+    pub exposure: Option<Vec<u32>>,
+    /// The targets of the access epoch `MPI_Win_start` started (`pscw`).
+    pub access: Option<Vec<u32>>,
+}
+
+impl WinEntry {
+    /// The window rank of world rank `w`.
+    pub fn group_rank(&self, w: u32) -> Option<u32> {
+        self.group.iter().position(|&m| m == w).map(|r| r as u32)
+    }
 }
 
 /// The window of handle `h`.
@@ -190,6 +204,8 @@ fn create(
             errhandler,
             name: String::new(),
             pending: Vec::new(),
+            exposure: None,
+            access: None,
         },
     );
     Ok(h)
