@@ -997,3 +997,16 @@ fn one_sided_calls_fail_with_proc_failed_after_a_sigkill() {
     rma_after_a_sigkill(4, &[]);
     rma_after_a_sigkill(3, TCP);
 }
+
+/// `rma_pscw.c` at `np` ranks: every rank ends with RMA PSCW OK.
+fn rma_pscw(np: &str, env: &[(&str, &str)]) {
+    every_rank_prints("rma_pscw", np, "single", env, "RMA PSCW OK");
+}
+
+#[test]
+fn one_sided_post_start_complete_wait() {
+    rma_pscw("1", &[]);
+    rma_pscw("2", &[]);
+    rma_pscw("4", &[]);
+    rma_pscw("3", TCP);
+}
