@@ -791,9 +791,8 @@ int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhan
 int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
 
-/* One-sided communication (mpi/src/win.rs, rma.rs, pscw.rs; docs/mpi.md): active
- * target (MPI_Win_fence; post, start, complete, wait). Values of the MPI 5.0 ABI
- * table. */
+/* One-sided communication (mpi/src/win.rs, rma.rs, pscw.rs, passive.rs; docs/mpi.md):
+ * fence; post, start, complete, wait; locks. Values of the MPI 5.0 ABI table. */
 enum {
     MPI_MODE_NOCHECK = 1024,
     MPI_MODE_NOPRECEDE = 2048,
@@ -833,6 +832,15 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_complete(MPI_Win win);
 int MPI_Win_wait(MPI_Win win);
 int MPI_Win_test(MPI_Win win, int *flag);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_lock_all(int assert, MPI_Win win);
+int MPI_Win_unlock_all(MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_flush_all(MPI_Win win);
+int MPI_Win_flush_local(int rank, MPI_Win win);
+int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 int MPI_Win_set_name(MPI_Win win, const char *win_name);

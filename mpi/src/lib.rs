@@ -77,6 +77,7 @@ mod op;
 mod op_deferred;
 mod p2p;
 mod p2p_fast;
+mod passive;
 mod persistent;
 mod pscw;
 mod reduce_wide;

@@ -484,7 +484,13 @@ fn queue(
     let ty = wire_type(t.1)
         .ok_or_else(|| Fail::new(MPI_ERR_TYPE, "no predefined type of these elements"))?;
     let wire = encode(kind, op, ty, tg.offset as u64, data, compare);
-    entry(g.lib()?, win)?.pending.push(Pending {
+    let e = entry(g.lib()?, win)?;
+    if e.locked[rank as usize] != 0 {
+        // A passive epoch: the target's agent applies it now.
+        let result = result.map(|p| (p, t.0));
+        return g.unlocked(|| crate::passive::accumulate(&tg.win, rank, &wire, result));
+    }
+    e.pending.push(Pending {
         target: rank,
         wire,
         result: result.map(|p| (p, t.0)),

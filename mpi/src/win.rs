@@ -74,6 +74,10 @@ pub(crate) struct WinEntry {
     pub exposure: Option<Vec<u32>>,
     /// The targets of the access epoch `MPI_Win_start` started (`pscw`).
     pub access: Option<Vec<u32>>,
+    /// Per target: 0 unlocked, else the passive epoch's lock kind (`passive`).
+    pub locked: Vec<u8>,
+    /// The thread that serves other ranks' passive epochs on this rank (`passive`).
+    agent: Option<crate::passive::Agent>,
 }
 
 impl WinEntry {
@@ -186,12 +190,14 @@ fn create(
     let (rank, size) = (win.comm().rank(), win.comm().size());
     let len = win.len_of(rank)?;
     let base = win.local_ptr() as usize;
+    let win = Arc::new(win);
+    let agent = crate::passive::Agent::start(Arc::clone(&win));
     let lib = g.lib()?;
     let h = lib.new_handle();
     lib.wins.insert(
         h,
         WinEntry {
-            win: Arc::new(win),
+            win,
             rank,
             size,
             group,
@@ -206,6 +212,8 @@ fn create(
             pending: Vec::new(),
             exposure: None,
             access: None,
+            locked: vec![0; size as usize],
+            agent: Some(agent),
         },
     );
     Ok(h)
@@ -285,7 +293,9 @@ crate::mpi_fn! {
             entry(g.lib()?, h)?;
             let e = g.lib()?.wins.remove(&h).ok_or_else(|| bad_win(h))?;
             *slot = MPI_WIN_NULL;
-            let WinEntry { win: w, pending, .. } = e;
+            let WinEntry { win: w, pending, agent, .. } = e;
+            // The agent ends first (it holds the window too).
+            g.unlocked(|| drop(agent));
             if !pending.is_empty() {
                 log::warn!("MPI_Win_free with {} accumulates no fence closed: dropped", pending.len());
             }
