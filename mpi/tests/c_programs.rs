@@ -1010,3 +1010,16 @@ fn one_sided_post_start_complete_wait() {
     rma_pscw("4", &[]);
     rma_pscw("3", TCP);
 }
+
+/// `rma_lock.c` at `np` ranks: every rank ends with RMA LOCK OK.
+fn rma_lock(np: &str, env: &[(&str, &str)]) {
+    every_rank_prints("rma_lock", np, "single", env, "RMA LOCK OK");
+}
+
+#[test]
+fn one_sided_passive_target_locks_and_accumulates() {
+    rma_lock("1", &[]);
+    rma_lock("2", &[]);
+    rma_lock("4", &[]);
+    rma_lock("3", TCP);
+}

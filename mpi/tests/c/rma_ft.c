@@ -2,7 +2,8 @@
  * ULFM rules of one-sided communication, at N >= 3 ranks: the last rank SIGKILLs itself
  * after a first epoch. Survivors check that
  * - a put to the dead rank fails with MPIX_ERR_PROC_FAILED once it is gone (no hang);
- * - a put to a live rank still works;
+ * - a put to a live rank still works; an exclusive lock of the dead rank fails with
+ *   MPIX_ERR_PROC_FAILED, one of a live rank works (an accumulate under it too);
  * - MPI_Win_fence, with accumulates queued for the dead rank or not, fails with
  *   MPIX_ERR_PROC_FAILED (no hang), on the window's error handler;
  * - MPI_Win_free returns (success or MPIX_ERR_PROC_FAILED) and gives MPI_WIN_NULL.
@@ -57,6 +58,12 @@ int main(int argc, char **argv) {
     /* A live target still works. */
     int next = (me + 1) % victim;
     OK(MPI_Put(&v, 1, MPI_INT, next, 2, 1, MPI_INT, win));
+    /* Passive target: a lock of the dead rank fails; a live rank's still works. */
+    rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, victim, 0, win);
+    CHECK(class_of(rc) == MPIX_ERR_PROC_FAILED);
+    OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, win));
+    OK(MPI_Accumulate(&v, 1, MPI_INT, next, 2, 1, MPI_INT, MPI_SUM, win));
+    OK(MPI_Win_unlock(next, win));
     /* An accumulate toward the dead rank is queued; the fence fails. */
     OK(MPI_Accumulate(&v, 1, MPI_INT, victim, 3, 1, MPI_INT, MPI_SUM, win));
     rc = MPI_Win_fence(0, win);
