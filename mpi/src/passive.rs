@@ -58,7 +58,7 @@ const MPI_LOCK_EXCLUSIVE: c_int = 22;
 const MPI_ERR_LOCKTYPE: c_int = 37;
 
 /// The longest sleep of an idle agent between two polls.
-const MAX_IDLE_SLEEP: Duration = Duration::from_micros(500);
+const MAX_IDLE_SLEEP: Duration = Duration::from_millis(2);
 /// How often an agent looks for failed lock holders.
 const FAILURE_CHECK: Duration = Duration::from_millis(50);
 
