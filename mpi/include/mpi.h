@@ -887,6 +887,83 @@ int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhan
 int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
 
+/* One-sided communication (mpi/src/win.rs, rma.rs, pscw.rs, passive.rs; docs/mpi.md):
+ * fence; post, start, complete, wait; locks. Values of the MPI 5.0 ABI table. */
+enum {
+    MPI_MODE_NOCHECK = 1024,
+    MPI_MODE_NOPRECEDE = 2048,
+    MPI_MODE_NOPUT = 4096,
+    MPI_MODE_NOSTORE = 8192,
+    MPI_MODE_NOSUCCEED = 16384
+};
+enum {
+    MPI_LOCK_SHARED = 21,
+    MPI_LOCK_EXCLUSIVE = 22,
+    MPI_WIN_UNIFIED = 31,
+    MPI_WIN_SEPARATE = 32,
+    MPI_WIN_FLAVOR_ALLOCATE = 41,
+    MPI_WIN_FLAVOR_CREATE = 42,
+    MPI_WIN_FLAVOR_DYNAMIC = 43,
+    MPI_WIN_FLAVOR_SHARED = 44
+};
+/* Window attribute keys (MPI_Win_get_attr). */
+enum {
+    MPI_WIN_BASE = 20001,
+    MPI_WIN_DISP_UNIT = 20002,
+    MPI_WIN_SIZE = 20003,
+    MPI_WIN_CREATE_FLAVOR = 20004,
+    MPI_WIN_MODEL = 20005
+};
+typedef void(MPI_Win_errhandler_function)(MPI_Win *, int *, ...);
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                   MPI_Win *win);
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                     MPI_Win *win);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
+int MPI_Win_test(MPI_Win win, int *flag);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_lock_all(int assert, MPI_Win win);
+int MPI_Win_unlock_all(MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_flush_all(MPI_Win win);
+int MPI_Win_flush_local(int rank, MPI_Win win);
+int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_set_name(MPI_Win win, const char *win_name);
+int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+                              MPI_Errhandler *errhandler);
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+            int target_rank, MPI_Aint target_disp, int target_count,
+            MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                   int target_rank, MPI_Aint target_disp, int target_count,
+                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Get_accumulate(const void *origin_addr, int origin_count,
+                       MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                       MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                       int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                         MPI_Win win);
+
 /* The profiling interface: every function above also exists as PMPI_* (same
  * arguments); a tool defines MPI_* and calls PMPI_*. */
 int PMPI_Init(int *argc, char ***argv);

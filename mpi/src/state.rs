@@ -278,6 +278,8 @@ pub(crate) struct Lib {
     /// they allocate only when a call names more requests than any before
     /// (`request::Scratch`).
     pub scratch: Vec<Option<(crate::request::Outcome, Handle)>>,
+    /// One-sided communication's windows (`win.rs`).
+    pub wins: Map<crate::win::WinEntry>,
 }
 
 impl Lib {
@@ -307,6 +309,7 @@ impl Lib {
             initial_errhandler: MPI_ERRORS_ARE_FATAL,
             saved: Vec::new(),
             scratch: Vec::new(),
+            wins: Map::default(),
         }
     }
 

@@ -987,3 +987,69 @@ fn a_fatal_error_with_an_added_class_fails_the_job() {
         "stdout:\n{out}\nstderr:\n{err}"
     );
 }
+
+/// `rma.c` at `np` ranks in `mode`: every rank ends with RMA OK.
+fn rma(np: &str, mode: &str, env: &[(&str, &str)]) {
+    every_rank_prints("rma", np, mode, env, "RMA OK");
+}
+
+#[test]
+fn one_sided_puts_gets_and_accumulates_over_shared_memory() {
+    rma("1", "single", &[]);
+    rma("2", "single", &[]);
+    rma("4", "single", &[]);
+    rma("3", "multiple", &[]);
+}
+
+#[test]
+fn one_sided_puts_gets_and_accumulates_over_tcp() {
+    rma("3", "single", TCP);
+}
+
+/// `rma_ft.c` at `n` ranks: the last is SIGKILLed; every survivor ends with RMA FT OK
+/// (puts to it and fences fail with MPIX_ERR_PROC_FAILED, never hang).
+fn rma_after_a_sigkill(n: usize, env: &[(&str, &str)]) {
+    let (status, out, err) = run_ulfm(n, "rma_ft", env);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("RMA FT OK").count(),
+        n - 1,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("rank {}: killed by signal 9", n - 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_sided_calls_fail_with_proc_failed_after_a_sigkill() {
+    rma_after_a_sigkill(4, &[]);
+    rma_after_a_sigkill(3, TCP);
+}
+
+/// `rma_pscw.c` at `np` ranks: every rank ends with RMA PSCW OK.
+fn rma_pscw(np: &str, env: &[(&str, &str)]) {
+    every_rank_prints("rma_pscw", np, "single", env, "RMA PSCW OK");
+}
+
+#[test]
+fn one_sided_post_start_complete_wait() {
+    rma_pscw("1", &[]);
+    rma_pscw("2", &[]);
+    rma_pscw("4", &[]);
+    rma_pscw("3", TCP);
+}
+
+/// `rma_lock.c` at `np` ranks: every rank ends with RMA LOCK OK.
+fn rma_lock(np: &str, env: &[(&str, &str)]) {
+    every_rank_prints("rma_lock", np, "single", env, "RMA LOCK OK");
+}
+
+#[test]
+fn one_sided_passive_target_locks_and_accumulates() {
+    rma_lock("1", &[]);
+    rma_lock("2", &[]);
+    rma_lock("4", &[]);
+    rma_lock("3", TCP);
+}

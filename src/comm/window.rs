@@ -385,6 +385,26 @@ impl Comm {
         unsafe { self.window_over(buf.as_mut_ptr(), buf.len(), None) }
     }
 
+    /// [`window`](Self::window) over `len` bytes at `base`, for callers (the MPI C
+    /// library's `MPI_Win_create`) whose memory is another program's and must never be
+    /// seen through a Rust reference, since peers write it.
+    ///
+    /// # Errors
+    /// As [`window`](Self::window).
+    ///
+    /// # Safety
+    /// `base..base + len` stays valid memory (nothing when `len` is 0) until the window
+    /// is dropped or freed, under the same rules as [`window`](Self::window)'s `buf`;
+    /// this process touches it only by raw-pointer copies meanwhile.
+    pub unsafe fn window_raw(
+        &self,
+        base: *mut u8,
+        len: usize,
+    ) -> Result<Window<'static>, CommError> {
+        // SAFETY: the caller keeps the memory for the window's life (this contract).
+        unsafe { self.window_over(base, len, None) }
+    }
+
     /// Allocates `len` zeroed bytes and exposes them for one-sided access by every rank
     /// of the communicator (`MPI_Win_allocate`). Collective, as [`window`](Self::window).
     /// The window owns the memory: read and write it with [`Window::read_local`] and
