@@ -89,6 +89,7 @@ mod reqtable;
 mod request;
 mod restart;
 mod rma;
+mod rma_req;
 mod sendrecv;
 mod singleton;
 mod spawn;

@@ -5,6 +5,8 @@
  * - MPI_SUM accumulates and MPI_Fetch_and_op tickets under MPI_Win_lock_all, with
  *   MPI_Win_flush, while the target computes outside MPI (its agent applies them);
  * - a shared lock and a get of the next rank's value;
+ * - MPI_Rput, MPI_Raccumulate, MPI_Rget_accumulate and MPI_Rget on the next rank under
+ *   an exclusive lock, each request waited on;
  * - MPI_Win_unlock without a lock: MPI_ERR_RMA_SYNC; a bad lock type: MPI_ERR_LOCKTYPE.
  * Each rank prints "rank R: RMA LOCK OK".
  */
@@ -92,6 +94,23 @@ int main(int argc, char **argv) {
     CHECK(v == 100 + next);
     OK(MPI_Win_lock(MPI_LOCK_SHARED, MPI_PROC_NULL, 0, win));
     OK(MPI_Win_unlock(MPI_PROC_NULL, win));
+
+    /* The request-based calls in a passive epoch: on the next rank's MINE word. */
+    int got = -1, before = -1, two = 2, put_v = 500 + me;
+    MPI_Request rq[4];
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, win));
+    OK(MPI_Rput(&put_v, 1, MPI_INT, next, MINE, 1, MPI_INT, win, &rq[0]));
+    OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    OK(MPI_Raccumulate(&two, 1, MPI_INT, next, MINE, 1, MPI_INT, MPI_SUM, win, &rq[1]));
+    OK(MPI_Rget_accumulate(&two, 1, MPI_INT, &before, 1, MPI_INT, next, MINE, 1, MPI_INT,
+                           MPI_SUM, win, &rq[2]));
+    OK(MPI_Waitall(2, &rq[1], MPI_STATUSES_IGNORE));
+    OK(MPI_Win_flush(next, win));
+    OK(MPI_Rget(&got, 1, MPI_INT, next, MINE, 1, MPI_INT, win, &rq[3]));
+    OK(MPI_Wait(&rq[3], MPI_STATUS_IGNORE));
+    OK(MPI_Win_unlock(next, win));
+    CHECK(before == 502 + me && got == 504 + me);
 
     /* Wrong synchronization. */
     CHECK(class_of(MPI_Win_unlock(0, win)) == MPI_ERR_RMA_SYNC);
