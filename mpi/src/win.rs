@@ -78,6 +78,8 @@ pub(crate) struct WinEntry {
     pub locked: Vec<u8>,
     /// The thread that serves other ranks' passive epochs on this rank (`passive`).
     agent: Option<crate::passive::Agent>,
+    /// The segment of a shared-memory window (`shared_win`), unmapped after the free.
+    pub shared: Option<crate::shared_win::SharedSeg>,
 }
 
 impl WinEntry {
@@ -170,7 +172,7 @@ fn exchange_units(win: &Window<'static>, mine: u64) -> Result<Vec<u64>, sf::Comm
 
 /// Makes a window on `comm` with `make` (run without the lock: collective), registers
 /// it; its handle.
-fn create(
+pub(crate) fn create(
     g: &mut Guard,
     comm: Handle,
     disp_unit: c_int,
@@ -214,6 +216,7 @@ fn create(
             access: None,
             locked: vec![0; size as usize],
             agent: Some(agent),
+            shared: None,
         },
     );
     Ok(h)
@@ -250,6 +253,24 @@ crate::mpi_fn! {
     }
 }
 
+/// The outputs of `MPI_Win_allocate(_shared)` (`*win` set to `MPI_WIN_NULL` until it
+/// succeeds; `baseptr` a `void **` passed as `void *`) and the size, checked.
+///
+/// # Safety
+/// `win` and `baseptr` are null or valid for a write.
+pub(crate) unsafe fn allocate_args<'a>(
+    win: *mut Handle,
+    baseptr: *mut c_void,
+    size: isize,
+) -> R<(&'a mut Handle, &'a mut *mut c_void, usize)> {
+    // SAFETY: the caller's contract.
+    let slot = unsafe { out(win) }?;
+    *slot = MPI_WIN_NULL;
+    // SAFETY: as above.
+    let base_out = unsafe { out(baseptr.cast::<*mut c_void>()) }?;
+    Ok((slot, base_out, size_arg(size)?))
+}
+
 crate::mpi_fn! {
     /// `MPI_Win_allocate`: `size` zeroed bytes the window owns, their address in
     /// `*baseptr` (a `void **` passed as `void *`); collective over `comm`.
@@ -262,13 +283,8 @@ crate::mpi_fn! {
         win: *mut Handle
     ) {
         call(comm, |g| {
-            // SAFETY: MPI's contract: `win` and `baseptr` (a `void **`) are valid for a
-            // write.
-            let slot = unsafe { out(win) }?;
-            *slot = MPI_WIN_NULL;
-            // SAFETY: as above.
-            let base_out = unsafe { out(baseptr.cast::<*mut c_void>()) }?;
-            let len = size_arg(size)?;
+            // SAFETY: MPI's contract for the three arguments.
+            let (slot, base_out, len) = unsafe { allocate_args(win, baseptr, size) }?;
             let h = create(g, comm, disp_unit, MPI_WIN_FLAVOR_ALLOCATE, |c| c.window_allocate(len))?;
             *base_out = entry(g.lib()?, h)?.base as *mut c_void;
             *slot = h;
@@ -293,7 +309,7 @@ crate::mpi_fn! {
             entry(g.lib()?, h)?;
             let e = g.lib()?.wins.remove(&h).ok_or_else(|| bad_win(h))?;
             *slot = MPI_WIN_NULL;
-            let WinEntry { win: w, pending, agent, .. } = e;
+            let WinEntry { win: w, pending, agent, shared, .. } = e;
             // The agent ends first (it holds the window too).
             g.unlocked(|| drop(agent));
             if !pending.is_empty() {
@@ -311,6 +327,12 @@ crate::mpi_fn! {
                     Ok(())
                 }
             };
+            if freed.is_ok() {
+                drop(shared);
+            } else {
+                // A live peer may not have finished with it: the mapping stays.
+                std::mem::forget(shared);
+            }
             freed.map_err(|f| crate::rma::failure_wins(&comm, f))
         })
     }

@@ -864,6 +864,13 @@ fn user_operations_with_thread_multiple_and_over_tcp() {
 }
 
 #[test]
+fn shared_memory_windows_are_one_segment_every_member_maps() {
+    for np in ["1", "2", "3", "4"] {
+        every_rank_prints("shared_win", np, "", &[], "SHARED WIN OK");
+    }
+}
+
+#[test]
 fn generalized_requests_complete_with_their_query_status() {
     every_rank_prints("greq", "1", "single", &[], "GREQ OK");
     every_rank_prints("greq", "3", "single", &[], "GREQ OK");
