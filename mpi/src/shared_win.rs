@@ -28,7 +28,7 @@ const MPI_ERR_RMA_FLAVOR: c_int = 52;
 /// Each part's start is a multiple of this.
 const ALIGN: usize = 64;
 /// The segment's name: at most this many bytes (a `/` and a short name).
-const NAME_LEN: usize = 48;
+const NAME_LEN: usize = 80;
 
 /// The segment as this process maps it.
 pub(crate) struct SharedSeg {
@@ -96,9 +96,23 @@ fn map_segment(name: &CString, total: usize, create: bool) -> Result<*mut u8, St
     // SAFETY: `fd` is ours; the mapping stays after the close.
     unsafe { libc::close(fd) };
     if map == libc::MAP_FAILED {
+        if create {
+            // SAFETY: a NUL-terminated name this call created.
+            unsafe { libc::shm_unlink(name.as_ptr()) };
+        }
         return Err(format!("mapping the shared window: {err}"));
     }
     Ok(map.cast())
+}
+
+/// A segment name removed when dropped.
+struct Unlink(CString);
+
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        // SAFETY: a NUL-terminated name; the members that mapped keep their mappings.
+        unsafe { libc::shm_unlink(self.0.as_ptr()) };
+    }
 }
 
 /// The segment of a new shared window on `comm`, this rank's part `len` bytes: the
@@ -133,14 +147,26 @@ fn segment(g: &mut Guard, comm: Handle, len: usize) -> R<SharedSeg> {
     c.next_phase();
     let mut name = [0u8; NAME_LEN];
     let mut created = Ok(std::ptr::null_mut());
+    // Rank 0's segment name until every member has mapped it: an error return (a
+    // member dead mid-creation) removes it.
+    let mut unlink_on_error: Option<Unlink> = None;
     if me == 0 {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         // ORDERING: Relaxed: only uniqueness within this process matters.
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let s = format!("/sf-shwin-{}-{seq}", std::process::id());
+        // Named with the job's prefix, so that `steadfast-run` removes it should this
+        // process die before the unlink below.
+        let prefix = g.lib()?.world.segment_prefix();
+        let s = format!("/{prefix}shwin-{}-{seq}", std::process::id());
+        if s.len() >= NAME_LEN {
+            return Err(Fail::new(MPI_ERR_INTERN, "a segment name too long"));
+        }
         name[..s.len()].copy_from_slice(s.as_bytes());
         let cname = CString::new(s).map_err(|_| Fail::new(MPI_ERR_INTERN, "a name with NUL"))?;
         created = map_segment(&cname, total, true);
+        if created.is_ok() && total > 0 {
+            unlink_on_error = Some(Unlink(cname));
+        }
         let sends: Vec<(u32, &[u8])> = (1..n as u32).map(|r| (r, &name[..])).collect();
         c.exchange(g, &sends, &mut [])?;
     } else {
@@ -166,10 +192,8 @@ fn segment(g: &mut Guard, comm: Handle, len: usize) -> R<SharedSeg> {
             .collect();
         c.exchange(g, &sends, &mut recvs)?;
     }
-    if me == 0 && total > 0 {
-        // SAFETY: a NUL-terminated name; the members that mapped keep their mappings.
-        unsafe { libc::shm_unlink(cname.as_ptr()) };
-    }
+    // Every member has mapped it (or failed to): the name goes.
+    drop(unlink_on_error);
     let seg = SharedSeg {
         map: mapped.as_ref().copied().unwrap_or(std::ptr::null_mut()),
         total: if mapped.is_ok() { total } else { 0 },

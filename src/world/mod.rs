@@ -125,6 +125,8 @@ pub struct World {
     started: u32,
     params: Params,
     provider: Option<String>,
+    /// `steadfast-<segment id>-`: see [`World::segment_prefix`].
+    segment_prefix: String,
     progress_thread: Option<ProgressThread>,
     /// Not Send: the application's side of the engine stays on one thread.
     _local: std::marker::PhantomData<*const ()>,
@@ -287,6 +289,7 @@ impl World {
                 what: "job id",
             }
         })?);
+        let segment_prefix = format!("steadfast-{:016x}-", shm_segment_job(job, node.as_bytes()));
         let mut nodes: Vec<Vec<u8>> = Vec::with_capacity(size as usize);
         let mut host_ranks = Vec::new();
         for r in 0..size {
@@ -489,6 +492,7 @@ impl World {
             started,
             params,
             provider,
+            segment_prefix,
             progress_thread,
             _local: std::marker::PhantomData,
         })
@@ -524,6 +528,20 @@ impl World {
     /// place (see `docs/restart.md`).
     pub fn generation(&self) -> u32 {
         self.generation
+    }
+
+    /// The prefix of this node's shared-memory files of the job (`steadfast-<id>-`,
+    /// in `/dev/shm`). `steadfast-run` removes every file with it when the job ends,
+    /// however its processes end; a layer that makes POSIX segments of its own (an MPI
+    /// library's shared windows) names them with it so that none outlives the job.
+    ///
+    /// ```no_run
+    /// let world = steadfast::World::init().unwrap();
+    /// let name = format!("/{}mine-{}", world.segment_prefix(), std::process::id());
+    /// # let _ = name;
+    /// ```
+    pub fn segment_prefix(&self) -> &str {
+        &self.segment_prefix
     }
 
     /// The number of ranks started with the job: the world's first ranks; the others

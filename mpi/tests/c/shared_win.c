@@ -29,7 +29,8 @@ static int segments_left(void) {
     if (!d) return 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, "sf-shwin-", 9) == 0) count++;
+        if (strncmp(e->d_name, "steadfast-", 10) == 0 && strstr(e->d_name, "-shwin-"))
+            count++;
     closedir(d);
     return count;
 }
