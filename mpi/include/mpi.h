@@ -914,6 +914,21 @@ enum {
     MPI_WIN_CREATE_FLAVOR = 20004,
     MPI_WIN_MODEL = 20005
 };
+/* Attributes with the program's keys on windows (mpi/src/win_attr.rs). */
+typedef int(MPI_Win_copy_attr_function)(MPI_Win oldwin, int win_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out,
+                                        int *flag);
+typedef int(MPI_Win_delete_attr_function)(MPI_Win win, int win_keyval, void *attribute_val,
+                                          void *extra_state);
+#define MPI_WIN_NULL_COPY_FN   ((MPI_Win_copy_attr_function *)0x0)
+#define MPI_WIN_DUP_FN         ((MPI_Win_copy_attr_function *)0x1)
+#define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function *)0x0)
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                          MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                          void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
 typedef void(MPI_Win_errhandler_function)(MPI_Win *, int *, ...);
 typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
 

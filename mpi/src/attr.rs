@@ -43,8 +43,9 @@ const DUP_FN: usize = 1;
 /// `MPI_KEYVAL_INVALID` in `mpi.h`.
 const KEYVAL_INVALID: c_int = -127;
 
-/// The first key the program's keys get (clear of the predefined ones).
-const FIRST_KEY: c_int = 20_000;
+/// The first key the program's keys get (clear of the predefined ones: the
+/// communicators' from 10001, the windows' from 20001).
+const FIRST_KEY: c_int = 100_000;
 
 /// A key: its callbacks (`None`: the null ones) and extra state.
 #[derive(Clone, Copy)]

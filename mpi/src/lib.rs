@@ -109,3 +109,4 @@ mod user_errors;
 mod util;
 mod wait;
 mod win;
+mod win_attr;

@@ -307,6 +307,8 @@ crate::mpi_fn! {
             // SAFETY: as above.
             let slot = unsafe { out(win) }?;
             entry(g.lib()?, h)?;
+            // The program's attributes go first (their callbacks see a live window).
+            crate::attr::delete_all(g, h)?;
             let e = g.lib()?.wins.remove(&h).ok_or_else(|| bad_win(h))?;
             *slot = MPI_WIN_NULL;
             let WinEntry { win: w, pending, agent, shared, .. } = e;
@@ -371,7 +373,7 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Win_get_attr`: `MPI_WIN_BASE` (the address itself), `MPI_WIN_SIZE` (an
     /// `MPI_Aint`), `MPI_WIN_DISP_UNIT`, `MPI_WIN_CREATE_FLAVOR`, `MPI_WIN_MODEL`
-    /// (`int`s; `MPI_WIN_UNIFIED`). Any other key: not set (`*flag` 0).
+    /// (`int`s; `MPI_WIN_UNIFIED`). Any other key: the program's (`win_attr.rs`).
     fn MPI_Win_get_attr / PMPI_Win_get_attr(
         win: Handle,
         keyval: c_int,
@@ -391,10 +393,8 @@ crate::mpi_fn! {
                 MPI_WIN_DISP_UNIT => (&*e.disp_attr as *const c_int).cast(),
                 MPI_WIN_CREATE_FLAVOR => (&*e.flavor as *const c_int).cast(),
                 MPI_WIN_MODEL => (&*e.model as *const c_int).cast(),
-                _ => {
-                    *flag = 0;
-                    return Ok(());
-                }
+                // SAFETY: as above.
+                k => return unsafe { crate::attr::get(g.lib()?, win, k, attribute_val, flag) },
             };
             *val = p;
             *flag = 1;

@@ -995,6 +995,11 @@ fn a_fatal_error_with_an_added_class_fails_the_job() {
     );
 }
 
+#[test]
+fn window_attributes_of_the_programs_keys_are_deleted_by_the_free() {
+    every_rank_prints("win_attr", "2", "", &[], "WIN ATTR OK (2)");
+}
+
 /// `rma.c` at `np` ranks in `mode`: every rank ends with RMA OK.
 fn rma(np: &str, mode: &str, env: &[(&str, &str)]) {
     every_rank_prints("rma", np, mode, env, "RMA OK");
