@@ -45,7 +45,7 @@ const KEYVAL_INVALID: c_int = -127;
 
 /// The first key the program's keys get (clear of the predefined ones: the
 /// communicators' from 10001, the windows' from 20001).
-const FIRST_KEY: c_int = 100_000;
+pub(crate) const FIRST_KEY: c_int = 100_000;
 
 /// A key: its callbacks (`None`: the null ones) and extra state.
 #[derive(Clone, Copy)]

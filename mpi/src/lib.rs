@@ -110,3 +110,4 @@ mod util;
 mod wait;
 mod win;
 mod win_attr;
+mod win_dynamic;

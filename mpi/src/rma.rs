@@ -356,6 +356,21 @@ fn target(g: &mut Guard, win: Handle, target_rank: c_int, disp: isize, len: usiz
         });
     }
     let rank = crate::util::rank_arg(target_rank, e.size)?;
+    if w.is_dynamic() {
+        // The displacement is an address of the target (`MPI_Get_address`).
+        let range = |m: String| Fail::new(MPI_ERR_RMA_RANGE, m);
+        let offset = usize::try_from(disp).map_err(|_| range(format!("address {disp}")))?;
+        g.unlocked(|| w.check_attached(rank, offset, len))
+            .map_err(|err| match err {
+                CommError::InvalidArgument(m) => range(m),
+                other => Fail::from(other),
+            })?;
+        return Ok(Target {
+            rank: Some(rank),
+            win: w,
+            offset,
+        });
+    }
     let unit = e.disp_units[rank as usize];
     let size = w.len_of(rank)?;
     let offset = u64::try_from(disp)

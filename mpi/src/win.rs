@@ -373,7 +373,8 @@ crate::mpi_fn! {
 crate::mpi_fn! {
     /// `MPI_Win_get_attr`: `MPI_WIN_BASE` (the address itself), `MPI_WIN_SIZE` (an
     /// `MPI_Aint`), `MPI_WIN_DISP_UNIT`, `MPI_WIN_CREATE_FLAVOR`, `MPI_WIN_MODEL`
-    /// (`int`s; `MPI_WIN_UNIFIED`). Any other key: the program's (`win_attr.rs`).
+    /// (`int`s; `MPI_WIN_UNIFIED`). Another object's predefined key: not set (`*flag`
+    /// 0). Any other key: the program's (`win_attr.rs`).
     fn MPI_Win_get_attr / PMPI_Win_get_attr(
         win: Handle,
         keyval: c_int,
@@ -393,6 +394,11 @@ crate::mpi_fn! {
                 MPI_WIN_DISP_UNIT => (&*e.disp_attr as *const c_int).cast(),
                 MPI_WIN_CREATE_FLAVOR => (&*e.flavor as *const c_int).cast(),
                 MPI_WIN_MODEL => (&*e.model as *const c_int).cast(),
+                // Another object's predefined key (`MPI_TAG_UB`...): not set here.
+                k if (0..crate::attr::FIRST_KEY).contains(&k) => {
+                    *flag = 0;
+                    return Ok(());
+                }
                 // SAFETY: as above.
                 k => return unsafe { crate::attr::get(g.lib()?, win, k, attribute_val, flag) },
             };

@@ -1000,6 +1000,20 @@ fn window_attributes_of_the_programs_keys_are_deleted_by_the_free() {
     every_rank_prints("win_attr", "2", "", &[], "WIN ATTR OK (2)");
 }
 
+#[test]
+fn dynamic_windows_reach_what_each_rank_attached_and_nothing_else() {
+    for np in ["1", "2", "4"] {
+        every_rank_prints("win_dynamic", np, "", &[], "WIN DYNAMIC OK");
+    }
+    every_rank_prints(
+        "win_dynamic",
+        "2",
+        "fabric",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "WIN DYNAMIC OK",
+    );
+}
+
 /// `rma.c` at `np` ranks in `mode`: every rank ends with RMA OK.
 fn rma(np: &str, mode: &str, env: &[(&str, &str)]) {
     every_rank_prints("rma", np, mode, env, "RMA OK");

@@ -35,6 +35,7 @@ mod send_request;
 mod spawn;
 mod wait_any;
 mod window;
+mod window_desc;
 mod words;
 mod world;
 
@@ -48,7 +49,7 @@ pub use restart::RestartRequest;
 pub use send_request::SendRequest;
 pub use spawn::{Parent, Spawned};
 pub use wait_any::{wait_all, wait_any, AnyRequest, Completion};
-pub use window::Window;
+pub use window::{Window, MAX_REGIONS as MAX_WINDOW_REGIONS};
 
 pub(crate) use post::Post;
 

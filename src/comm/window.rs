@@ -21,15 +21,14 @@ use std::marker::PhantomData;
 use steadfast_fabric::{Error as FabricError, Exposure, RemoteRegion};
 use steadfast_os::SpinWait;
 
+mod dynamic;
+
+use self::dynamic::Regions;
+pub use self::dynamic::MAX_REGIONS;
+use super::window_desc::exchange_descriptors;
 use super::{Comm, CommError};
 use crate::world::engine::{Engine, Route};
 use crate::world::shared::Shared;
-
-/// Tag of the descriptor exchange (on the window's own communicator).
-const TAG: u32 = 1;
-/// Descriptor: pid (4), length (8), local address (8), fabric region present (1), the
-/// region (24).
-const DESC_LEN: usize = 4 + 8 + 8 + 1 + RemoteRegion::ENCODED_LEN;
 
 /// A put's data or a get's buffer.
 enum Access<'b> {
@@ -39,7 +38,7 @@ enum Access<'b> {
 
 /// How this process reaches one rank's window memory.
 #[derive(Clone, Copy, Debug)]
-enum Target {
+pub(super) enum Target {
     /// This process's own buffer.
     Own,
     /// Same node: single copy into / out of process `pid` at `addr`.
@@ -88,6 +87,9 @@ pub struct Window<'a> {
     /// The fabric registration, when some rank is reached through the fabric (closed
     /// on drop, after the closing barrier).
     exposed: Option<Exposure>,
+    /// A dynamic window's attached regions ([`Comm::window_dynamic`]); `base` is null
+    /// and offsets are addresses then.
+    dynamic: Option<Box<Regions>>,
     /// `free` was called (its barrier is not repeated on drop).
     freed: bool,
     /// The closing barrier succeeded: no live peer still accesses the memory.
@@ -112,102 +114,6 @@ impl std::fmt::Debug for Window<'_> {
             .field("len", &self.len)
             .finish()
     }
-}
-
-/// Sends this rank's descriptor to every other rank of `comm` and receives theirs: how
-/// each rank's window is reached.
-fn exchange_descriptors(
-    comm: &Comm,
-    group: &[u32],
-    base: *mut u8,
-    len: usize,
-    exposed: Option<&Exposure>,
-) -> Result<Vec<Target>, CommError> {
-    let (me, n) = (comm.rank(), comm.size());
-    let mine = encode(
-        std::process::id(),
-        len,
-        base as u64,
-        exposed.map(Exposure::remote),
-    );
-    // Everyone sends its descriptor to everyone, then receives theirs.
-    let mut sends = Vec::with_capacity(n as usize);
-    for r in (0..n).filter(|&r| r != me) {
-        // SAFETY: every request is waited for or dropped (cancelled) before `mine`
-        // goes out of scope.
-        sends.push(unsafe { comm.isend(r, TAG, &mine) }?);
-    }
-    let mut targets = Vec::with_capacity(n as usize);
-    for r in 0..n {
-        if r == me {
-            targets.push(Target::Own);
-            continue;
-        }
-        let mut d = [0u8; DESC_LEN];
-        let st = comm.recv(Some(r), Some(TAG), &mut d)?;
-        let (pid, len, addr, region) = decode(r, &d[..st.len])?;
-        let w = group[r as usize];
-        let route = comm.engine.lock().route(w);
-        targets.push(match route {
-            Route::Local => Target::Own,
-            Route::Shm(_) => Target::Cma { pid, addr, len },
-            Route::Fabric => match region {
-                Some(region) => Target::Fabric {
-                    world: w,
-                    region,
-                    len,
-                },
-                // An empty window has nothing registered.
-                None if len == 0 => Target::Cma { pid, addr, len },
-                None => {
-                    return Err(CommError::WindowDescriptor {
-                        rank: r,
-                        problem: "no fabric registration for a fabric route",
-                    })
-                }
-            },
-        });
-    }
-    for s in sends {
-        s.wait()?;
-    }
-    Ok(targets)
-}
-
-fn encode(pid: u32, len: usize, addr: u64, region: Option<RemoteRegion>) -> [u8; DESC_LEN] {
-    let mut d = [0u8; DESC_LEN];
-    d[0..4].copy_from_slice(&pid.to_le_bytes());
-    d[4..12].copy_from_slice(&(len as u64).to_le_bytes());
-    d[12..20].copy_from_slice(&addr.to_le_bytes());
-    if let Some(r) = region {
-        d[20] = 1;
-        d[21..].copy_from_slice(&r.to_bytes());
-    }
-    d
-}
-
-/// Rank `rank`'s descriptor: (pid, length, address, fabric region).
-fn decode(rank: u32, d: &[u8]) -> Result<(u32, usize, u64, Option<RemoteRegion>), CommError> {
-    if d.len() != DESC_LEN {
-        return Err(CommError::WindowDescriptor {
-            rank,
-            problem: "wrong length",
-        });
-    }
-    let pid = u32::from_le_bytes(d[0..4].try_into().expect("4 bytes"));
-    let len = u64::from_le_bytes(d[4..12].try_into().expect("8 bytes")) as usize;
-    let addr = u64::from_le_bytes(d[12..20].try_into().expect("8 bytes"));
-    let region = match d[20] {
-        0 => None,
-        1 => Some(RemoteRegion::from_bytes(&d[21..]).map_err(CommError::from)?),
-        _ => {
-            return Err(CommError::WindowDescriptor {
-                rank,
-                problem: "region flag other than 0 or 1",
-            })
-        }
-    };
-    Ok((pid, len, addr, region))
 }
 
 fn cma_error(e: std::io::Error, world: u32, engine: &mut Engine) -> CommError {
@@ -382,7 +288,7 @@ impl Comm {
     /// that has not finished. Prefer the safe [`window_allocate`](Self::window_allocate).
     pub unsafe fn window<'a>(&self, buf: &'a mut [u8]) -> Result<Window<'a>, CommError> {
         // SAFETY: the caller keeps `buf` for the window's life (this function's contract).
-        unsafe { self.window_over(buf.as_mut_ptr(), buf.len(), None) }
+        unsafe { self.window_over(buf.as_mut_ptr(), buf.len(), None, None) }
     }
 
     /// [`window`](Self::window) over `len` bytes at `base`, for callers (the MPI C
@@ -402,7 +308,7 @@ impl Comm {
         len: usize,
     ) -> Result<Window<'static>, CommError> {
         // SAFETY: the caller keeps the memory for the window's life (this contract).
-        unsafe { self.window_over(base, len, None) }
+        unsafe { self.window_over(base, len, None, None) }
     }
 
     /// Allocates `len` zeroed bytes and exposes them for one-sided access by every rank
@@ -421,10 +327,43 @@ impl Comm {
         // drop, leaked if it is leaked) and hands out no reference to it.
         // On an error the memory is leaked, not freed: a peer that received this rank's
         // descriptor may have finished creating its side and put into it.
-        unsafe { self.window_over(base, len, Some(capacity)) }
+        unsafe { self.window_over(base, len, Some(capacity), None) }
     }
 
-    /// Creates a window over `len` bytes at `base`.
+    /// Creates a dynamic window (`MPI_Win_create_dynamic`): no memory at first; each
+    /// rank attaches regions of its own with [`Window::attach`], and a put or get then
+    /// names an address the target attached as its offset. Collective, as
+    /// [`window`](Self::window). Accesses work between ranks of one node (single
+    /// copies); through the fabric they fail with `Unsupported`.
+    ///
+    /// ```no_run
+    /// # fn demo(comm: &steadfast::Comm) -> Result<(), steadfast::CommError> {
+    /// let win = comm.window_dynamic()?;
+    /// let mut mine = vec![0u8; 64].into_boxed_slice();
+    /// // SAFETY: `mine` lives past the window's free and is not touched meanwhile.
+    /// unsafe { win.attach(mine.as_mut_ptr(), mine.len()) }?;
+    /// // ... send `mine.as_ptr() as usize` to the peers, who put there ...
+    /// win.free()?;
+    /// # drop(mine);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`window`](Self::window).
+    pub fn window_dynamic(&self) -> Result<Window<'static>, CommError> {
+        // SAFETY: no memory at creation; attached regions carry `attach`'s contract.
+        unsafe {
+            self.window_over(
+                std::ptr::null_mut(),
+                0,
+                None,
+                Some(Box::new(Regions::new())),
+            )
+        }
+    }
+
+    /// Creates a window over `len` bytes at `base` (a dynamic one with `dynamic`, where
+    /// `base` is null and `len` 0: its descriptor gives the regions table's address).
     ///
     /// # Safety
     /// The memory stays valid, and is touched by this process only through raw
@@ -435,6 +374,7 @@ impl Comm {
         base: *mut u8,
         len: usize,
         owned_capacity: Option<usize>,
+        dynamic: Option<Box<Regions>>,
     ) -> Result<Window<'a>, CommError> {
         let comm = self.dup()?;
         let (group, routes_fabric) = {
@@ -453,7 +393,15 @@ impl Comm {
             let region = unsafe { fab.expose(base, len) }?;
             exposed = Some(region);
         }
-        let targets = match exchange_descriptors(&comm, &group, base, len, exposed.as_ref()) {
+        let addr = dynamic.as_ref().map_or(base, |r| r.table_addr() as *mut u8);
+        let targets = match exchange_descriptors(
+            &comm,
+            &group,
+            addr,
+            len,
+            exposed.as_ref(),
+            dynamic.is_some(),
+        ) {
             Ok(targets) => targets,
             Err(err) => {
                 if let Some(exposure) = exposed {
@@ -472,11 +420,16 @@ impl Comm {
             owned_capacity,
             targets,
             exposed,
+            dynamic,
             freed: false,
             closed: false,
             _buf: PhantomData,
         };
-        window.probe_single_copy()?;
+        if window.dynamic.is_some() {
+            window.probe_dynamic()?;
+        } else {
+            window.probe_single_copy()?;
+        }
         Ok(window)
     }
 }
@@ -505,12 +458,12 @@ impl Window<'_> {
     /// # Errors
     /// `InvalidArgument` when the range exceeds the window.
     pub fn read_local(&self, offset: usize, out: &mut [u8]) -> Result<(), CommError> {
-        self.check_local(offset, out.len())?;
+        let at = self.local_at(offset, out.len())?;
         // SAFETY: in range (checked) of memory the window keeps valid; no Rust reference
         // to it exists, every access from this process goes through these atomic copies
         // (other threads may copy at once: the window is Sync), and `out` is the
         // caller's distinct buffer.
-        unsafe { steadfast_os::shared_bytes::load(self.base.add(offset), out) };
+        unsafe { steadfast_os::shared_bytes::load(at, out) };
         Ok(())
     }
 
@@ -520,10 +473,10 @@ impl Window<'_> {
     /// # Errors
     /// `InvalidArgument` when the range exceeds the window.
     pub fn write_local(&self, offset: usize, data: &[u8]) -> Result<(), CommError> {
-        self.check_local(offset, data.len())?;
+        let at = self.local_at(offset, data.len())?;
         // SAFETY: as in `read_local`; `data` cannot be the window's memory (no Rust
         // reference to it exists).
-        unsafe { steadfast_os::shared_bytes::store(self.base.add(offset), data) };
+        unsafe { steadfast_os::shared_bytes::store(at, data) };
         Ok(())
     }
 
@@ -533,14 +486,19 @@ impl Window<'_> {
         self.base
     }
 
-    fn check_local(&self, offset: usize, len: usize) -> Result<(), CommError> {
+    /// This rank's memory at `offset` for `len` bytes, checked: inside the window, or
+    /// in an attached region of a dynamic window (where `offset` is the address).
+    fn local_at(&self, offset: usize, len: usize) -> Result<*mut u8, CommError> {
+        if let Some(regions) = self.dynamic.as_deref() {
+            return self.local_dynamic(regions, offset, len);
+        }
         if offset.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(CommError::InvalidArgument(format!(
                 "{len} bytes at offset {offset} exceed this rank's window of {} bytes",
                 self.len
             )));
         }
-        Ok(())
+        Ok(self.base.wrapping_add(offset))
     }
 
     fn target(&self, target: u32) -> Result<Target, CommError> {
@@ -603,6 +561,9 @@ impl Window<'_> {
 
     /// One put or get, complete when it returns.
     fn access(&self, target: u32, offset: usize, access: Access<'_>) -> Result<(), CommError> {
+        if let Some(regions) = self.dynamic.as_deref() {
+            return self.access_dynamic(regions, target, offset, access);
+        }
         let len = match &access {
             Access::Put(data) => data.len(),
             Access::Get(buf) => buf.len(),
@@ -714,6 +675,12 @@ impl Drop for Window<'_> {
                 let _ = fab.unexpose(exposure);
             }
         }
+        if let Some(regions) = self.dynamic.take() {
+            if !closed {
+                // A live peer may still read the table and trust what it says.
+                std::mem::forget(regions);
+            }
+        }
         if let Some(capacity) = self.owned_capacity {
             if closed {
                 // SAFETY: the raw parts of the Vec made by `window_allocate`; every peer
@@ -733,42 +700,6 @@ impl Drop for Window<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn descriptors_round_trip_and_reject_bad_lengths() {
-        let r = RemoteRegion {
-            addr: 0x1000,
-            key: 7,
-            len: 4096,
-        };
-        let d = encode(42, 4096, 0xdead_beef, Some(r));
-        assert_eq!(decode(1, &d).unwrap(), (42, 4096, 0xdead_beef, Some(r)));
-        let d = encode(1, 0, 0, None);
-        assert_eq!(decode(1, &d).unwrap(), (1, 0, 0, None));
-        assert!(matches!(
-            decode(3, &d[..10]),
-            Err(CommError::WindowDescriptor { rank: 3, .. })
-        ));
-    }
-
-    proptest::proptest! {
-        /// A descriptor from a peer: never a panic; accepted only at its exact length,
-        /// and then exactly what the peer encoded.
-        #[test]
-        fn descriptors_from_peers_are_checked(
-            d in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
-        ) {
-            if let Ok((pid, len, addr, region)) = decode(0, &d) {
-                let mut again = encode(pid, len, addr, region);
-                if region.is_none() {
-                    // Without a region its bytes are ignored (and encoded as zeros).
-                    again[20] = d[20];
-                    again[21..].copy_from_slice(&d[21..]);
-                }
-                proptest::prop_assert_eq!(&again[..], &d[..]);
-            }
-        }
-    }
 
     #[test]
     fn transport_failures_name_the_target() {
