@@ -927,6 +927,8 @@ int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
                           MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
                           void *extra_state);
 int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
 int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
 typedef void(MPI_Win_errhandler_function)(MPI_Win *, int *, ...);

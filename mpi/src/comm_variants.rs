@@ -10,7 +10,7 @@ use crate::state::call;
 use crate::util::out;
 
 /// Checks that `info` is `MPI_INFO_NULL` or an info object.
-fn info_ok(lib: &crate::state::Lib, info: Handle) -> Result<(), Fail> {
+pub(crate) fn info_ok(lib: &crate::state::Lib, info: Handle) -> Result<(), Fail> {
     if info == MPI_INFO_NULL || info == MPI_INFO_ENV || lib.infos.contains_key(&info) {
         Ok(())
     } else {

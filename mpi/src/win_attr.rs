@@ -4,7 +4,8 @@
 //! predefined ones). They share the communicators' table and keys (`attr.rs`; a
 //! window's handle never equals a communicator's or a datatype's); `MPI_Win_free`
 //! deletes them, last set first. A window is never copied, so a key's copy callback is
-//! kept and never called.
+//! kept and never called. Also the window's info hints (`MPI_Win_set_info`,
+//! `MPI_Win_get_info`: accepted, none in effect).
 
 use std::ffi::{c_int, c_void};
 
@@ -52,6 +53,33 @@ crate::mpi_fn! {
         win_call(win, |g| {
             entry(g.lib()?, win)?;
             crate::attr::delete(g, win, keyval)
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Win_set_info`: the hints are accepted; none changes what the library does.
+    fn MPI_Win_set_info / PMPI_Win_set_info(win: Handle, info: Handle) {
+        win_call(win, |g| {
+            let lib = g.lib()?;
+            entry(lib, win)?;
+            crate::comm_variants::info_ok(lib, info)
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Win_get_info`: a new info object with the hints in effect (none).
+    fn MPI_Win_get_info / PMPI_Win_get_info(win: Handle, info_used: *mut Handle) {
+        win_call(win, |g| {
+            // SAFETY: MPI's contract: `info_used` is valid for a write.
+            let slot = unsafe { crate::util::out(info_used) }?;
+            let lib = g.lib()?;
+            entry(lib, win)?;
+            let h = lib.new_handle();
+            lib.infos.insert(h, Vec::new());
+            *slot = h;
+            Ok(())
         })
     }
 }

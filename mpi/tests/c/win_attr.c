@@ -6,7 +6,8 @@
  * - MPI_Win_free runs the delete callbacks of what is left, in reverse order of
  *   setting, with the window still usable for MPI_Win_get_attr inside the callback;
  * - an unset key reads with flag 0; a predefined key cannot be set (MPI_ERR_KEYVAL);
- *   a key freed while a value uses it still has that value deleted.
+ *   a key freed while a value uses it still has that value deleted;
+ * - MPI_Win_set_info accepts hints, MPI_Win_get_info gives an info of none.
  * Prints WIN ATTR OK on every rank. */
 #include <mpi.h>
 #include <stdint.h>
@@ -82,6 +83,18 @@ int main(int argc, char **argv) {
     /* A key freed while a value uses it: the value is still deleted at the free. */
     OK(MPI_Win_free_keyval(&keys[7]));
     CHECK(keys[7] == MPI_KEYVAL_INVALID);
+
+    /* Info hints: accepted, none in effect. */
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "no_locks", "true"));
+    OK(MPI_Win_set_info(win, info));
+    OK(MPI_Info_free(&info));
+    OK(MPI_Win_get_info(win, &info));
+    int nkeys = -1;
+    OK(MPI_Info_get_nkeys(info, &nkeys));
+    CHECK(nkeys == 0);
+    OK(MPI_Info_free(&info));
 
     /* The free deletes the rest, last set first: 200 (keys[0], set last) then 107..102. */
     ndeleted = 0;
