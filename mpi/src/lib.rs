@@ -57,6 +57,7 @@ mod comm_groups;
 mod comm_table;
 mod comm_variants;
 mod consts;
+mod darray;
 mod datatype;
 mod dist_graph;
 mod error;

@@ -1001,6 +1001,13 @@ fn window_attributes_of_the_programs_keys_are_deleted_by_the_free() {
 }
 
 #[test]
+fn distributed_array_types_hold_what_each_process_owns() {
+    for np in ["1", "3", "4"] {
+        every_rank_prints("darray", np, "", &[], "DARRAY OK");
+    }
+}
+
+#[test]
 fn dynamic_windows_reach_what_each_rank_attached_and_nothing_else() {
     for np in ["1", "2", "4"] {
         every_rank_prints("win_dynamic", np, "", &[], "WIN DYNAMIC OK");
