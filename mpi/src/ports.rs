@@ -305,7 +305,8 @@ fn join_at(
 crate::mpi_fn! {
     /// `MPI_Open_port`: a new port of this process (`info` not read), named
     /// `steadfast-port:<job>:<world rank>:<n>` (at most `MPI_MAX_PORT_NAME` bytes).
-    /// Ports need `steadfast-run`'s store: elsewhere `MPI_ERR_OTHER`.
+    /// Ports need `steadfast-run`'s store (or a singleton's, `singleton.rs`): under PMI
+    /// launchers a connect is `MPI_ERR_OTHER`.
     fn MPI_Open_port / PMPI_Open_port(_info: Handle, port_name: *mut c_char) {
         call(NO_OBJECT, |g| {
             let world = g.lib()?.world.comm();
