@@ -304,6 +304,9 @@ crate::mpi_fn! {
             // MPI_COMM_SELF's attributes first: libraries clean up in their callbacks.
             crate::attr::finalize_self(g)?;
             finish_detached(g)?;
+            // This process's ports close and its names go: a later connect or
+            // lookup gets MPI_ERR_PORT or MPI_ERR_NAME, not its exit as a failure.
+            crate::ports::withdraw_all(&g.lib()?.world.comm());
             g.disown();
             let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
                 unreachable!("checked live just above");

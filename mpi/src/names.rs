@@ -63,6 +63,18 @@ fn find(mut b: &[u8], service: &str) -> Option<String> {
     None
 }
 
+/// Withdraws every name this process published (`MPI_Finalize`); a store that
+/// refuses is only logged.
+pub(crate) fn withdraw_all(world: &Comm) {
+    let mut n = names();
+    if !n.is_empty() {
+        n.clear();
+        if let Err(e) = world.put_app_value(NAMES_KEY, &[]) {
+            log::debug!("names: withdrawing at finalize: {e}");
+        }
+    }
+}
+
 /// The port some live process of the world published `service` under, the lowest
 /// rank's.
 fn lookup(world: &Comm, service: &str) -> R<Option<(u32, String)>> {

@@ -139,6 +139,19 @@ fn publish(world: &Comm, t: &Table) -> R<()> {
     Ok(world.put_app_value(PORTS_KEY, &encode_ports(t))?)
 }
 
+/// Closes every port of this process and withdraws its names (`MPI_Finalize`); a
+/// store that refuses is only logged (the process is ending).
+pub(crate) fn withdraw_all(world: &Comm) {
+    let mut t = table();
+    if !t.open.is_empty() {
+        t.open.clear();
+        if let Err(e) = world.put_app_value(PORTS_KEY, &[]) {
+            log::debug!("ports: closing at finalize: {e}");
+        }
+    }
+    crate::names::withdraw_all(world);
+}
+
 /// A port name argument that names a port of this launch, else `MPI_ERR_PORT`.
 ///
 /// # Safety
@@ -211,11 +224,13 @@ fn dial(world: &Comm, port: Port) -> R<u32> {
         let b = world.lookup_app_value(port.opener, PORTS_KEY)?;
         Ok(b.and_then(|b| find_port(&b, port.seq)))
     };
-    if failed(world, port.opener) {
-        return Err(opener_failed(port));
-    }
+    // Closed first: an opener that closed its ports in MPI_Finalize and ended since
+    // is known failed too.
     if read()?.is_none() {
         return Err(gone());
+    }
+    if failed(world, port.opener) {
+        return Err(opener_failed(port));
     }
     let mut request = Vec::new();
     for w in [port.opener, port.seq, dial] {

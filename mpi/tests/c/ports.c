@@ -9,7 +9,10 @@
  * MPI_ERR_NAME; unpublishing it MPI_ERR_SERVICE.
  * `spawned` (-np 2 --universe 4): the parents open a port, spawn 2 children (this
  * program, `portchild`) and send them the port's name over the parent
- * inter-communicator; the children connect, the parents accept, they talk.
+ * inter-communicator; the children connect, the parents accept, they talk. Child 0
+ * then opens a port of its own, publishes it and sends it to parent 0; once the
+ * child has finalized, the name is gone (MPI_ERR_NAME) and a connect to the port is
+ * MPI_ERR_PORT (not the child's exit as a failure).
  * `join` (-np 2): rank 0 listens on a TCP socket of the loopback, rank 1 connects to
  * it, and both MPI_Comm_join over it: messages both ways; a bad descriptor is
  * MPI_ERR_ARG.
@@ -162,9 +165,27 @@ static void spawned(const char *prog) {
     OK(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter));
     exchange(inter, 0);
     OK(MPI_Comm_disconnect(&inter));
-    if (me == 0)
+    if (me == 0) {
         OK(MPI_Close_port(port));
+        OK(MPI_Recv(port, MPI_MAX_PORT_NAME, MPI_CHAR, 0, 4, children, MPI_STATUS_IGNORE));
+    }
     OK(MPI_Comm_disconnect(&children));
+    if (me == 0) {
+        /* The child's MPI_Finalize withdraws its name and closes its port. */
+        char found[MPI_MAX_PORT_NAME];
+        int rc = MPI_SUCCESS;
+        for (int i = 0; i < 6000 && rc == MPI_SUCCESS; i++) {
+            rc = MPI_Lookup_name("steadfast-child-port", MPI_INFO_NULL, found);
+            if (rc == MPI_SUCCESS) {
+                CHECK(strcmp(found, port) == 0);
+                sleep_ms(10);
+            }
+        }
+        CHECK(class_of(rc) == MPI_ERR_NAME);
+        MPI_Comm c;
+        CHECK(class_of(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &c)) ==
+              MPI_ERR_PORT);
+    }
     printf("rank %d: PORTS PARENT OK\n", me);
 }
 
@@ -178,6 +199,12 @@ static void port_child(MPI_Comm parent) {
     CHECK(lr == me);
     exchange(inter, 1);
     OK(MPI_Comm_disconnect(&inter));
+    if (me == 0) {
+        /* Left open and published: MPI_Finalize ends both. */
+        OK(MPI_Open_port(MPI_INFO_NULL, port));
+        OK(MPI_Publish_name("steadfast-child-port", MPI_INFO_NULL, port));
+        OK(MPI_Send(port, MPI_MAX_PORT_NAME, MPI_CHAR, 0, 4, parent));
+    }
     OK(MPI_Comm_disconnect(&parent));
     printf("child %d: PORTS CHILD OK\n", me);
 }
