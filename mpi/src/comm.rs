@@ -494,7 +494,9 @@ crate::mpi_fn! {
 }
 
 static TAG_UB_VALUE: AtomicI32 = AtomicI32::new(TAG_UB);
-static APPNUM_VALUE: AtomicI32 = AtomicI32::new(0);
+/// `MPI_APPNUM`: the index of this process's command in the spawn that started it
+/// (set by `MPI_Init`; 0 in the job's first ranks).
+pub(crate) static APPNUM_VALUE: AtomicI32 = AtomicI32::new(0);
 static HOST_VALUE: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
 static IO_VALUE: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
 static WTIME_IS_GLOBAL_VALUE: AtomicI32 = AtomicI32::new(0);

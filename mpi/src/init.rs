@@ -143,6 +143,9 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
             .ok_or_else(|| Fail::new(MPI_ERR_SPAWN, "a spawned process without a parent"))?;
         wc = p.world;
         parent = Some(p.inter);
+        // ORDERING: Relaxed; read by the program after MPI_Init returns, as
+        // UNIVERSE_SIZE below.
+        crate::comm::APPNUM_VALUE.store(p.appnum as i32, Ordering::Relaxed);
     } else if lib.world.job_ranks() < universe && !lib.world.is_restored() {
         // The universe has spare slots (`docs/spawn.md`): MPI_COMM_WORLD is the ranks
         // started with the job.
@@ -301,6 +304,9 @@ crate::mpi_fn! {
             // MPI_COMM_SELF's attributes first: libraries clean up in their callbacks.
             crate::attr::finalize_self(g)?;
             finish_detached(g)?;
+            // This process's ports close and its names go: a later connect or
+            // lookup gets MPI_ERR_PORT or MPI_ERR_NAME, not its exit as a failure.
+            crate::ports::withdraw_all(&g.lib()?.world.comm());
             g.disown();
             let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
                 unreachable!("checked live just above");

@@ -1,7 +1,8 @@
 //! Dynamic processes: `MPI_Comm_spawn` and `MPI_Comm_get_parent` over
 //! `Comm::spawn_or_refuse` / `World::parent` (`docs/spawn.md`). Under `steadfast-run
 //! --universe U -n N` a spawn starts spare slots of the job's universe; the children run
-//! `command` (resolved at the root as `execvp` would) with exactly `argv`. `MPI_INIT` of
+//! `command` (resolved at the root as `execvp` would) with exactly `argv`;
+//! `MPI_Comm_spawn_multiple` starts several commands into one world of children. `MPI_INIT` of
 //! a child creates its `MPI_COMM_WORLD` (the children spawned together) and the parent
 //! inter-communicator (`init.rs`); `MPI_Comm_disconnect` is `MPI_Comm_free`.
 
@@ -11,6 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use sf::bootstrap::SpawnCommand;
+use sf::comm::SpawnApps;
 
 use crate::consts::*;
 use crate::error::{class_of, Fail};
@@ -131,6 +133,66 @@ fn write_codes(array: *mut c_int, room: c_int, codes: &[c_int]) {
     }
 }
 
+/// The collective part of both spawns over `comm`: `asked` (significant at `root`,
+/// computed there only) and the caller's `errcodes` array of `room` codes.
+fn spawn_over(
+    comm: Handle,
+    root: c_int,
+    intercomm: *mut Handle,
+    errcodes: *mut c_int,
+    room: c_int,
+    asked: impl FnOnce() -> Result<SpawnApps, String>,
+) -> c_int {
+    call(comm, |g| {
+        // SAFETY: MPI's contract: `intercomm` is valid for a write.
+        let slot = unsafe { out(intercomm) }?;
+        *slot = MPI_COMM_NULL;
+        let lib = g.lib()?;
+        let (_, coll) = lib.intra(comm)?;
+        let errh = lib.comm(comm)?.errhandler;
+        let root = rank_arg(root, coll.size())?;
+        let asked = if coll.rank() == root {
+            let asked = asked();
+            if let Err(why) = &asked {
+                log::warn!("MPI_Comm_spawn: {why}");
+            }
+            asked
+        } else {
+            Ok(Vec::new())
+        };
+        match coll.spawn_multiple_or_refuse(root, asked) {
+            Ok(s) => {
+                let codes: Vec<c_int> = s
+                    .children
+                    .iter()
+                    .map(|c| {
+                        if c.is_ok() {
+                            MPI_SUCCESS
+                        } else {
+                            MPI_ERR_SPAWN
+                        }
+                    })
+                    .collect();
+                write_codes(errcodes, room, &codes);
+                // The children make the collective half in their MPI_Init.
+                let pair = crate::comm::inter_half(s.inter)?;
+                *slot = crate::comm::insert_inter(lib, pair, errh);
+                if codes.iter().all(|&c| c == MPI_SUCCESS) {
+                    Ok(())
+                } else {
+                    Err(Fail::new(MPI_ERR_SPAWN, "some children did not start"))
+                }
+            }
+            Err(e) => {
+                let class = class_of(&e);
+                let n = usize::try_from(room).unwrap_or(0);
+                write_codes(errcodes, room, &vec![class; n]);
+                Err(Fail::new(class, e.to_string()))
+            }
+        }
+    })
+}
+
 crate::mpi_fn! {
     /// `MPI_Comm_spawn`: starts `maxprocs` processes (significant at `root`) in free
     /// spare slots of the job's universe (`steadfast-run --universe`), collectively
@@ -153,49 +215,99 @@ crate::mpi_fn! {
         intercomm: *mut Handle,
         array_of_errcodes: *mut c_int
     ) {
-        call(comm, |g| {
-            // SAFETY: MPI's contract: `intercomm` is valid for a write.
-            let slot = unsafe { out(intercomm) }?;
-            *slot = MPI_COMM_NULL;
-            let lib = g.lib()?;
-            let (_, coll) = lib.intra(comm)?;
-            let coll = coll.clone();
-            let errh = lib.comm(comm)?.errhandler;
-            let root = rank_arg(root, coll.size())?;
-            let asked = if coll.rank() == root {
-                // SAFETY: MPI's contract: at the root, `command` is a C string and
-                // `argv` null or a null-terminated array of C strings.
-                let asked = unsafe { ask(command, argv.cast_const().cast(), maxprocs) };
-                if let Err(why) = &asked {
-                    log::warn!("MPI_Comm_spawn: {why}");
-                }
-                asked
+        spawn_over(comm, root, intercomm, array_of_errcodes, maxprocs, || {
+            // SAFETY: MPI's contract: at the root, `command` is a C string and `argv`
+            // null or a null-terminated array of C strings.
+            let (n, c) = unsafe { ask(command, argv.cast_const().cast(), maxprocs) }?;
+            Ok(vec![(n, c)])
+        })
+    }
+}
+
+/// Most commands one `MPI_Comm_spawn_multiple` takes.
+const MAX_COMMANDS: c_int = 4096;
+
+/// The root's commands of `MPI_Comm_spawn_multiple`, in order.
+///
+/// # Safety
+/// `commands` and `maxprocs` hold `count` entries, `argvs` is null
+/// (`MPI_ARGVS_NULL`) or holds `count` entries each as `argv` of [`read_argv`].
+unsafe fn ask_multiple(
+    count: c_int,
+    commands: *const *const c_char,
+    argvs: *const *const *const c_char,
+    maxprocs: *const c_int,
+) -> Result<SpawnApps, String> {
+    if !(0..=MAX_COMMANDS).contains(&count) {
+        return Err(format!("count {count} outside 0..={MAX_COMMANDS}"));
+    }
+    if count > 0 && (commands.is_null() || maxprocs.is_null()) {
+        return Err("a null array of commands or of maxprocs".into());
+    }
+    (0..count as usize)
+        .map(|i| {
+            // SAFETY: the caller's contract: `count` entries each.
+            let (command, n) = unsafe { (*commands.add(i), *maxprocs.add(i)) };
+            if n == 0 {
+                // Nothing to start: the command is not looked for.
+                return Ok((0, None));
+            }
+            let argv = if argvs.is_null() {
+                std::ptr::null()
             } else {
-                Ok((0, None))
+                // SAFETY: as above.
+                unsafe { *argvs.add(i) }
             };
-            match coll.spawn_or_refuse(root, asked) {
-                Ok(s) => {
-                    let codes: Vec<c_int> = s
-                        .children
-                        .iter()
-                        .map(|c| if c.is_ok() { MPI_SUCCESS } else { MPI_ERR_SPAWN })
-                        .collect();
-                    write_codes(array_of_errcodes, maxprocs, &codes);
-                    // The children make the collective half in their MPI_Init.
-                    let pair = crate::comm::inter_half(s.inter)?;
-                    *slot = crate::comm::insert_inter(lib, pair, errh);
-                    if codes.iter().all(|&c| c == MPI_SUCCESS) {
-                        Ok(())
-                    } else {
-                        Err(Fail::new(MPI_ERR_SPAWN, "some children did not start"))
-                    }
-                }
-                Err(e) => {
-                    let class = class_of(&e);
-                    let n = usize::try_from(maxprocs).unwrap_or(0);
-                    write_codes(array_of_errcodes, maxprocs, &vec![class; n]);
-                    Err(Fail::new(class, e.to_string()))
-                }
+            // SAFETY: the caller's contract: a C string and an argv.
+            unsafe { ask(command, argv, n) }.map_err(|why| format!("command {i}: {why}"))
+        })
+        .collect()
+}
+
+/// How many codes the caller's `array_of_errcodes` holds: the sum of its `maxprocs`
+/// (0 when they cannot be read).
+fn room_of(count: c_int, maxprocs: *const c_int) -> c_int {
+    if maxprocs.is_null() || !(0..=MAX_COMMANDS).contains(&count) {
+        return 0;
+    }
+    let sum: i64 = (0..count as usize)
+        // SAFETY: MPI's contract: `maxprocs` holds `count` entries.
+        .map(|i| i64::from(unsafe { *maxprocs.add(i) }).max(0))
+        .sum();
+    c_int::try_from(sum).unwrap_or(c_int::MAX)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_spawn_multiple`: as `MPI_Comm_spawn`, with `count` commands (each
+    /// with its `argv`, from `array_of_argv` unless `MPI_ARGVS_NULL`, and its
+    /// `maxprocs`; significant at `root`). The children of all commands form one
+    /// `MPI_COMM_WORLD` (the first command's first) and one inter-communicator with the
+    /// parents; `MPI_APPNUM` in each child is its command's index.
+    /// `array_of_errcodes` holds one code per child asked for, in that order. A
+    /// command not found refuses the whole spawn (`MPI_ERR_SPAWN` everywhere; one
+    /// asked for no process is not looked for); `info` is ignored.
+    fn MPI_Comm_spawn_multiple / PMPI_Comm_spawn_multiple(
+        count: c_int,
+        array_of_commands: *mut *mut c_char,
+        array_of_argv: *mut *mut *mut c_char,
+        array_of_maxprocs: *const c_int,
+        _array_of_info: *const Handle,
+        root: c_int,
+        comm: Handle,
+        intercomm: *mut Handle,
+        array_of_errcodes: *mut c_int
+    ) {
+        let room = room_of(count, array_of_maxprocs);
+        spawn_over(comm, root, intercomm, array_of_errcodes, room, || {
+            // SAFETY: MPI's contract: at the root, `count` commands, maxprocs and
+            // argvs (or `MPI_ARGVS_NULL`).
+            unsafe {
+                ask_multiple(
+                    count,
+                    array_of_commands.cast_const().cast(),
+                    array_of_argv.cast_const().cast(),
+                    array_of_maxprocs,
+                )
             }
         })
     }

@@ -661,6 +661,81 @@ fn a_program_spawns_itself_by_name_with_arguments_that_pick_the_childs_branch() 
     );
 }
 
+/// `tests/c/NAME.c MODE` under `steadfast-run ARGS --with-ft ulfm --exit-status
+/// survivors`: every line of `markers` is printed once.
+fn dynamic(name: &'static str, args: &[&str], mode: &str, markers: &[String]) {
+    let args = [args, &["--with-ft", "ulfm", "--exit-status", "survivors"]].concat();
+    let (status, out, err) = run(&args, program(name), &[mode], &[]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for m in markers {
+        assert_eq!(
+            out.matches(m.as_str()).count(),
+            1,
+            "{m}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn spawn_multiple_starts_two_commands_into_one_world_with_their_appnums() {
+    let mut m: Vec<String> = (0..2)
+        .map(|r| format!("rank {r}: MULTIPLE PARENT OK"))
+        .collect();
+    m.extend(
+        [
+            "child 0: MULTIPLE CHILD OK zero",
+            "child 1: MULTIPLE CHILD OK zero",
+        ]
+        .map(String::from),
+    );
+    m.extend(
+        [
+            "child 2: MULTIPLE CHILD OK one",
+            "child 0: ARGVS NULL CHILD OK",
+        ]
+        .map(String::from),
+    );
+    dynamic(
+        "spawn_multiple",
+        &["-np", "2", "--universe", "6"],
+        "multiple",
+        &m,
+    );
+}
+
+#[test]
+fn two_halves_of_a_world_meet_through_a_published_port() {
+    let m: Vec<String> = (0..4)
+        .map(|r| format!("rank {r}: PORTS HALVES OK"))
+        .collect();
+    dynamic("ports", &["-np", "4"], "halves", &m);
+}
+
+#[test]
+fn spawned_children_connect_to_their_parents_port() {
+    let mut m: Vec<String> = (0..2)
+        .map(|r| format!("rank {r}: PORTS PARENT OK"))
+        .collect();
+    m.extend((0..2).map(|r| format!("child {r}: PORTS CHILD OK")));
+    dynamic("ports", &["-np", "2", "--universe", "4"], "spawned", &m);
+}
+
+#[test]
+fn two_processes_join_over_a_socket() {
+    let m: Vec<String> = (0..2).map(|r| format!("rank {r}: JOIN OK")).collect();
+    dynamic("ports", &["-np", "2"], "join", &m);
+}
+
+#[test]
+fn a_connect_ends_with_proc_failed_when_the_ports_opener_dies() {
+    dynamic(
+        "ports",
+        &["-np", "2"],
+        "opener_dies",
+        &["rank 1: OPENER DIED OK".into()],
+    );
+}
+
 /// `intercomm_p2p.c` at `np` ranks in `mode`: every rank ends with INTERCOMM P2P OK.
 fn intercomm_p2p(np: &str, mode: &str, env: &[(&str, &str)]) {
     every_rank_prints("intercomm_p2p", np, mode, env, "INTERCOMM P2P OK");

@@ -14,6 +14,7 @@
 //!   creation, so two live communicators never share one; [`Comm::free`] releases it.
 
 mod abort;
+mod app_store;
 mod collective;
 mod context;
 mod create_group;
@@ -47,7 +48,7 @@ pub use nonblocking::{AgreeRequest, RecvRequest};
 pub use owned::{IoBuf, IoBufMut, OwnedRecvRequest, OwnedSendRequest, RawBuf};
 pub use restart::RestartRequest;
 pub use send_request::SendRequest;
-pub use spawn::{Parent, Spawned};
+pub use spawn::{Parent, SpawnApps, Spawned};
 pub use wait_any::{wait_all, wait_any, AnyRequest, Completion};
 pub use window::{Window, MAX_REGIONS as MAX_WINDOW_REGIONS};
 

@@ -62,7 +62,14 @@ pub struct Parent {
     /// The inter-communicator with the parents (remote group: the spawning
     /// communicator's members, in its order).
     pub inter: InterComm,
+    /// The index of this process's command in the spawn (`MPI_APPNUM`: 0 but for the
+    /// later commands of [`Comm::spawn_multiple_or_refuse`]).
+    pub appnum: u32,
 }
+
+/// What the root of a spawn asks for: per command, in order, the number of children
+/// and the command they run (`None`: the job's program and arguments).
+pub type SpawnApps = Vec<(u32, Option<SpawnCommand>)>;
 
 fn key_group(child: u32) -> String {
     format!("sf.spawn.{child}.group")
@@ -80,23 +87,44 @@ fn take_u32s(b: &[u8]) -> Option<(Vec<u32>, &[u8])> {
     Some((v, &b[4 + 4 * n..]))
 }
 
-/// The record a child reads: the parents (world ranks), the root's index among them,
-/// the children started (world ranks).
-fn encode_group(parents: &[u32], root: u32, children: &[u32]) -> Vec<u8> {
+/// A spawn's record, which each child reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Record {
+    /// The parents (world ranks, in the spawning communicator's order).
+    parents: Vec<u32>,
+    /// The root's index among them.
+    root: u32,
+    /// The children started (world ranks, in the order asked).
+    children: Vec<u32>,
+    /// Per child started, the index of its command (`MPI_APPNUM`).
+    appnums: Vec<u32>,
+}
+
+fn encode_group(r: &Record) -> Vec<u8> {
     let mut b = Vec::new();
-    put_u32s(&mut b, parents);
-    put_u32s(&mut b, &[root]);
-    put_u32s(&mut b, children);
+    put_u32s(&mut b, &r.parents);
+    put_u32s(&mut b, &[r.root]);
+    put_u32s(&mut b, &r.children);
+    put_u32s(&mut b, &r.appnums);
     b
 }
 
-fn decode_group(b: &[u8]) -> Option<(Vec<u32>, u32, Vec<u32>)> {
+fn decode_group(b: &[u8]) -> Option<Record> {
     let (parents, rest) = take_u32s(b)?;
     let (root, rest) = take_u32s(rest)?;
     let (children, rest) = take_u32s(rest)?;
+    let (appnums, rest) = take_u32s(rest)?;
     let root = *root.first()?;
-    let ok = rest.is_empty() && (root as usize) < parents.len() && !children.is_empty();
-    ok.then_some((parents, root, children))
+    let ok = rest.is_empty()
+        && (root as usize) < parents.len()
+        && !children.is_empty()
+        && appnums.len() == children.len();
+    ok.then_some(Record {
+        parents,
+        root,
+        children,
+        appnums,
+    })
 }
 
 /// The outcome the root sends the other parents: per child, its world rank or the
@@ -248,6 +276,23 @@ impl Comm {
         root: u32,
         ask: Result<(u32, Option<SpawnCommand>), String>,
     ) -> Result<Spawned, CommError> {
+        self.spawn_multiple_or_refuse(root, ask.map(|a| vec![a]))
+    }
+
+    /// As [`spawn_or_refuse`](Self::spawn_or_refuse) with several commands
+    /// (`MPI_Comm_spawn_multiple`): per command, in order, the number of children and
+    /// what they run. The children of all commands form one world (in command order)
+    /// and one inter-communicator with the parents; [`Parent::appnum`] is each
+    /// child's command index. [`Spawned::children`] lists every child asked for, the
+    /// first command's first.
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_multiple_or_refuse(
+        &self,
+        root: u32,
+        ask: Result<SpawnApps, String>,
+    ) -> Result<Spawned, CommError> {
         if root >= self.size() {
             return Err(CommError::InvalidArgument(format!(
                 "root {root} outside a communicator of {}",
@@ -260,7 +305,7 @@ impl Comm {
         );
         let children = if self.rank() == root {
             let children = match ask {
-                Ok((count, command)) => self.start_children(&world, root, count, command.as_ref()),
+                Ok(apps) => self.start_children(&world, root, &apps),
                 Err(why) => vec![Err(why)],
             };
             let bytes = encode_outcome(&children);
@@ -286,14 +331,13 @@ impl Comm {
         Ok(Spawned { inter, children })
     }
 
-    /// The root's part: puts the command, picks free slots, starts them, publishes the
-    /// groups.
+    /// The root's part: per command, puts it and starts its children in free slots;
+    /// then publishes the groups.
     fn start_children(
         &self,
         world: &Comm,
         root: u32,
-        count: u32,
-        command: Option<&SpawnCommand>,
+        apps: &[(u32, Option<SpawnCommand>)],
     ) -> Vec<Result<u32, String>> {
         let size = world.size();
         let first = spares::started_ranks(size);
@@ -304,53 +348,47 @@ impl Comm {
                 .collect::<Vec<u32>>()
                 .into_iter()
         };
-        if count > 0 && free.len() > 0 {
-            // Read by the launcher's store when this process's start of a slot arrives
-            // (the same connection, so after the put); empty: the job's program.
-            let value = command.map(SpawnCommand::encode).unwrap_or_default();
-            let put = self.engine.lock().boot_mut().put(SPAWN_COMMAND_KEY, &value);
-            if let Err(e) = put {
-                let why = format!("the launcher refused the spawn's command: {e}");
-                log::warn!("spawn: {why}");
-                return vec![Err(why); count as usize];
-            }
-        }
-        let mut children: Vec<Result<u32, String>> = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let result = loop {
-                let Some(w) = free.next() else {
-                    break Err(format!(
-                        "no free slot: the job's universe has {size} ranks, {} of them spare \
-                         slots, all started (run steadfast-run with a larger --universe)",
-                        size - first
-                    ));
-                };
-                match world.restart_rank(w) {
-                    Ok(_) => break Ok(w),
-                    // Another spawn took it since this process last heard (refused
-                    // by the launcher, or already admitted here): the next.
-                    Err(CommError::Restart(why))
-                        if why.contains(SLOT_TAKEN) || why.contains("is alive") =>
-                    {
-                        log::debug!("spawn: {why}");
-                    }
-                    Err(e) => {
-                        let why = match e {
-                            CommError::Restart(why) => why,
-                            other => other.to_string(),
-                        };
-                        log::warn!("spawn: slot {w} did not start: {why}");
-                        break Err(why);
-                    }
+        let asked: usize = apps.iter().map(|&(n, _)| n as usize).sum();
+        let mut children: Vec<Result<u32, String>> = Vec::with_capacity(asked);
+        let mut appnums: Vec<u32> = Vec::with_capacity(asked);
+        for (app, (count, command)) in (0u32..).zip(apps) {
+            if *count > 0 && free.len() > 0 {
+                // Read by the launcher's store when this process's start of a slot
+                // arrives (the same connection, so after the put); empty: the job's
+                // program. Put again before each command's first start, so each slot
+                // keeps its own command.
+                let value = command
+                    .as_ref()
+                    .map(SpawnCommand::encode)
+                    .unwrap_or_default();
+                let put = self.engine.lock().boot_mut().put(SPAWN_COMMAND_KEY, &value);
+                if let Err(e) = put {
+                    let why = format!("the launcher refused the spawn's command: {e}");
+                    log::warn!("spawn: {why}");
+                    children.extend(std::iter::repeat_n(Err(why), *count as usize));
+                    appnums.extend(std::iter::repeat_n(app, *count as usize));
+                    continue;
                 }
-            };
-            children.push(result);
+            }
+            for _ in 0..*count {
+                children.push(Self::start_one(world, &mut free, size, first));
+                appnums.push(app);
+            }
         }
         let Ok(s) = started(&children) else {
             return children;
         };
-        let parents: Vec<u32> = self.group().to_vec();
-        let record = encode_group(&parents, root, &s);
+        let record = encode_group(&Record {
+            parents: self.group().to_vec(),
+            root,
+            children: s.clone(),
+            appnums: children
+                .iter()
+                .zip(&appnums)
+                .filter(|(c, _)| c.is_ok())
+                .map(|(_, &a)| a)
+                .collect(),
+        });
         for (i, &w) in s.iter().enumerate() {
             let put = self.engine.lock().boot_mut().put(&key_group(w), &record);
             if let Err(e) = put {
@@ -363,6 +401,45 @@ impl Comm {
             }
         }
         children
+    }
+}
+
+impl Comm {
+    /// Starts the next free slot of `free` (taking the following one when another
+    /// spawn took it): its world rank, or why no child started.
+    fn start_one(
+        world: &Comm,
+        free: &mut std::vec::IntoIter<u32>,
+        size: u32,
+        first: u32,
+    ) -> Result<u32, String> {
+        loop {
+            let Some(w) = free.next() else {
+                return Err(format!(
+                    "no free slot: the job's universe has {size} ranks, {} of them spare \
+                     slots, all started (run steadfast-run with a larger --universe)",
+                    size - first
+                ));
+            };
+            match world.restart_rank(w) {
+                Ok(_) => return Ok(w),
+                // Another spawn took it since this process last heard (refused by the
+                // launcher, or already admitted here): the next.
+                Err(CommError::Restart(why))
+                    if why.contains(SLOT_TAKEN) || why.contains("is alive") =>
+                {
+                    log::debug!("spawn: {why}");
+                }
+                Err(e) => {
+                    let why = match e {
+                        CommError::Restart(why) => why,
+                        other => other.to_string(),
+                    };
+                    log::warn!("spawn: slot {w} did not start: {why}");
+                    return Err(why);
+                }
+            }
+        }
     }
 }
 
@@ -415,14 +492,23 @@ impl World {
             }
             self.progress_for(Duration::from_millis(2));
         };
-        let (parents, root_index, children) = decode_group(&record)
-            .filter(|(_, _, c)| c.contains(&me))
+        let r = decode_group(&record)
+            .filter(|r| r.children.contains(&me))
             .ok_or_else(|| CommError::Spawn("a spawn record that does not decode".into()))?;
-        let siblings: Vec<u32> = children.iter().copied().filter(|&c| c != me).collect();
+        let siblings: Vec<u32> = r.children.iter().copied().filter(|&c| c != me).collect();
         wait_admitted(shared, &siblings)?;
-        let own = world.create_group(&children, TAG)?;
-        let inter = own.intercomm_create_uniform(0, &world, parents[root_index as usize], TAG)?;
-        Ok(Some(Parent { world: own, inter }))
+        let own = world.create_group(&r.children, TAG)?;
+        let inter = own.intercomm_create_uniform(0, &world, r.parents[r.root as usize], TAG)?;
+        let appnum = r
+            .children
+            .iter()
+            .position(|&c| c == me)
+            .map_or(0, |i| r.appnums[i]);
+        Ok(Some(Parent {
+            world: own,
+            inter,
+            appnum,
+        }))
     }
 }
 
@@ -432,15 +518,31 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_bad_ones_are_refused() {
-        let b = encode_group(&[0, 2, 3], 1, &[4, 5]);
-        assert_eq!(decode_group(&b), Some((vec![0, 2, 3], 1, vec![4, 5])));
+        let rec = |parents: &[u32], root, children: &[u32], appnums: &[u32]| Record {
+            parents: parents.to_vec(),
+            root,
+            children: children.to_vec(),
+            appnums: appnums.to_vec(),
+        };
+        let r = rec(&[0, 2, 3], 1, &[4, 5], &[0, 1]);
+        let b = encode_group(&r);
+        assert_eq!(decode_group(&b), Some(r));
         assert_eq!(decode_group(&b[..b.len() - 1]), None);
         assert_eq!(
-            decode_group(&encode_group(&[0], 1, &[4])),
+            decode_group(&encode_group(&rec(&[0], 1, &[4], &[0]))),
             None,
             "root outside"
         );
-        assert_eq!(decode_group(&encode_group(&[0], 0, &[])), None, "no child");
+        assert_eq!(
+            decode_group(&encode_group(&rec(&[0], 0, &[], &[]))),
+            None,
+            "no child"
+        );
+        assert_eq!(
+            decode_group(&encode_group(&rec(&[0], 0, &[4, 5], &[0]))),
+            None,
+            "an appnum missing"
+        );
         let out = vec![Ok(4), Err("no free slot".to_string()), Ok(6)];
         assert_eq!(decode_outcome(&encode_outcome(&out)), Some(out.clone()));
         assert_eq!(decode_outcome(&encode_outcome(&out)[1..]), None);

@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define OK(call)                                                                       \
     do {                                                                               \
@@ -27,6 +28,16 @@ int main(int argc, char **argv) {
     int flag = 1;
     OK(MPIX_Comm_agree(MPI_COMM_WORLD, &flag));
     if (sum != 7 || got != 7 || flag != 1) return 1;
+    /* Ports and names within the job of one (its own store). */
+    char port[MPI_MAX_PORT_NAME], found[MPI_MAX_PORT_NAME] = "";
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Open_port(MPI_INFO_NULL, port));
+    OK(MPI_Publish_name("singleton-service", MPI_INFO_NULL, port));
+    OK(MPI_Lookup_name("singleton-service", MPI_INFO_NULL, found));
+    if (strcmp(port, found) != 0) return 1;
+    OK(MPI_Unpublish_name("singleton-service", MPI_INFO_NULL, port));
+    if (MPI_Lookup_name("singleton-service", MPI_INFO_NULL, found) != MPI_ERR_NAME) return 1;
+    OK(MPI_Close_port(port));
     OK(MPI_Finalize());
     printf("SINGLETON OK\n");
     return 0;
