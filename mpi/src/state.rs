@@ -46,11 +46,11 @@ use crate::request::Req;
 
 /// Where the library is in its life.
 pub(crate) enum Phase {
-    /// Before `MPI_Init`.
+    /// Before the runtime came up (the first `MPI_Init` or `MPI_Session_init`).
     Before,
-    /// Between `MPI_Init` and `MPI_Finalize`.
+    /// While the runtime is up: the world model or a session uses it.
     Live(Box<Lib>),
-    /// After `MPI_Finalize` (MPI cannot be initialised again).
+    /// After the runtime went down with its last user (it cannot come up again).
     After,
 }
 
@@ -233,9 +233,30 @@ pub(crate) enum FtMode {
     Off,
 }
 
-/// Everything MPI holds between `MPI_Init` and `MPI_Finalize`.
+/// Where the world model (`MPI_Init` .. `MPI_Finalize`) is while the runtime is up:
+/// the runtime comes up at the first `MPI_Init` or `MPI_Session_init`, so the world
+/// model's predefined communicators exist before `MPI_Init` registers them.
+pub(crate) enum WorldModel {
+    /// Not initialised: `MPI_COMM_WORLD`, `MPI_COMM_SELF` and the parent (when spawned),
+    /// made with the runtime, wait here for `MPI_Init`.
+    Ready(Vec<(Handle, CommEntry)>),
+    /// Between `MPI_Init` and `MPI_Finalize`: they are in the communicator table.
+    Live,
+    /// After `MPI_Finalize`, while sessions keep the runtime up.
+    Ended,
+}
+
+/// Everything MPI holds while the runtime is up: from the first `MPI_Init` or
+/// `MPI_Session_init` to the end of the last of the world model and the sessions.
 pub(crate) struct Lib {
     pub world: World,
+    /// The process's world: the runtime communicator under `MPI_COMM_WORLD` (its own
+    /// half), over which sessions make their communicators (`session.rs`).
+    pub proc_world: Comm,
+    /// The world model's state.
+    pub world_model: WorldModel,
+    /// The live sessions (`session.rs`).
+    pub sessions: Map<crate::session::Session>,
     pub level: c_int,
     pub main_thread: ThreadId,
     pub ft: FtMode,
@@ -283,9 +304,12 @@ pub(crate) struct Lib {
 }
 
 impl Lib {
-    pub fn new(world: World, level: c_int, ft: FtMode) -> Self {
+    pub fn new(world: World, proc_world: Comm, level: c_int, ft: FtMode) -> Self {
         Lib {
             world,
+            proc_world,
+            world_model: WorldModel::Ready(Vec::new()),
+            sessions: Map::default(),
             level,
             main_thread: std::thread::current().id(),
             ft,
@@ -631,10 +655,12 @@ pub(crate) fn failed(mut guard: Guard, comm: Handle, fail: Fail) -> c_int {
             if !lib.comms.contains_key(&comm) {
                 comm = no_object_comm(lib);
             }
-            let h = lib
-                .comms
-                .get(&comm)
-                .map_or(MPI_ERRORS_RETURN, |e| e.errhandler);
+            // No world model (sessions only): the initial error handler (MPI 4.1 §9.3).
+            let fallback = match lib.world_model {
+                WorldModel::Live => MPI_ERRORS_RETURN,
+                _ => lib.initial_errhandler,
+            };
+            let h = lib.comms.get(&comm).map_or(fallback, |e| e.errhandler);
             let f = lib.errhandlers.get(&h).copied();
             (Handler::of(h, f), lib.ft)
         }
