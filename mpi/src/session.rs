@@ -594,6 +594,15 @@ mod tests {
     }
 
     #[test]
+    fn the_colliding_pair_of_the_c_test_collides() {
+        // `tests/c/sessions.c` passes these at different members: the members' check
+        // is what tells them apart.
+        let (a, b) = (derived_tag("collide.5799"), derived_tag("collide.26206"));
+        assert_eq!(a.0, b.0);
+        assert_ne!(a.1, b.1);
+    }
+
+    #[test]
     fn thread_levels_are_read_from_the_info() {
         let kv = |v: &str| vec![("thread_level".to_string(), v.to_string())];
         assert_eq!(asked_level(&[]).unwrap(), None);

@@ -13,7 +13,8 @@
  * recording one), MPI_Session_call_errhandler reaches it, MPI_SESSION_NULL fails with
  * MPI_ERR_SESSION without it, a process outside the group and a string tag past
  * MPI_MAX_STRINGTAG_LEN fail through the handler given to
- * MPI_Comm_create_from_group. All freed, the session finalised (MPI_SESSION_NULL),
+ * MPI_Comm_create_from_group; members passing two string tags whose runtime tags
+ * collide all get MPI_ERR_ARG, and the next creation works. All freed, the session finalised (MPI_SESSION_NULL),
  * MPI_Initialized and MPI_Finalized still 0. Each rank prints "rank R: SESSIONS OK".
  */
 #include <mpi.h>
@@ -143,6 +144,20 @@ static void bad_input(MPI_Session s, MPI_Group world, int np) {
     OK(MPI_Comm_create_from_group(MPI_GROUP_EMPTY, "org.steadfast.test.empty", MPI_INFO_NULL,
                                   ch, &c));
     CHECK(c == MPI_COMM_NULL);
+    if (np > 1) {
+        /* Two string tags whose runtime tags collide (the library's unit tests check
+         * the pair): the members' check refuses the communicator everywhere, and the
+         * next creation works. */
+        const char *t = me == 0 ? "collide.5799" : "collide.26206";
+        int before = comm_calls;
+        rc = MPI_Comm_create_from_group(world, t, MPI_INFO_NULL, ch, &c);
+        CHECK(class_of(rc) == MPI_ERR_ARG && c == MPI_COMM_NULL);
+        CHECK(comm_calls == before + 1);
+        OK(MPI_Comm_create_from_group(world, "org.steadfast.test.after", MPI_INFO_NULL, ch,
+                                      &c));
+        exercise(c, 5, np * (np - 1) / 2);
+        OK(MPI_Comm_free(&c));
+    }
     OK(MPI_Errhandler_free(&ch));
 }
 
