@@ -1,4 +1,5 @@
-//! The environment: init (all four thread levels), finalize, abort, time, names.
+//! The environment: init (all four thread levels), finalize, abort, time, names; the
+//! runtime's bring-up and tear-down, shared with the Sessions model (`session.rs`).
 
 use std::ffi::{c_char, c_double, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
