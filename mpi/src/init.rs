@@ -231,6 +231,7 @@ pub(crate) fn bring_up(g: &mut Guard, level: c_int) -> R<()> {
     let selfcoll = selfc.dup()?;
     let size = wc.size();
     let mut lib = Lib::new(world, wc.clone(), level, ft_mode());
+    g.adopt_early(&mut lib);
     lib.initial_errhandler = errh;
     // ORDERING: Relaxed; read by the program after MPI_Init returns, which the mutex
     // (and the program's own synchronisation) orders after this store.
@@ -372,9 +373,10 @@ crate::mpi_fn! {
 pub(crate) fn tear_down(g: &mut Guard) -> R<()> {
     finish_detached(g)?;
     g.disown();
-    let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
+    let Phase::Live(mut lib) = std::mem::replace(g.phase(), Phase::After) else {
         return Err(Fail::new(MPI_ERR_OTHER, "MPI is not initialized"));
     };
+    g.keep_objects(&mut lib);
     finalize(*lib);
     Ok(())
 }

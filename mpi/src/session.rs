@@ -39,7 +39,9 @@ use sf::Comm;
 use crate::consts::*;
 use crate::error::{self, Fail, R};
 use crate::init::{bring_up, level_arg, level_name, raise_level, tear_down};
-use crate::state::{call, ErrFn, Guard, Handler, Lib, Phase, WorldModel, NO_OBJECT};
+use crate::state::{
+    call, ErrFn, FtMode, Guard, Handler, Lib, Objects, Phase, WorldModel, NO_OBJECT,
+};
 use crate::util::{out, read_cstr};
 
 /// `MPI_MAX_PSET_NAME_LEN` (the MPI 5.0 ABI's value).
@@ -81,27 +83,20 @@ fn entry(lib: &mut Lib, h: Handle) -> R<&mut Session> {
 }
 
 /// Whether `h` names an error handler.
-fn known_errhandler(lib: &Lib, h: Handle) -> bool {
+fn known_errhandler(o: &Objects, h: Handle) -> bool {
     matches!(
         h,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT
-    ) || lib.errhandlers.contains_key(&h)
+    ) || o.errhandlers.contains_key(&h)
 }
 
 /// Where a failure of a call concerning `object` goes: to error handler `errh` when
 /// it is one (the session's, or the one a call was given), else by the no-object rule.
 fn raise_on(mut guard: Guard, object: Handle, errh: Option<Handle>, fail: Fail) -> c_int {
-    let found = errh.and_then(|h| match guard.lib() {
-        Ok(lib) if known_errhandler(lib, h) => {
-            Some((Handler::of(h, lib.errhandlers.get(&h).copied()), lib.ft))
-        }
-        Ok(_) => None,
-        // Before the runtime is up only the predefined handlers exist.
-        Err(_) => matches!(
-            h,
-            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT
-        )
-        .then(|| (Handler::of(h, None), crate::state::FtMode::Ulfm)),
+    let ft = guard.lib().map_or(FtMode::Ulfm, |lib| lib.ft);
+    let found = errh.and_then(|h| {
+        let o = guard.objects();
+        known_errhandler(&o, h).then(|| (Handler::of(h, o.errhandlers.get(&h).copied()), ft))
     });
     match found {
         Some((handler, ft)) => {
@@ -170,11 +165,11 @@ fn asked_level(info: &[(String, String)]) -> R<Option<c_int>> {
 }
 
 /// The entries of info `h` (none for `MPI_INFO_NULL`).
-fn info_entries(lib: &Lib, h: Handle) -> R<Vec<(String, String)>> {
+fn info_entries(o: &Objects, h: Handle) -> R<Vec<(String, String)>> {
     match h {
         MPI_INFO_NULL => Ok(Vec::new()),
-        MPI_INFO_ENV => Ok(lib.env_info.clone()),
-        _ => lib
+        MPI_INFO_ENV => Ok(o.env_info.clone()),
+        _ => o
             .infos
             .get(&h)
             .cloned()
@@ -190,35 +185,22 @@ fn new_info(lib: &mut Lib, entries: Vec<(String, String)>) -> Handle {
 }
 
 fn session_init(g: &mut Guard, info: Handle, errhandler: Handle) -> R<Handle> {
-    let kept = match g.phase() {
-        Phase::Live(lib) => info_entries(lib, info)?,
-        // No info object exists before the runtime is up.
-        Phase::Before if info == MPI_INFO_NULL => Vec::new(),
-        Phase::Before => {
-            return Err(Fail::new(
-                MPI_ERR_INFO,
-                format!("{info:#x} is not an info object"),
-            ))
-        }
-        Phase::After => {
-            return Err(Fail::new(
-                MPI_ERR_OTHER,
-                "the runtime went down with the last session or MPI_Finalize and cannot \
-                 come up again in this process",
-            ))
-        }
-    };
-    let level = asked_level(&kept)?;
-    if !matches!(
-        errhandler,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT
-    ) && !matches!(g.phase(), Phase::Live(l) if l.errhandlers.contains_key(&errhandler))
-    {
+    if matches!(g.phase(), Phase::After) {
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            "the runtime went down with the last session or MPI_Finalize and cannot \
+             come up again in this process",
+        ));
+    }
+    let o = g.objects();
+    let kept = info_entries(&o, info)?;
+    if !known_errhandler(&o, errhandler) {
         return Err(Fail::new(
             MPI_ERR_ARG,
             format!("{errhandler:#x} is not an error handler"),
         ));
     }
+    let level = asked_level(&kept)?;
     if matches!(g.phase(), Phase::Before) {
         bring_up(g, level.unwrap_or(MPI_THREAD_SINGLE))?;
     } else if let Some(level) = level {
@@ -422,9 +404,9 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `errhandler` is valid for a write.
             let slot = unsafe { out(errhandler) }?;
             let f = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.errhandlers.insert(h, f);
+            let mut o = g.objects();
+            let h = o.new_handle();
+            o.errhandlers.insert(h, f);
             *slot = h;
             Ok(())
         })
@@ -435,12 +417,11 @@ crate::mpi_fn! {
     /// `MPI_Session_set_errhandler`.
     fn MPI_Session_set_errhandler / PMPI_Session_set_errhandler(session: Handle, errhandler: Handle) {
         session_call(session, |g| {
-            let lib = g.lib()?;
-            entry(lib, session)?;
-            if !known_errhandler(lib, errhandler) {
+            entry(g.lib()?, session)?;
+            if !known_errhandler(&g.objects(), errhandler) {
                 return Err(Fail::new(MPI_ERR_ARG, format!("{errhandler:#x} is not an error handler")));
             }
-            entry(lib, session)?.errhandler = errhandler;
+            entry(g.lib()?, session)?.errhandler = errhandler;
             Ok(())
         })
     }
@@ -466,7 +447,7 @@ crate::mpi_fn! {
         let Some(mut g) = Guard::lock() else {
             return crate::state::wrong_thread();
         };
-        let found = g.lib().and_then(|lib| {
+        let found = g.lib().map_err(|_| Fail::new(MPI_ERR_SESSION, "no session is live")).and_then(|lib| {
             let h = entry(lib, session)?.errhandler;
             Ok((Handler::of(h, lib.errhandlers.get(&h).copied()), lib.ft))
         });
@@ -521,14 +502,15 @@ fn create_from_group(
             format!("a string tag longer than {}", MAX_STRINGTAG_LEN - 1),
         ));
     }
-    let lib = g.lib()?;
-    info_entries(lib, info)?;
-    if !known_errhandler(lib, errh) {
+    let o = g.objects();
+    info_entries(&o, info)?;
+    if !known_errhandler(&o, errh) {
         return Err(Fail::new(
             MPI_ERR_ARG,
             format!("{errh:#x} is not an error handler"),
         ));
     }
+    let lib = g.lib()?;
     let members = crate::group::group(lib, group)?;
     if members.is_empty() {
         return Ok(MPI_COMM_NULL);

@@ -1,7 +1,8 @@
 /*
  * The Sessions model without MPI_Init (MPI 4.1 §11.3), at N ranks (N is the argument;
- * run with -initial-errhandler mpi_errors_return). A session is initialised while
- * MPI_Initialized stays 0; its process sets are listed (mpi://WORLD and mpi://SELF,
+ * run with -initial-errhandler mpi_errors_return). An info asking for
+ * MPI_THREAD_MULTIPLE and a session error handler are made before MPI is up; the
+ * session is initialised with them while MPI_Initialized stays 0; its process sets are listed (mpi://WORLD and mpi://SELF,
  * lengths asked with pset_len 0, a name cut to a short buffer), mpi_size read from
  * their infos; groups are made from both; communicators are created from the world's
  * group with two string tags one after the other, from each half of the world with
@@ -15,7 +16,8 @@
  * MPI_MAX_STRINGTAG_LEN fail through the handler given to
  * MPI_Comm_create_from_group; members passing two string tags whose runtime tags
  * collide all get MPI_ERR_ARG, and the next creation works. All freed, the session finalised (MPI_SESSION_NULL),
- * MPI_Initialized and MPI_Finalized still 0. Each rank prints "rank R: SESSIONS OK".
+ * MPI_Initialized and MPI_Finalized still 0; the handler is freed and an info object
+ * made and used after MPI went down. Each rank prints "rank R: SESSIONS OK".
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -195,7 +197,7 @@ static void psets(MPI_Session s, int np) {
     int flag = 0;
     OK(MPI_Session_get_info(s, &used));
     OK(MPI_Info_get(used, "thread_level", sizeof level - 1, level, &flag));
-    CHECK(flag && strncmp(level, "MPI_THREAD_", 11) == 0);
+    CHECK(flag && strcmp(level, "MPI_THREAD_MULTIPLE") == 0);
     OK(MPI_Info_free(&used));
 }
 
@@ -204,9 +206,18 @@ int main(int argc, char **argv) {
     int np = atoi(argv[1]), flag = -1;
     OK(MPI_Initialized(&flag));
     CHECK(flag == 0);
+    /* The info and the handler are made before MPI is (MPI 4.1 §11.4.1). */
+    MPI_Info hints;
+    MPI_Errhandler early, eh = MPI_ERRHANDLER_NULL;
+    OK(MPI_Info_create(&hints));
+    OK(MPI_Info_set(hints, "thread_level", "MPI_THREAD_MULTIPLE"));
+    OK(MPI_Session_create_errhandler(on_session, &early));
     MPI_Session s = MPI_SESSION_NULL;
-    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
+    OK(MPI_Session_init(hints, early, &s));
     CHECK(s != MPI_SESSION_NULL);
+    OK(MPI_Info_free(&hints));
+    OK(MPI_Session_get_errhandler(s, &eh));
+    CHECK(eh == early);
     CHECK(MPI_Session_f2c(MPI_Session_c2f(s)) == s);
     OK(MPI_Initialized(&flag));
     CHECK(flag == 0);
@@ -278,6 +289,16 @@ int main(int argc, char **argv) {
     CHECK(flag == 0);
     OK(MPI_Finalized(&flag));
     CHECK(flag == 0);
+    /* Info objects and error handlers outlive MPI. */
+    OK(MPI_Errhandler_free(&early));
+    CHECK(early == MPI_ERRHANDLER_NULL && session_calls == 3);
+    MPI_Info after;
+    int nkeys = -1;
+    OK(MPI_Info_create(&after));
+    OK(MPI_Info_set(after, "k", "v"));
+    OK(MPI_Info_get_nkeys(after, &nkeys));
+    CHECK(nkeys == 1);
+    OK(MPI_Info_free(&after));
     printf("rank %d: SESSIONS OK\n", me);
     return 0;
 }
