@@ -1,6 +1,7 @@
 /*
  * ULFM on communicators of the Sessions model, without MPI_Init: a communicator A over
- * mpi://WORLD, a barrier on it, then the last rank SIGKILLs itself. The survivors'
+ * mpi://WORLD, a barrier on it, then the last rank SIGKILLs itself once each survivor
+ * told it that it is past the barrier. The survivors'
  * MPI_Comm_create_from_group over mpi://WORLD must return (never hang) with
  * MPIX_ERR_PROC_FAILED, raised on the handler it was given (a recording one). A is an
  * ordinary communicator: MPIX_Comm_get_failed names the dead rank, MPIX_Comm_revoke
@@ -46,8 +47,15 @@ int main(void) {
     CHECK(np >= 3);
     OK(MPI_Comm_create_from_group(world, "ft.a", MPI_INFO_NULL, MPI_ERRORS_RETURN, &a));
     OK(MPI_Barrier(a));
-    if (me == np - 1)
+    /* The victim dies once every survivor is past the barrier (a barrier may still be
+     * completing elsewhere when it returns at one rank). */
+    int token = 0;
+    if (me == np - 1) {
+        for (int i = 0; i < np - 1; i++)
+            OK(MPI_Recv(&token, 1, MPI_INT, MPI_ANY_SOURCE, 9, a, MPI_STATUS_IGNORE));
         raise(SIGKILL);
+    }
+    OK(MPI_Send(&token, 1, MPI_INT, np - 1, 9, a));
 
     OK(MPI_Comm_create_errhandler(on_comm, &eh));
     int rc = MPI_Comm_create_from_group(world, "ft.b", MPI_INFO_NULL, eh, &b);
