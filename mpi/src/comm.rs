@@ -633,7 +633,12 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `errhandler` is valid for reads and writes.
             let slot = unsafe { out(errhandler) }?;
-            check_errhandler(g.lib()?, *slot)?;
+            // At any time (MPI 4.1 §11.4.1), as the handlers it frees are made.
+            let known = matches!(*slot, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT)
+                || g.objects().errhandlers.contains_key(slot);
+            if !known {
+                return Err(Fail::new(MPI_ERR_ARG, format!("{:#x} is not an error handler", *slot)));
+            }
             *slot = MPI_ERRHANDLER_NULL;
             Ok(())
         })

@@ -197,7 +197,7 @@ pub(crate) fn class_string(class: c_int) -> Option<&'static str> {
         51 => "MPI_ERR_RMA_SYNC: wrong synchronization of RMA calls",
         52 => "MPI_ERR_RMA_FLAVOR: wrong kind of window",
         53 => "MPI_ERR_SERVICE: invalid service name",
-        54 => "MPI_ERR_SESSION: invalid session",
+        MPI_ERR_SESSION => "MPI_ERR_SESSION: invalid session",
         55 => "MPI_ERR_SIZE: invalid size argument",
         57 => "MPI_ERR_UNSUPPORTED_DATAREP: unsupported data representation",
         60 => "MPI_ERR_WIN: invalid window",

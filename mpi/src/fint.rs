@@ -1,6 +1,6 @@
 //! The handle conversions between C and Fortran (MPI 4.1 §19.3.4): `MPI_Comm_c2f`,
 //! `MPI_Comm_f2c` and their kin for datatypes, groups, operations, infos, error
-//! handlers, messages and requests, and `MPI_Status_c2f`/`MPI_Status_f2c`.
+//! handlers, messages, sessions and requests, and `MPI_Status_c2f`/`MPI_Status_f2c`.
 //!
 //! Every handle but a request's is a small integer (the ABI's predefined values, or
 //! one of the counter's from 0x10000), so its Fortran integer is the same number. A
@@ -71,6 +71,7 @@ same_number! {
     MPI_Info_c2f / PMPI_Info_c2f, MPI_Info_f2c / PMPI_Info_f2c;
     MPI_Errhandler_c2f / PMPI_Errhandler_c2f, MPI_Errhandler_f2c / PMPI_Errhandler_f2c;
     MPI_Message_c2f / PMPI_Message_c2f, MPI_Message_f2c / PMPI_Message_f2c;
+    MPI_Session_c2f / PMPI_Session_c2f, MPI_Session_f2c / PMPI_Session_f2c;
 }
 
 /// `MPI_Request_c2f`: `MPI_REQUEST_NULL` as itself, a request as 0x10000 plus its slot.

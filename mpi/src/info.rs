@@ -5,16 +5,16 @@ use std::ffi::{c_char, c_int};
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::NO_OBJECT;
-use crate::state::{call, Lib};
+use crate::state::{call, Objects};
 use crate::util::{out, read_cstr, write_str};
 
 const MAX_INFO_VAL: usize = 1024;
 
-fn entries(lib: &mut Lib, h: Handle) -> R<&mut Vec<(String, String)>> {
+fn entries(o: Objects<'_>, h: Handle) -> R<&mut Vec<(String, String)>> {
     if h == MPI_INFO_ENV {
-        return Ok(&mut lib.env_info);
+        return Ok(o.env_info);
     }
-    lib.infos
+    o.infos
         .get_mut(&h)
         .ok_or_else(|| Fail::new(MPI_ERR_INFO, format!("{h:#x} is not an info object")))
 }
@@ -41,9 +41,9 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `info` is valid for a write.
             let slot = unsafe { out(info) }?;
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.infos.insert(h, Vec::new());
+            let mut o = g.objects();
+            let h = o.new_handle();
+            o.infos.insert(h, Vec::new());
             *slot = h;
             Ok(())
         })
@@ -62,7 +62,7 @@ crate::mpi_fn! {
             if v.len() >= MAX_INFO_VAL {
                 return Err(Fail::new(MPI_ERR_INFO_VALUE, "value longer than MPI_MAX_INFO_VAL"));
             }
-            let e = entries(g.lib()?, info)?;
+            let e = entries(g.objects(), info)?;
             match e.iter_mut().find(|(x, _)| *x == k) {
                 Some(slot) => slot.1 = v,
                 None => e.push((k, v)),
@@ -84,7 +84,7 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: a C string, and `flag` valid for a write.
             let (k, flag) = unsafe { (key_arg(key)?, out(flag)?) };
-            let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone());
+            let found = entries(g.objects(), info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone());
             *flag = c_int::from(found.is_some());
             if let Some(v) = found {
                 let cap = usize::try_from(valuelen).unwrap_or(0) + 1;
@@ -108,7 +108,7 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: a C string; `valuelen`, `flag` valid for writes.
             let (k, valuelen, flag) = unsafe { (key_arg(key)?, out(valuelen)?, out(flag)?) };
-            let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.len());
+            let found = entries(g.objects(), info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.len());
             *flag = c_int::from(found.is_some());
             if let Some(n) = found {
                 *valuelen = c_int::try_from(n).unwrap_or(c_int::MAX);
@@ -131,7 +131,7 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: a C string; `buflen`, `flag` valid for reads/writes.
             let (k, buflen, flag) = unsafe { (key_arg(key)?, out(buflen)?, out(flag)?) };
-            let found = entries(g.lib()?, info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone());
+            let found = entries(g.objects(), info)?.iter().find(|(x, _)| *x == k).map(|(_, v)| v.clone());
             *flag = c_int::from(found.is_some());
             if let Some(v) = found {
                 let cap = usize::try_from(*buflen).unwrap_or(0);
@@ -150,7 +150,7 @@ crate::mpi_fn! {
     /// `MPI_Info_get_nkeys`.
     fn MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) {
         call(NO_OBJECT, |g| {
-            let n = entries(g.lib()?, info)?.len();
+            let n = entries(g.objects(), info)?.len();
             // SAFETY: MPI's contract: `nkeys` is valid for a write.
             *unsafe { out(nkeys) }? = n as c_int;
             Ok(())
@@ -162,7 +162,7 @@ crate::mpi_fn! {
     /// `MPI_Info_get_nthkey`.
     fn MPI_Info_get_nthkey / PMPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) {
         call(NO_OBJECT, |g| {
-            let e = entries(g.lib()?, info)?;
+            let e = entries(g.objects(), info)?;
             let k = usize::try_from(n)
                 .ok()
                 .and_then(|i| e.get(i))
@@ -183,7 +183,7 @@ crate::mpi_fn! {
             }
             // SAFETY: MPI's contract: a C string.
             let k = unsafe { key_arg(key) }?;
-            let e = entries(g.lib()?, info)?;
+            let e = entries(g.objects(), info)?;
             let before = e.len();
             e.retain(|(x, _)| *x != k);
             if e.len() == before {
@@ -200,10 +200,10 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `newinfo` is valid for a write.
             let slot = unsafe { out(newinfo) }?;
-            let lib = g.lib()?;
-            let copy = entries(lib, info)?.clone();
-            let h = lib.new_handle();
-            lib.infos.insert(h, copy);
+            let copy = entries(g.objects(), info)?.clone();
+            let mut o = g.objects();
+            let h = o.new_handle();
+            o.infos.insert(h, copy);
             *slot = h;
             Ok(())
         })
@@ -216,7 +216,7 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             // SAFETY: MPI's contract: `info` is valid for reads and writes.
             let slot = unsafe { out(info) }?;
-            if g.lib()?.infos.remove(slot).is_none() {
+            if g.objects().infos.remove(slot).is_none() {
                 return Err(Fail::new(MPI_ERR_INFO, format!("{:#x} is not an info object", *slot)));
             }
             *slot = MPI_INFO_NULL;

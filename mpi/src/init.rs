@@ -1,4 +1,5 @@
-//! The environment: init (all four thread levels), finalize, abort, time, names.
+//! The environment: init (all four thread levels), finalize, abort, time, names; the
+//! runtime's bring-up and tear-down, shared with the Sessions model (`session.rs`).
 
 use std::ffi::{c_char, c_double, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
@@ -11,7 +12,7 @@ use crate::consts::*;
 use crate::error::{abort_job, exit_now, Fail, R};
 use crate::singleton::Singleton;
 use crate::state::NO_OBJECT;
-use crate::state::{call, CommEntry, CommKind, FtMode, Guard, Lib, Phase};
+use crate::state::{call, CommEntry, CommKind, FtMode, Guard, Lib, Phase, WorldModel};
 use crate::util::{out, write_str};
 
 /// `MPI_UNIVERSE_SIZE`'s value, pointed to by `MPI_Comm_get_attr` (an atomic, so that
@@ -86,24 +87,39 @@ fn line_buffer_stdout() {
     }
 }
 
-fn init(g: &mut Guard, required: c_int) -> R<c_int> {
-    let level = match required {
+/// The thread level a program asks for, as this library provides it.
+pub(crate) fn level_arg(required: c_int) -> R<c_int> {
+    match required {
         MPI_THREAD_SINGLE | MPI_THREAD_FUNNELED | MPI_THREAD_SERIALIZED | MPI_THREAD_MULTIPLE => {
-            required
+            Ok(required)
         }
         // An unknown level above SERIALIZED is asked for more than we know: give the
         // highest (MPI lets the library provide more than required).
-        r if r > MPI_THREAD_SERIALIZED => MPI_THREAD_MULTIPLE,
-        r => {
-            return Err(Fail::new(
-                MPI_ERR_ARG,
-                format!("thread level {r} is not one of MPI's"),
-            ))
-        }
-    };
+        r if r > MPI_THREAD_SERIALIZED => Ok(MPI_THREAD_MULTIPLE),
+        r => Err(Fail::new(
+            MPI_ERR_ARG,
+            format!("thread level {r} is not one of MPI's"),
+        )),
+    }
+}
+
+/// The MPI name of thread level `level`.
+pub(crate) fn level_name(level: c_int) -> &'static str {
+    match level {
+        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
+    }
+}
+
+/// `MPI_Init`: brings the runtime up unless a session did, then registers the world
+/// model's predefined communicators; the level provided (at least `required`).
+fn init(g: &mut Guard, required: c_int) -> R<c_int> {
+    let level = level_arg(required)?;
     match g.phase() {
-        Phase::Before => {}
-        Phase::Live(_) => return Err(Fail::new(MPI_ERR_OTHER, "MPI is already initialized")),
+        Phase::Before => bring_up(g, level)?,
+        Phase::Live(_) => {}
         Phase::After => {
             return Err(Fail::new(
                 MPI_ERR_OTHER,
@@ -111,6 +127,52 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
             ))
         }
     }
+    let lib = g.lib()?;
+    let entries = match std::mem::replace(&mut lib.world_model, WorldModel::Live) {
+        WorldModel::Ready(entries) => entries,
+        WorldModel::Live => return Err(Fail::new(MPI_ERR_OTHER, "MPI is already initialized")),
+        WorldModel::Ended => {
+            lib.world_model = WorldModel::Ended;
+            return Err(Fail::new(
+                MPI_ERR_OTHER,
+                "MPI cannot be initialized after MPI_Finalize",
+            ));
+        }
+    };
+    for (h, e) in entries {
+        lib.comms.insert(h, e);
+    }
+    lib.main_thread = std::thread::current().id();
+    raise_level(g, level)?;
+    // ORDERING: Release; pairs with the Acquire in MPI_Initialized / MPI_Finalized
+    // (a thread that sees the flag also sees what init did).
+    STAGE.store(1, Ordering::Release);
+    Ok(g.lib()?.level)
+}
+
+/// Raises the runtime's thread level to `level` when a later user asks for more than
+/// the first one did (`MPI_Init_thread` after `MPI_Session_init`, or the reverse); a
+/// level from `MPI_THREAD_SERIALIZED` up ends the owner's mutex-free access.
+pub(crate) fn raise_level(g: &mut Guard, level: c_int) -> R<()> {
+    let lib = g.lib()?;
+    if level <= lib.level {
+        return Ok(());
+    }
+    lib.level = level;
+    if let Some(e) = lib.env_info.iter_mut().find(|(k, _)| k == "thread_level") {
+        e.1 = level_name(level).into();
+    }
+    if level >= MPI_THREAD_SERIALIZED {
+        g.disown();
+    }
+    Ok(())
+}
+
+/// Brings the runtime up at thread level `level` (the first `MPI_Init` or
+/// `MPI_Session_init` of the process): the world, the process's world communicator,
+/// and the world model's predefined communicators, kept aside until `MPI_Init`
+/// registers them. Collective over the job's processes, whichever call each makes.
+pub(crate) fn bring_up(g: &mut Guard, level: c_int) -> R<()> {
     let mut launched = true;
     let params = mpi_params().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
     if params.pmi_failure_signal() {
@@ -130,15 +192,12 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     .map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
     let (errh, errh_name) = initial_errhandler();
     crate::util::set_yield_when_idle(world.yields_when_idle());
-    let mut lib = Lib::new(world, level, ft_mode());
-    lib.initial_errhandler = errh;
-    let universe = lib.world.size();
+    let universe = world.size();
     let mut parent = None;
-    let mut wc = lib.world.comm();
-    if lib.world.is_spawned() {
+    let mut wc = world.comm();
+    if world.is_spawned() {
         // A process of MPI_Comm_spawn: its world is the children spawned together.
-        let p = lib
-            .world
+        let p = world
             .parent()?
             .ok_or_else(|| Fail::new(MPI_ERR_SPAWN, "a spawned process without a parent"))?;
         wc = p.world;
@@ -146,14 +205,14 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
         // ORDERING: Relaxed; read by the program after MPI_Init returns, as
         // UNIVERSE_SIZE below.
         crate::comm::APPNUM_VALUE.store(p.appnum as i32, Ordering::Relaxed);
-    } else if lib.world.job_ranks() < universe && !lib.world.is_restored() {
+    } else if world.job_ranks() < universe && !world.is_restored() {
         // The universe has spare slots (`docs/spawn.md`): MPI_COMM_WORLD is the ranks
         // started with the job.
-        let started: Vec<u32> = (0..lib.world.job_ranks()).collect();
+        let started: Vec<u32> = (0..world.job_ranks()).collect();
         wc = wc.create_group(&started, STARTED_WORLD_TAG)?;
     }
     let me = wc.rank();
-    let (wcoll, selfc) = if lib.world.is_restored() && parent.is_none() {
+    let (wcoll, selfc) = if world.is_restored() && parent.is_none() {
         // A process restarted in place: its world is restored, not rejoined (the
         // survivors are past the collectives that made their twins), so it makes
         // nothing over it. Collectives on MPI_COMM_WORLD are not for a restarted
@@ -174,64 +233,46 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     };
     let selfcoll = selfc.dup()?;
     let size = wc.size();
+    let mut lib = Lib::new(world, wc.clone(), level, ft_mode());
+    g.adopt_early(&mut lib);
+    lib.initial_errhandler = errh;
     // ORDERING: Relaxed; read by the program after MPI_Init returns, which the mutex
     // (and the program's own synchronisation) orders after this store.
     UNIVERSE_SIZE.store(universe as i32, Ordering::Relaxed);
+    let mut entries = Vec::with_capacity(3);
     if let Some(ic) = parent {
         // Its collective half with the parents (who make theirs in MPI_Comm_spawn once
         // the children joined).
         let (p2p, coll) = crate::comm::inter_half(ic)?;
         let h = lib.new_handle();
-        lib.comms.insert(
-            h,
-            CommEntry::new(CommKind::Inter { p2p, coll }, errh, "MPI_COMM_PARENT"),
-        );
+        let kind = CommKind::Inter { p2p, coll };
+        entries.push((h, CommEntry::new(kind, errh, "MPI_COMM_PARENT")));
         lib.parent = h;
     }
-    lib.comms.insert(
-        MPI_COMM_WORLD,
-        CommEntry::new(
-            CommKind::Intra {
-                p2p: wc,
-                coll: wcoll,
-            },
-            errh,
-            "MPI_COMM_WORLD",
-        ),
-    );
-    lib.comms.insert(
-        MPI_COMM_SELF,
-        CommEntry::new(
-            CommKind::Intra {
-                p2p: selfc,
-                coll: selfcoll,
-            },
-            errh,
-            "MPI_COMM_SELF",
-        ),
-    );
-    let level_name = match level {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
+    let kind = CommKind::Intra {
+        p2p: wc,
+        coll: wcoll,
     };
+    entries.push((MPI_COMM_WORLD, CommEntry::new(kind, errh, "MPI_COMM_WORLD")));
+    let kind = CommKind::Intra {
+        p2p: selfc,
+        coll: selfcoll,
+    };
+    entries.push((MPI_COMM_SELF, CommEntry::new(kind, errh, "MPI_COMM_SELF")));
+    lib.world_model = WorldModel::Ready(entries);
     let command = std::env::args().next().unwrap_or_default();
     lib.env_info = vec![
         ("command".into(), command),
         ("maxprocs".into(), size.to_string()),
         ("mpi_initial_errhandler".into(), errh_name.into()),
-        ("thread_level".into(), level_name.into()),
+        ("thread_level".into(), level_name(level).into()),
     ];
     *g.phase() = Phase::Live(Box::new(lib));
     g.own_below_serialized(level);
     if launched {
         line_buffer_stdout();
     }
-    // ORDERING: Release; pairs with the Acquire in MPI_Initialized / MPI_Finalized
-    // (a thread that sees the flag also sees what init did).
-    STAGE.store(1, Ordering::Release);
-    Ok(level)
+    Ok(())
 }
 
 /// [`init`], whose failure to initialize MPI goes to the initial error handler (MPI
@@ -289,11 +330,20 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Finalize`: collective (an agreement on the world, which never waits on a
-    /// dead process); requests freed while active get a bounded chance to finish.
+    /// `MPI_Finalize`: ends the world model. When no session holds the runtime, it
+    /// goes down: collective (an agreement on the world, which never waits on a dead
+    /// process); requests freed while active get a bounded chance to finish. Else
+    /// `MPI_COMM_WORLD`, `MPI_COMM_SELF` and the parent go, and the last
+    /// `MPI_Session_finalize` brings the runtime down.
     fn MPI_Finalize / PMPI_Finalize() {
         call(NO_OBJECT, |g| {
-            g.lib()?;
+            match g.lib()?.world_model {
+                WorldModel::Live => {}
+                WorldModel::Ready(_) => {
+                    return Err(Fail::new(MPI_ERR_OTHER, "MPI is not initialized"))
+                }
+                WorldModel::Ended => return Err(Fail::new(MPI_ERR_OTHER, "MPI was finalized")),
+            }
             if crate::op::in_user_function() {
                 // It would end the state under the reduction that called the function.
                 return Err(Fail::new(
@@ -303,20 +353,38 @@ crate::mpi_fn! {
             }
             // MPI_COMM_SELF's attributes first: libraries clean up in their callbacks.
             crate::attr::finalize_self(g)?;
-            finish_detached(g)?;
-            // This process's ports close and its names go: a later connect or
-            // lookup gets MPI_ERR_PORT or MPI_ERR_NAME, not its exit as a failure.
-            crate::ports::withdraw_all(&g.lib()?.world.comm());
-            g.disown();
-            let Phase::Live(lib) = std::mem::replace(g.phase(), Phase::After) else {
-                unreachable!("checked live just above");
-            };
-            finalize(*lib);
+            let lib = g.lib()?;
+            if lib.sessions.is_empty() {
+                tear_down(g)?;
+            } else {
+                let parent = lib.parent;
+                for h in [MPI_COMM_WORLD, MPI_COMM_SELF, parent] {
+                    lib.comms.remove(&h);
+                }
+                lib.world_model = WorldModel::Ended;
+            }
             // ORDERING: Release; pairs with the Acquire in MPI_Finalized.
             STAGE.store(2, Ordering::Release);
             Ok(())
         })
     }
+}
+
+/// Brings the runtime down (its last user ends: `MPI_Finalize` or the last
+/// `MPI_Session_finalize`): the requests freed while active get a bounded chance to
+/// finish, then the world's agreement ends it. It cannot come up again.
+pub(crate) fn tear_down(g: &mut Guard) -> R<()> {
+    finish_detached(g)?;
+    // This process's ports close and its names go: a later connect or lookup gets
+    // MPI_ERR_PORT or MPI_ERR_NAME, not its exit as a failure.
+    crate::ports::withdraw_all(&g.lib()?.world.comm());
+    g.disown();
+    let Phase::Live(mut lib) = std::mem::replace(g.phase(), Phase::After) else {
+        return Err(Fail::new(MPI_ERR_OTHER, "MPI is not initialized"));
+    };
+    g.keep_objects(&mut lib);
+    finalize(*lib);
+    Ok(())
 }
 
 /// Gives the requests freed while active (and the communicators' closings) up to 10 s

@@ -94,6 +94,7 @@ mod restart;
 mod rma;
 mod rma_req;
 mod sendrecv;
+mod session;
 mod shared_win;
 mod singleton;
 mod spawn;

@@ -46,11 +46,11 @@ use crate::request::Req;
 
 /// Where the library is in its life.
 pub(crate) enum Phase {
-    /// Before `MPI_Init`.
+    /// Before the runtime came up (the first `MPI_Init` or `MPI_Session_init`).
     Before,
-    /// Between `MPI_Init` and `MPI_Finalize`.
+    /// While the runtime is up: the world model or a session uses it.
     Live(Box<Lib>),
-    /// After `MPI_Finalize` (MPI cannot be initialised again).
+    /// After the runtime went down with its last user (it cannot come up again).
     After,
 }
 
@@ -59,11 +59,43 @@ struct Lock {
     /// Held by every call that does not own the state (see the module doc).
     mutex: Mutex<()>,
     phase: UnsafeCell<Phase>,
+    /// The objects made while the runtime is not up ([`Objects`]); moved into the
+    /// [`Lib`] when it comes up and back when it goes down.
+    early: UnsafeCell<Option<Box<Early>>>,
 }
 
-// SAFETY: `phase` is reached only through a [`Guard`] that either holds `mutex` or is
+/// What [`Objects`] are kept in while the runtime is not up.
+struct Early {
+    next_handle: Handle,
+    infos: Map<Vec<(String, String)>>,
+    errhandlers: Map<ErrFn>,
+    /// `MPI_INFO_ENV` (empty while the runtime is not up).
+    env_info: Vec<(String, String)>,
+}
+
+/// The objects MPI 4.1 §11.4.1 lets a program make and use at any time, before the
+/// runtime is up and after it went down (info objects, error handlers: a program makes
+/// the info and the handler it passes to `MPI_Session_init`), with the handle counter
+/// they draw from: the [`Lib`]'s while it is up, else kept aside.
+pub(crate) struct Objects<'a> {
+    next_handle: &'a mut Handle,
+    pub infos: &'a mut Map<Vec<(String, String)>>,
+    pub errhandlers: &'a mut Map<ErrFn>,
+    pub env_info: &'a mut Vec<(String, String)>,
+}
+
+impl Objects<'_> {
+    /// A handle value never handed out before.
+    pub fn new_handle(&mut self) -> Handle {
+        let h = *self.next_handle;
+        *self.next_handle += 1;
+        h
+    }
+}
+
+// SAFETY: `phase` and `early` are reached only through a [`Guard`] that either holds `mutex` or is
 // the owner's (the main thread below `MPI_THREAD_SERIALIZED`, while no other thread may
-// reach it: `OWNER`'s protocol), so no two threads ever use it at once, and the mutex
+// reach it: `OWNER`'s protocol), so no two threads ever use them at once, and the mutex
 // (or the owner being one thread) orders one use before the next. What it holds may
 // move between threads that way: the runtime's `Comm`s and requests are
 // `Send + Sync` (docs/threads.md); its `World` is `!Send` as a policy ("lives on the
@@ -76,6 +108,7 @@ unsafe impl Sync for Lock {}
 static LIB: Lock = Lock {
     mutex: Mutex::new(()),
     phase: UnsafeCell::new(Phase::Before),
+    early: UnsafeCell::new(None),
 };
 
 /// The owner of the state, when it has one: the `pthread_self` of the thread that
@@ -233,9 +266,30 @@ pub(crate) enum FtMode {
     Off,
 }
 
-/// Everything MPI holds between `MPI_Init` and `MPI_Finalize`.
+/// Where the world model (`MPI_Init` .. `MPI_Finalize`) is while the runtime is up:
+/// the runtime comes up at the first `MPI_Init` or `MPI_Session_init`, so the world
+/// model's predefined communicators exist before `MPI_Init` registers them.
+pub(crate) enum WorldModel {
+    /// Not initialised: `MPI_COMM_WORLD`, `MPI_COMM_SELF` and the parent (when spawned),
+    /// made with the runtime, wait here for `MPI_Init`.
+    Ready(Vec<(Handle, CommEntry)>),
+    /// Between `MPI_Init` and `MPI_Finalize`: they are in the communicator table.
+    Live,
+    /// After `MPI_Finalize`, while sessions keep the runtime up.
+    Ended,
+}
+
+/// Everything MPI holds while the runtime is up: from the first `MPI_Init` or
+/// `MPI_Session_init` to the end of the last of the world model and the sessions.
 pub(crate) struct Lib {
     pub world: World,
+    /// The process's world: the runtime communicator under `MPI_COMM_WORLD` (its own
+    /// half), over which sessions make their communicators (`session.rs`).
+    pub proc_world: Comm,
+    /// The world model's state.
+    pub world_model: WorldModel,
+    /// The live sessions (`session.rs`).
+    pub sessions: Map<crate::session::Session>,
     pub level: c_int,
     pub main_thread: ThreadId,
     pub ft: FtMode,
@@ -283,9 +337,12 @@ pub(crate) struct Lib {
 }
 
 impl Lib {
-    pub fn new(world: World, level: c_int, ft: FtMode) -> Self {
+    pub fn new(world: World, proc_world: Comm, level: c_int, ft: FtMode) -> Self {
         Lib {
             world,
+            proc_world,
+            world_model: WorldModel::Ready(Vec::new()),
+            sessions: Map::default(),
             level,
             main_thread: std::thread::current().id(),
             ft,
@@ -452,6 +509,60 @@ impl Guard {
         // no other thread reaches the state meanwhile (`Lock`'s SAFETY), and the
         // returned borrow of `self` keeps this thread from making a second one.
         unsafe { &mut *LIB.phase.get() }
+    }
+
+    /// The objects that exist at any time ([`Objects`]).
+    pub fn objects(&mut self) -> Objects<'_> {
+        assert!(self.owner || self.g.is_some(), "held between calls");
+        // SAFETY: as in `phase`: this guard holds the mutex or is the owner's, and the
+        // returned borrows of `self` keep this thread from making others.
+        let (phase, early) = unsafe { (&mut *LIB.phase.get(), &mut *LIB.early.get()) };
+        if let Phase::Live(l) = phase {
+            return Objects {
+                next_handle: &mut l.next_handle,
+                infos: &mut l.infos,
+                errhandlers: &mut l.errhandlers,
+                env_info: &mut l.env_info,
+            };
+        }
+        let e = early.get_or_insert_with(|| {
+            Box::new(Early {
+                next_handle: FIRST_HANDLE,
+                infos: Map::default(),
+                errhandlers: Map::default(),
+                env_info: Vec::new(),
+            })
+        });
+        Objects {
+            next_handle: &mut e.next_handle,
+            infos: &mut e.infos,
+            errhandlers: &mut e.errhandlers,
+            env_info: &mut e.env_info,
+        }
+    }
+
+    /// Moves the objects made while the runtime was not up into `lib` (it comes up).
+    pub fn adopt_early(&mut self, lib: &mut Lib) {
+        assert!(self.owner || self.g.is_some(), "held between calls");
+        // SAFETY: as in `phase`.
+        if let Some(e) = unsafe { &mut *LIB.early.get() }.take() {
+            lib.next_handle = lib.next_handle.max(e.next_handle);
+            lib.infos.extend(e.infos);
+            lib.errhandlers.extend(e.errhandlers);
+        }
+    }
+
+    /// Keeps `lib`'s objects (and its handle counter) for after it (it goes down).
+    pub fn keep_objects(&mut self, lib: &mut Lib) {
+        assert!(self.owner || self.g.is_some(), "held between calls");
+        let e = Early {
+            next_handle: lib.next_handle,
+            infos: std::mem::take(&mut lib.infos),
+            errhandlers: std::mem::take(&mut lib.errhandlers),
+            env_info: Vec::new(),
+        };
+        // SAFETY: as in `phase`.
+        *unsafe { &mut *LIB.early.get() } = Some(Box::new(e));
     }
 
     /// The live state, or `MPI_ERR_OTHER` before `MPI_Init` / after `MPI_Finalize`.
@@ -631,10 +742,12 @@ pub(crate) fn failed(mut guard: Guard, comm: Handle, fail: Fail) -> c_int {
             if !lib.comms.contains_key(&comm) {
                 comm = no_object_comm(lib);
             }
-            let h = lib
-                .comms
-                .get(&comm)
-                .map_or(MPI_ERRORS_RETURN, |e| e.errhandler);
+            // No world model (sessions only): the initial error handler (MPI 4.1 §9.3).
+            let fallback = match lib.world_model {
+                WorldModel::Live => MPI_ERRORS_RETURN,
+                _ => lib.initial_errhandler,
+            };
+            let h = lib.comms.get(&comm).map_or(fallback, |e| e.errhandler);
             let f = lib.errhandlers.get(&h).copied();
             (Handler::of(h, f), lib.ft)
         }

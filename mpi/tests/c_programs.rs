@@ -1161,3 +1161,34 @@ fn one_sided_passive_target_locks_and_accumulates() {
     rma_lock("4", &[]);
     rma_lock("3", TCP);
 }
+
+/// `tests/c/<name>.c` (the Sessions model) at `np` ranks with argument `arg`, under
+/// `-initial-errhandler mpi_errors_return`: the job exits 0 and every rank prints
+/// `marker`.
+fn sessions_run(name: &'static str, np: &str, arg: &str, env: &[(&str, &str)], marker: &str) {
+    let args = ["-np", np, "-initial-errhandler", "mpi_errors_return"];
+    let (status, out, err) = run(&args, program(name), &[arg], env);
+    assert_eq!(status, 0, "{arg} {env:?}\nstdout:\n{out}\nstderr:\n{err}");
+    let n: usize = np.parse().unwrap();
+    assert_eq!(
+        out.matches(marker).count(),
+        n,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
+#[test]
+fn sessions_without_mpi_init_make_communicators_from_process_sets() {
+    for np in ["1", "2", "4"] {
+        sessions_run("sessions", np, np, &[], "SESSIONS OK");
+        sessions_run("sessions", np, np, TCP, "SESSIONS OK");
+    }
+}
+
+#[test]
+fn sessions_beside_mpi_init_in_both_orders() {
+    for order in ["session-first", "init-first"] {
+        sessions_run("sessions_mix", "2", order, &[], "SESSIONS MIX OK");
+        sessions_run("sessions_mix", "3", order, TCP, "SESSIONS MIX OK");
+    }
+}

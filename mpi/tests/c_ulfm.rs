@@ -92,3 +92,28 @@ fn under_mpi_errors_return_a_childs_failed_mpi_init_returns_its_error() {
         "stdout:\n{out}\nstderr:\n{err}"
     );
 }
+
+/// `sessions_ft.c` at `n` ranks with `env`: the last rank SIGKILLs itself, the
+/// survivors' `MPI_Comm_create_from_group` over `mpi://WORLD` fails and they recover.
+fn sessions_beside_a_failure(n: usize, env: &[(&str, &str)]) {
+    let (status, out, err) = run_ulfm(n, "sessions_ft", env);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out.matches("SESSIONS FT OK").count(),
+        n - 1,
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("rank {}: killed by signal 9", n - 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_session_communicator_creation_beside_a_dead_member_fails_and_recovers() {
+    sessions_beside_a_failure(4, &[]);
+    sessions_beside_a_failure(
+        3,
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+    );
+}
