@@ -342,6 +342,12 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Reduce { root }, sendbuf, recvbuf, count, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let recv = RecvArg { ptr: recvbuf, count, dt: datatype };
@@ -387,6 +393,12 @@ crate::mpi_fn! {
         op: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Allreduce, sendbuf, recvbuf, count, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let recv = RecvArg { ptr: recvbuf, count, dt: datatype };

@@ -84,6 +84,7 @@ mod p2p_fast;
 mod passive;
 mod persistent;
 mod pscw;
+mod reduce_packed;
 mod reduce_wide;
 mod reqtable;
 mod request;

@@ -232,6 +232,7 @@ impl Nbc {
                 } => {
                     let red = self
                         .reduction
+                        .as_ref()
                         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "a reduction without an op"))?;
                     if let Some(user) = red.user_call() {
                         let ops = if other_lower {
@@ -474,6 +475,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Reduce { root }, sendbuf, recvbuf, count, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -522,6 +529,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Allreduce, sendbuf, recvbuf, count, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;

@@ -44,7 +44,13 @@ pub(crate) fn ibcast(
             request,
         )
     };
-    Some(attach(code, comm, request, None, Some((recv, buffer))))
+    Some(attach(
+        code,
+        comm,
+        request,
+        None,
+        Some(unpack_of(recv, buffer)),
+    ))
 }
 
 /// `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather` or `MPI_Ialltoall` with a type
@@ -91,31 +97,36 @@ pub(crate) fn started(
         comm,
         request,
         send.keep,
-        recv.map(|r| (r, recvbuf)),
+        recv.map(|r| unpack_of(r, recvbuf)),
     ))
 }
 
+/// The unpacking of receive side `r` into the program's buffer `to`.
+fn unpack_of(r: RecvSide, to: *mut c_void) -> Unpack {
+    Unpack {
+        layout: Arc::clone(&r.gap.layout),
+        base: to.cast(),
+        count: r.items,
+        temp: r.temp,
+    }
+}
+
 /// Gives the started request at `*request` the packed send bytes to own and the
-/// packed receive to unpack into `to` when it completes (at once when it already
-/// has). `code`: the start's.
-fn attach(
+/// packed receive to unpack when it completes (at once when it already has).
+/// `code`: the start's. Also the non-blocking reductions' (`reduce_packed`) and `v`
+/// forms' (`nbc_packed_v`).
+pub(crate) fn attach(
     code: c_int,
     comm: Handle,
     request: *mut Handle,
     send: Option<Box<[u8]>>,
-    recv: Option<(RecvSide, *mut c_void)>,
+    unpack: Option<Unpack>,
 ) -> c_int {
     if code != MPI_SUCCESS {
         return code;
     }
     // SAFETY: MPI's contract: `request` is valid for reads (the start just wrote it).
     let h = unsafe { *request };
-    let unpack = recv.map(|(r, to)| Unpack {
-        layout: Arc::clone(&r.gap.layout),
-        base: to.cast(),
-        count: r.items,
-        temp: r.temp,
-    });
     call(comm, |g| {
         let Some(r) = g.lib()?.requests.get_mut(&h) else {
             return Ok(());

@@ -713,6 +713,7 @@ crate::mpi_fn! {
 pub(crate) fn forget(lib: &mut Lib, h: Handle) {
     lib.layouts.remove(&h);
     lib.type_contents.remove(&h);
+    crate::reduce_packed::forget(lib, h);
 }
 
 #[cfg(test)]
