@@ -1,12 +1,13 @@
 //! The data-moving collectives (`MPI_Bcast`, `MPI_Gather`, `MPI_Scatter`,
-//! `MPI_Allgather`, `MPI_Alltoall`) with a type with gaps (`typemap`) on an
-//! intra-communicator: the significant buffers of such a type are packed into
+//! `MPI_Allgather`, `MPI_Alltoall`) with a type with gaps (`typemap`) on an intra- or
+//! inter-communicator (there each rooted call's roles are MPI's: [`roles`]; a block
+//! per remote rank): the significant buffers of such a type are packed into
 //! contiguous bytes, the collective runs on those as `MPI_BYTE`, and what was received
 //! is unpacked into the program's buffer. Item `k` of a buffer lies `k` extents from
 //! its start, so the blocks of a gather or an alltoall unpack in one pass. Each entry
 //! point asks here first, before it takes the library's lock; a basic type costs one
-//! table read, another contiguous type one lookup. Reductions keep refusing a type
-//! with gaps (MPI defines the predefined operations on basic types).
+//! table read, another contiguous type one lookup. The reductions pack through their
+//! own front end (`reduce_packed`), the `v` forms through `coll_packed_v`.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -27,16 +28,18 @@ pub(crate) struct Gapped {
     pub extent: isize,
 }
 
-/// This process's rank and the size of intra-communicator `comm`, and `dt`'s layout
-/// when it has gaps; `None` when the entry point's own path applies (a contiguous
-/// type, an inter-communicator, or anything it will report itself).
-pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
+/// `dt`'s layout when it has gaps, this process's rank in `comm` (in its group), the
+/// size of `comm` (of the remote group for an inter-communicator) and whether it is an
+/// inter-communicator; `None` when the entry point's own path applies (anything it
+/// will report itself).
+pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32, bool)> {
     let mut found = None;
     // Never an error here: whatever is wrong, the entry point's own path reports.
     call(comm, |g| {
         if let Ok(lib) = g.lib() {
             if let Ok(e) = lib.comm(comm) {
-                if let CommKind::Intra { .. } = e.kind {
+                {
+                    let inter = matches!(e.kind, CommKind::Inter { .. });
                     let gap = lib.layouts.get(&dt).and_then(|l| {
                         let size = lib.datatype(dt).ok()?.size;
                         let (_, extent) = crate::typemap::bounds(lib, dt).ok()?;
@@ -46,13 +49,24 @@ pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u
                             extent,
                         })
                     });
-                    found = Some((gap, e.rank, e.size));
+                    found = Some((gap, e.rank, e.size, inter));
                 }
             }
         }
         Ok(())
     });
     found
+}
+
+/// What this process is in a rooted call: the root, and whether it takes part as
+/// another member (an inter-communicator's root passes `MPI_ROOT`, the rest of its
+/// group `MPI_PROC_NULL`, which take no part).
+pub(crate) fn roles(root: c_int, me: u32, inter: bool) -> (bool, bool) {
+    if inter {
+        (root == MPI_ROOT, root >= 0)
+    } else {
+        (root == me as c_int, root != me as c_int)
+    }
 }
 
 /// Whether `dt` may have gaps (not a basic type).
@@ -101,16 +115,16 @@ pub(crate) fn bcast(
     if !maybe_gapped(dt) {
         return None;
     }
-    let (gap, me, _) = look_gapped(dt, comm)?;
+    let (gap, me, _, inter) = look_gapped(dt, comm)?;
     let gap = gap?;
     let n = items(count)?;
-    let is_root = root == me as c_int;
+    let (is_root, receives) = roles(root, me, inter);
     let temp = packed(&gap, n, is_root.then_some(buffer.cast_const()))?;
     let len = bytes_arg(&temp)?;
     // SAFETY: `temp` holds `len` bytes for the call.
     let rc =
         unsafe { crate::coll::PMPI_Bcast(temp.as_ptr().cast_mut().cast(), len, BYTE, root, comm) };
-    if rc == MPI_SUCCESS && !is_root {
+    if rc == MPI_SUCCESS && receives {
         unpack_into(&gap, &temp, buffer, n);
     }
     Some(rc)
@@ -141,7 +155,7 @@ pub(crate) fn send_side(
             keep: None,
         });
     }
-    let (gap, _, _) = look_gapped(dt, comm)?;
+    let (gap, _, _, _) = look_gapped(dt, comm)?;
     let Some(gap) = gap else {
         return Some(Side {
             ptr: buf,
@@ -181,7 +195,7 @@ pub(crate) fn recv_side(
     if !maybe_gapped(dt) {
         return Some(None);
     }
-    let (gap, _, _) = look_gapped(dt, comm)?;
+    let (gap, _, _, _) = look_gapped(dt, comm)?;
     let Some(gap) = gap else { return Some(None) };
     let n = items(count)?.checked_mul(blocks)?;
     let temp = packed(&gap, n, keep_content.then_some(buf.cast_const()))?;
@@ -200,10 +214,10 @@ impl RecvSide {
     }
 }
 
-/// The facts of intra-communicator `comm` (rank, size), or `None`.
-fn facts(comm: Handle) -> Option<(u32, u32)> {
+/// The facts of `comm` (rank, size, whether inter), or `None`.
+fn facts(comm: Handle) -> Option<(u32, u32, bool)> {
     // Any type: only the communicator is looked at.
-    look_gapped(BYTE, comm).map(|(_, me, n)| (me, n))
+    look_gapped(BYTE, comm).map(|(_, me, n, inter)| (me, n, inter))
 }
 
 /// Which gather-like call [`moved`] runs.
@@ -234,14 +248,17 @@ pub(crate) fn sides(
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
     }
-    let (me, n) = facts(comm)?;
+    let (me, n, inter) = facts(comm)?;
     let n = n as usize;
-    let is_root = root == me as c_int;
+    let (is_root, member) = roles(root, me, inter);
     let in_place = |p: usize| p == IN_PLACE;
-    // Which sides are significant here, and how many blocks each holds.
+    // An intra-communicator's root gives (gather) or takes (scatter) a block too.
+    let own = |p: usize| member || (!inter && is_root && !in_place(p));
+    // Which sides are significant here, and how many blocks each holds (an
+    // inter-communicator's blocks are the remote group's).
     let (send_blocks, recv_blocks, send_used, recv_used) = match kind {
-        Kind::Gather => (1, n, !(is_root && in_place(sendbuf as usize)), is_root),
-        Kind::Scatter => (n, 1, is_root, !(is_root && in_place(recvbuf as usize))),
+        Kind::Gather => (1, n, own(sendbuf as usize), is_root),
+        Kind::Scatter => (n, 1, is_root, own(recvbuf as usize)),
         Kind::Allgather => (1, n, !in_place(sendbuf as usize), true),
         Kind::Alltoall => (n, n, !in_place(sendbuf as usize), true),
     };

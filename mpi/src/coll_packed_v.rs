@@ -1,17 +1,21 @@
 //! The `v` collectives (`MPI_Gatherv`, `MPI_Scatterv`, `MPI_Allgatherv`,
-//! `MPI_Alltoallv`) with a type with gaps on an intra-communicator, as `coll_packed`
+//! `MPI_Alltoallv`) with a type with gaps on an intra- or inter-communicator, as `coll_packed`
 //! does for the others: each significant side whose type has gaps is packed block by
 //! block (block `j` holds `counts[j]` items at `displs[j]` extents from the buffer's
 //! start) into contiguous bytes, the collective runs on those as `MPI_BYTE` with the
 //! counts and displacements in bytes, and the received blocks are unpacked into the
 //! program's buffer. The classic use: a matrix scattered by blocks of a resized vector
-//! type. Each entry point asks here first, before it takes the library's lock.
+//! type. The non-blocking forms (`MPI_Igatherv`...) and so the persistent ones run the
+//! same way, the request owning the packed bytes and unpacking them when a completion
+//! call completes it (`nbc_packed::attach`). Each entry point asks here first, before
+//! it takes the library's lock.
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
-use crate::coll_packed::{look_gapped, maybe_gapped, Gapped};
+use crate::coll_packed::{look_gapped, maybe_gapped, roles, Gapped};
 use crate::consts::*;
-use crate::typemap::{pack, unpack};
+use crate::typemap::{pack, Layout, Unpack};
 
 /// `MPI_BYTE`.
 const BYTE: Handle = 0x247;
@@ -83,22 +87,6 @@ unsafe fn blocks(
 }
 
 impl Packed {
-    /// Unpacks every block into the program's buffer `to` (block `j` at `displs[j]`
-    /// extents).
-    ///
-    /// # Safety
-    /// Every block of the program's buffer is writable and the program's alone during
-    /// the call (MPI's contract).
-    unsafe fn unpack_into(&self, g: &Gapped, to: *mut c_void, counts: &[c_int], displs: &[c_int]) {
-        for (j, (&c, &d)) in counts.iter().zip(displs).enumerate() {
-            let at = self.displs[j] as usize;
-            let len = self.counts[j] as usize;
-            let base = to.cast::<u8>().wrapping_offset(d as isize * g.extent);
-            // SAFETY: the caller's contract for block `j`.
-            unsafe { unpack(&g.layout, &self.bytes[at..at + len], base, c as usize) };
-        }
-    }
-
     fn ptr(&self) -> *mut c_void {
         self.bytes.as_ptr().cast_mut().cast()
     }
@@ -119,14 +107,56 @@ struct Recv<'a> {
 }
 
 impl Recv<'_> {
-    /// Unpacks what the call received, if it succeeded.
-    ///
-    /// # Safety
-    /// MPI's contract for the program's receive buffer `to`.
-    unsafe fn finish(&self, code: c_int, to: *mut c_void) {
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's contract.
-            unsafe { self.p.unpack_into(&self.gap, to, self.counts, self.displs) };
+    /// The unpacking of every block into the program's buffer `to` (block `j` at
+    /// `displs[j]` extents): one layout holding the pieces of all the blocks in the
+    /// order they were packed.
+    fn into_unpack(self, to: *mut c_void) -> Unpack {
+        let g = &self.gap;
+        let mut segs = Vec::new();
+        for (&c, &d) in self.counts.iter().zip(self.displs) {
+            let start = (d as isize).wrapping_mul(g.extent);
+            for k in 0..c.max(0) as isize {
+                let at = start.wrapping_add(k.wrapping_mul(g.extent));
+                segs.extend(g.layout.segs.iter().map(|&(o, l)| (at.wrapping_add(o), l)));
+            }
+        }
+        let layout = Layout {
+            segs,
+            lb: 0,
+            extent: 0,
+            true_lb: 0,
+            true_ub: 0,
+            align: g.layout.align,
+        };
+        Unpack {
+            layout: Arc::new(layout),
+            base: to.cast(),
+            count: 1,
+            temp: self.p.bytes,
+        }
+    }
+}
+
+/// Ends a call: blocking (`request` `None`), what it received is unpacked now (if it
+/// succeeded); non-blocking, the started request owns the packed bytes and unpacks
+/// them when it completes.
+fn end(
+    code: c_int,
+    comm: Handle,
+    request: Option<*mut Handle>,
+    send: Option<Box<[u8]>>,
+    recv: Option<Unpack>,
+) -> c_int {
+    match request {
+        Some(q) => crate::nbc_packed::attach(code, comm, q, send, recv),
+        None => {
+            if let (MPI_SUCCESS, Some(u)) = (code, &recv) {
+                // SAFETY: MPI's contract for the receive buffer; the call is over and
+                // nothing writes the packed bytes any more.
+                unsafe { u.apply(usize::MAX) };
+            }
+            drop(send);
+            code
         }
     }
 }
@@ -196,16 +226,24 @@ fn gather_sides<'a>(
     root: Option<c_int>,
     comm: Handle,
 ) -> Option<(Option<Packed>, Option<Recv<'a>>)> {
-    let (sgap, me, n) = look_gapped(stype, comm)?;
-    let receives = root.is_none_or(|r| r == me as c_int);
+    let (sgap, me, n, inter) = look_gapped(stype, comm)?;
+    let in_place = sendbuf as usize == IN_PLACE;
+    // Allgatherv: every process gives and takes; Gatherv: the root takes, the others
+    // give (an intra-communicator's root too, unless in place).
+    let (receives, sends) = match root {
+        None => (true, !in_place),
+        Some(r) => {
+            let (is_root, member) = roles(r, me, inter);
+            (is_root, member || (!inter && is_root && !in_place))
+        }
+    };
     let rgap = if receives {
         look_gapped(rtype, comm)?.0
     } else {
         None
     };
-    let in_place = sendbuf as usize == IN_PLACE;
     let send = match &sgap {
-        Some(g) if !in_place => Some(one(g, scount, sendbuf)?),
+        Some(g) if sends => Some(one(g, scount, sendbuf)?),
         _ => None,
     };
     // In place, this rank's own block is its input: packed with the rest.
@@ -219,7 +257,8 @@ fn gather_sides<'a>(
     Some((send, recv))
 }
 
-/// `MPI_Gatherv` with a type with gaps; `None`: the entry point's own path.
+/// `MPI_Gatherv` (`request` `None`) or `MPI_Igatherv` with a type with gaps; `None`:
+/// the entry point's own path.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gatherv(
     sendbuf: *const c_void,
@@ -231,6 +270,7 @@ pub(crate) fn gatherv(
     rtype: Handle,
     root: c_int,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
@@ -252,16 +292,25 @@ pub(crate) fn gatherv(
     let (sp, sc, st) = one_args(&send, sendbuf, scount, stype);
     let (rp, rc, rd, rt) = v_args(recv.as_ref().map(|r| &r.p), recvbuf, rcounts, displs, rtype);
     // SAFETY: the program's buffers and arrays (MPI's contract) or the packed copies,
-    // which live until the call returns.
-    let code = unsafe { crate::collv::PMPI_Gatherv(sp, sc, st, rp, rc, rd, rt, root, comm) };
-    if let Some(r) = &recv {
-        // SAFETY: MPI's contract for the root's receive buffer.
-        unsafe { r.finish(code, recvbuf) };
-    }
-    Some(code)
+    // which live until the call returns (or in the request until it completes).
+    let code = unsafe {
+        match request {
+            None => crate::collv::PMPI_Gatherv(sp, sc, st, rp, rc, rd, rt, root, comm),
+            Some(q) => crate::nbc_v::PMPI_Igatherv(sp, sc, st, rp, rc, rd, rt, root, comm, q),
+        }
+    };
+    let send = send.map(|p| p.bytes);
+    Some(end(
+        code,
+        comm,
+        request,
+        send,
+        recv.map(|r| r.into_unpack(recvbuf)),
+    ))
 }
 
-/// `MPI_Allgatherv` with a type with gaps; `None`: the entry point's own path.
+/// `MPI_Allgatherv` or `MPI_Iallgatherv` with a type with gaps; `None`: the entry
+/// point's own path.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn allgatherv(
     sendbuf: *const c_void,
@@ -272,6 +321,7 @@ pub(crate) fn allgatherv(
     displs: *const c_int,
     rtype: Handle,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
@@ -285,15 +335,24 @@ pub(crate) fn allgatherv(
     let (sp, sc, st) = one_args(&send, sendbuf, scount, stype);
     let (rp, rc, rd, rt) = v_args(recv.as_ref().map(|r| &r.p), recvbuf, rcounts, displs, rtype);
     // SAFETY: as in `gatherv`.
-    let code = unsafe { crate::collv::PMPI_Allgatherv(sp, sc, st, rp, rc, rd, rt, comm) };
-    if let Some(r) = &recv {
-        // SAFETY: MPI's contract for the receive buffer.
-        unsafe { r.finish(code, recvbuf) };
-    }
-    Some(code)
+    let code = unsafe {
+        match request {
+            None => crate::collv::PMPI_Allgatherv(sp, sc, st, rp, rc, rd, rt, comm),
+            Some(q) => crate::nbc_v::PMPI_Iallgatherv(sp, sc, st, rp, rc, rd, rt, comm, q),
+        }
+    };
+    let send = send.map(|p| p.bytes);
+    Some(end(
+        code,
+        comm,
+        request,
+        send,
+        recv.map(|r| r.into_unpack(recvbuf)),
+    ))
 }
 
-/// `MPI_Scatterv` with a type with gaps; `None`: the entry point's own path.
+/// `MPI_Scatterv` or `MPI_Iscatterv` with a type with gaps; `None`: the entry point's
+/// own path.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scatterv(
     sendbuf: *const c_void,
@@ -305,12 +364,14 @@ pub(crate) fn scatterv(
     rtype: Handle,
     root: c_int,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
     }
-    let (rgap, me, n) = look_gapped(rtype, comm)?;
-    let is_root = root == me as c_int;
+    let (rgap, me, n, inter) = look_gapped(rtype, comm)?;
+    let (is_root, member) = roles(root, me, inter);
+    let takes = member || (!inter && is_root && recvbuf as usize != IN_PLACE);
     let sgap = if is_root {
         look_gapped(stype, comm)?.0
     } else {
@@ -320,15 +381,10 @@ pub(crate) fn scatterv(
     // the send buffer readable.
     let send = unsafe { v_side(sgap, sendbuf, scounts, displs, n as usize, |_| true) }?;
     let recv = match rgap {
-        Some(g) if recvbuf as usize != IN_PLACE => {
+        Some(g) if takes => {
             // SAFETY: nothing is read (`fill` is false).
             let p = unsafe { blocks(&g, &[rcount], &[0], recvbuf, |_| false) }?;
-            Some(Recv {
-                p,
-                counts: &[],
-                displs: &[],
-                gap: g,
-            })
+            Some((p, g))
         }
         _ => None,
     };
@@ -342,19 +398,27 @@ pub(crate) fn scatterv(
         displs,
         stype,
     );
-    let (rp, rc, rt) = recv.as_ref().map_or((recvbuf, rcount, rtype), |r| {
-        (r.p.ptr(), r.p.counts[0], BYTE)
+    let (rp, rc, rt) = recv.as_ref().map_or((recvbuf, rcount, rtype), |(p, _)| {
+        (p.ptr(), p.counts[0], BYTE)
     });
     // SAFETY: as in `gatherv`.
-    let code = unsafe { crate::collv::PMPI_Scatterv(sp, sc, sd, st, rp, rc, rt, root, comm) };
-    if let (MPI_SUCCESS, Some(r)) = (code, &recv) {
-        // SAFETY: MPI's contract for the receive buffer.
-        unsafe { r.p.unpack_into(&r.gap, recvbuf, &[rcount], &[0]) };
-    }
-    Some(code)
+    let code = unsafe {
+        match request {
+            None => crate::collv::PMPI_Scatterv(sp, sc, sd, st, rp, rc, rt, root, comm),
+            Some(q) => crate::nbc_v::PMPI_Iscatterv(sp, sc, sd, st, rp, rc, rt, root, comm, q),
+        }
+    };
+    let recv = recv.map(|(p, g)| Unpack {
+        layout: g.layout,
+        base: recvbuf.cast(),
+        count: rcount.max(0) as usize,
+        temp: p.bytes,
+    });
+    Some(end(code, comm, request, send.map(|s| s.p.bytes), recv))
 }
 
-/// `MPI_Alltoallv` with a type with gaps; `None`: the entry point's own path.
+/// `MPI_Alltoallv` or `MPI_Ialltoallv` with a type with gaps; `None`: the entry
+/// point's own path.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn alltoallv(
     sendbuf: *const c_void,
@@ -366,11 +430,12 @@ pub(crate) fn alltoallv(
     rdispls: *const c_int,
     rtype: Handle,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
     }
-    let (sgap, _, n) = look_gapped(stype, comm)?;
+    let (sgap, _, n, _) = look_gapped(stype, comm)?;
     let rgap = look_gapped(rtype, comm)?.0;
     let in_place = sendbuf as usize == IN_PLACE;
     let sgap = if in_place { None } else { sgap };
@@ -400,10 +465,18 @@ pub(crate) fn alltoallv(
         rtype,
     );
     // SAFETY: as in `gatherv`.
-    let code = unsafe { crate::collv::PMPI_Alltoallv(sp, sc, sd, st, rp, rc, rd, rt, comm) };
-    if let Some(r) = &recv {
-        // SAFETY: MPI's contract for the receive buffer.
-        unsafe { r.finish(code, recvbuf) };
-    }
-    Some(code)
+    let code = unsafe {
+        match request {
+            None => crate::collv::PMPI_Alltoallv(sp, sc, sd, st, rp, rc, rd, rt, comm),
+            Some(q) => crate::nbc_v::PMPI_Ialltoallv(sp, sc, sd, st, rp, rc, rd, rt, comm, q),
+        }
+    };
+    let send = send.map(|s| s.p.bytes);
+    Some(end(
+        code,
+        comm,
+        request,
+        send,
+        recv.map(|r| r.into_unpack(recvbuf)),
+    ))
 }

@@ -1,6 +1,6 @@
 //! The non-blocking data-moving collectives (`MPI_Ibcast`, `MPI_Igather`,
 //! `MPI_Iscatter`, `MPI_Iallgather`, `MPI_Ialltoall`) with a type with gaps on an
-//! intra-communicator, as `coll_packed` does for the blocking ones: each significant
+//! intra- or inter-communicator, as `coll_packed` does for the blocking ones: each significant
 //! side whose type has gaps is packed at the call into bytes the request owns, the
 //! collective runs on those as `MPI_BYTE`, and the bytes received are unpacked into
 //! the program's buffer when a completion call completes the request (`Req::finish`
@@ -30,9 +30,10 @@ pub(crate) fn ibcast(
     if !maybe_gapped(dt) {
         return None;
     }
-    let (_, me, _) = crate::coll_packed::look_gapped(dt, comm)?;
+    let (_, me, _, inter) = crate::coll_packed::look_gapped(dt, comm)?;
+    let (is_root, receives) = crate::coll_packed::roles(root, me, inter);
     // The root's data packed in; elsewhere room for it.
-    let recv = recv_side(buffer, count, dt, 1, root == me as c_int, comm)??;
+    let recv = recv_side(buffer, count, dt, 1, is_root, comm)??;
     // SAFETY: the packed bytes live in the request until it completes (`attach`).
     let code = unsafe {
         crate::nbc::PMPI_Ibcast(
@@ -44,13 +45,14 @@ pub(crate) fn ibcast(
             request,
         )
     };
-    Some(attach(
-        code,
-        comm,
-        request,
-        None,
-        Some(unpack_of(recv, buffer)),
-    ))
+    // Unpacked where data arrives; elsewhere (the root, an inter-communicator's root
+    // group) the request just owns the bytes.
+    let (keep, unpack) = if receives {
+        (None, Some(unpack_of(recv, buffer)))
+    } else {
+        (Some(recv.temp), None)
+    };
+    Some(attach(code, comm, request, keep, unpack))
 }
 
 /// `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather` or `MPI_Ialltoall` with a type
