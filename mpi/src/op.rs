@@ -346,6 +346,10 @@ crate::mpi_fn! {
         datatype: Handle,
         op: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduce_local(inbuf, inoutbuf, count, datatype, op) {
+            return rc;
+        }
         call(MPI_COMM_SELF, |g| {
             if inbuf as usize == IN_PLACE || inoutbuf as usize == IN_PLACE {
                 return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE in MPI_Reduce_local"));

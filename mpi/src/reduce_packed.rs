@@ -294,6 +294,50 @@ pub(crate) fn reduced(
     }
 }
 
+/// `MPI_Reduce_local` with a type with gaps: both buffers packed, the twin reduced,
+/// `inoutbuf` unpacked; `None`: the entry point's own path.
+pub(crate) fn reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> Option<c_int> {
+    if !maybe_gapped(dt) || inbuf.is_null() || inoutbuf.is_null() {
+        return None;
+    }
+    if inbuf as usize == IN_PLACE || inoutbuf as usize == IN_PLACE {
+        return None;
+    }
+    let p = prepare(dt, MPI_COMM_SELF)?;
+    let n = usize::try_from(count).ok()?;
+    // Packs `n` items from the program's buffer at `from`.
+    let packed = |from: *const c_void| -> Option<Box<[u8]>> {
+        let mut b = vec![0u8; p.size.checked_mul(n)?].into_boxed_slice();
+        // SAFETY: MPI's contract: each buffer holds `count` items of the type.
+        unsafe { pack(&p.layout, from.cast(), n, &mut b) };
+        Some(b)
+    };
+    let input = packed(inbuf)?;
+    let mut acc = packed(inoutbuf.cast_const())?;
+    // SAFETY: both packed buffers hold `count` items of the twin.
+    let code = unsafe {
+        crate::op::PMPI_Reduce_local(
+            input.as_ptr().cast(),
+            acc.as_mut_ptr().cast(),
+            count,
+            p.twin,
+            op,
+        )
+    };
+    if code == MPI_SUCCESS {
+        // SAFETY: MPI's contract: `inoutbuf` holds `count` items, the program's alone
+        // during the call.
+        unsafe { unpack(&p.layout, &acc, inoutbuf.cast(), n) };
+    }
+    Some(code)
+}
+
 /// Bytes aligned for any basic type, holding `n` items of a layout laid out from a
 /// base inside them.
 struct LaidOut {

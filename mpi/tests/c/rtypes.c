@@ -7,8 +7,8 @@
  * - a commutative user operation (a sum) and a non-commutative one (2x2 matrices
  *   multiplied in rank order) over a type with gaps: the function gets the program's
  *   datatype and reads the elements where the type puts them;
- * - the non-blocking forms all in flight at once, and a persistent MPI_Allreduce_init
- *   started twice;
+ * - the non-blocking forms all in flight at once, a persistent MPI_Allreduce_init
+ *   started twice, and MPI_Reduce_local with the non-commutative operation;
  * - on an inter-communicator between the low and the high ranks (np >= 2):
  *   MPI_Allreduce and MPI_Reduce of the vector type, and MPI_Reduce_scatter_block and
  *   MPI_Reduce_scatter (the other group's reduction, scattered here), of ints and of
@@ -257,6 +257,13 @@ static void user_ops(void) {
         check_mat(m1, 0, np);
     }
     OK(MPI_Request_free(&p));
+    /* MPI_Reduce_local: inout = in x inout (ranks 0 and 1's matrices), in untouched. */
+    int la[14], lb[14];
+    for (int i = 0; i < 14; i++) la[i] = lb[i] = GAP;
+    mat_of(la, 0, 0), mat_of(la + 7, 0, 1), mat_of(lb, 1, 0), mat_of(lb + 7, 1, 1);
+    OK(MPI_Reduce_local(la, lb, 2, mat, mul));
+    check_mat(lb, 0, 2);
+    check_mat(la, 0, 1);
     free(bs);
     OK(MPI_Op_free(&add));
     OK(MPI_Op_free(&mul));
