@@ -1,8 +1,9 @@
 //! `MPI_Alltoallw` and `MPI_Ialltoallw`: `MPI_Alltoallv` with a datatype per peer and
 //! displacements in bytes. On an inter-communicator (one entry per remote rank, no
-//! `MPI_IN_PLACE`) `nbc_inter::ialltoallw` runs it; the blocking form waits on it. Contiguous types only, as the `v`
-//! forms (a type with gaps is `MPI_ERR_TYPE`); every block straight from and into the
-//! program's buffers (`MPI_IN_PLACE`: sent from a copy of `recvbuf` laid out as the
+//! `MPI_IN_PLACE`) `nbc_inter::ialltoallw` runs it; the blocking form waits on it. A
+//! type with gaps on either side: every block packed first (`coll_packed_v`), the call
+//! below then runs on contiguous bytes, every block straight from and into the
+//! program's (or the packed) buffers (`MPI_IN_PLACE`: sent from a copy of `recvbuf` laid out as the
 //! receive blocks); overlapping receive blocks `MPI_ERR_ARG`.
 
 use std::ffi::{c_int, c_void};
@@ -83,6 +84,12 @@ crate::mpi_fn! {
         recvtypes: *const Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        let send = crate::coll_packed_v::WSide { counts: sendcounts, displs: sdispls, types: sendtypes };
+        let recv = crate::coll_packed_v::WSide { counts: recvcounts, displs: rdispls, types: recvtypes };
+        if let Some(rc) = crate::coll_packed_v::alltoallw(sendbuf, send, recvbuf, recv, comm, None) {
+            return rc;
+        }
         if crate::coll_inter::is_inter_comm(comm) {
             // SAFETY: this function's contract; the request is the helper's local.
             return crate::coll_inter::blocking(|q| unsafe {
@@ -144,6 +151,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        let send = crate::coll_packed_v::WSide { counts: sendcounts, displs: sdispls, types: sendtypes };
+        let recv = crate::coll_packed_v::WSide { counts: recvcounts, displs: rdispls, types: recvtypes };
+        if let Some(rc) = crate::coll_packed_v::alltoallw(sendbuf, send, recvbuf, recv, comm, Some(request)) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;

@@ -5,7 +5,8 @@
 //! start) into contiguous bytes, the collective runs on those as `MPI_BYTE` with the
 //! counts and displacements in bytes, and the received blocks are unpacked into the
 //! program's buffer. The classic use: a matrix scattered by blocks of a resized vector
-//! type. The non-blocking forms (`MPI_Igatherv`...) and so the persistent ones run the
+//! type. `MPI_Alltoallw`/`MPI_Ialltoallw` pack each block by its own type the same
+//! way. The non-blocking forms (`MPI_Igatherv`...) and so the persistent ones run the
 //! same way, the request owning the packed bytes and unpacking them when a completion
 //! call completes it (`nbc_packed::attach`). Each entry point asks here first, before
 //! it takes the library's lock.
@@ -479,4 +480,169 @@ pub(crate) fn alltoallv(
         send,
         recv.map(|r| r.into_unpack(recvbuf)),
     ))
+}
+
+/// One side of an `MPI_Alltoallw` as passed: per peer a count, a byte displacement and
+/// a type.
+#[derive(Clone, Copy)]
+pub(crate) struct WSide {
+    pub counts: *const c_int,
+    pub displs: *const c_int,
+    pub types: *const Handle,
+}
+
+/// A `w` side's blocks: each peer's count, byte displacement and layout (a contiguous
+/// type's made up), and whether any has gaps.
+struct WBlocks {
+    blocks: Vec<(usize, isize, Arc<Layout>, usize)>,
+    gapped: bool,
+}
+
+/// Reads `n` blocks of `side` (`None`: the entry point's own path reports).
+///
+/// # Safety
+/// The three arrays of `side` hold `n` entries (MPI's contract).
+unsafe fn w_blocks(side: WSide, n: usize, comm: Handle) -> Option<WBlocks> {
+    // SAFETY: the caller's contract.
+    let (c, d, t) = unsafe {
+        (
+            ints(side.counts, n)?,
+            ints(side.displs, n)?,
+            (!side.types.is_null()).then(|| std::slice::from_raw_parts(side.types, n))?,
+        )
+    };
+    let mut out = None;
+    crate::state::call(comm, |g| {
+        let Ok(lib) = g.lib() else { return Ok(()) };
+        let mut blocks = Vec::with_capacity(n);
+        let mut gapped = false;
+        for j in 0..n {
+            let (Ok(e), Ok((_, l))) = (lib.datatype(t[j]), crate::typemap::describe(lib, t[j]))
+            else {
+                return Ok(());
+            };
+            let Ok(count) = usize::try_from(c[j]) else {
+                return Ok(());
+            };
+            gapped |= lib.layouts.contains_key(&t[j]);
+            blocks.push((count, d[j] as isize, Arc::new(l), e.size));
+        }
+        out = Some(WBlocks { blocks, gapped });
+        Ok(())
+    });
+    out
+}
+
+impl WBlocks {
+    /// Contiguous room for every block, each packed from `buf` when `fill`.
+    ///
+    /// # Safety
+    /// When `fill`, every block of `buf` is readable (MPI's contract).
+    unsafe fn packed(&self, buf: *const c_void, fill: bool) -> Option<Packed> {
+        let (mut counts, mut displs, mut total) = (Vec::new(), Vec::new(), 0usize);
+        for (count, _, _, size) in &self.blocks {
+            let len = count.checked_mul(*size)?;
+            counts.push(c_int::try_from(len).ok()?);
+            displs.push(c_int::try_from(total).ok()?);
+            total = total.checked_add(len)?;
+        }
+        let mut bytes = vec![0u8; total].into_boxed_slice();
+        for (j, (count, disp, l, _)) in self.blocks.iter().enumerate().filter(|_| fill) {
+            let at = displs[j] as usize;
+            let room = &mut bytes[at..at + counts[j] as usize];
+            // SAFETY: the caller's contract for block `j`.
+            unsafe { pack(l, buf.cast::<u8>().wrapping_offset(*disp), *count, room) };
+        }
+        Some(Packed {
+            bytes,
+            counts,
+            displs,
+        })
+    }
+
+    /// The unpacking of `p` into every block of the program's buffer `to`, as one
+    /// layout of all their pieces in the packed order.
+    fn unpack(&self, p: Packed, to: *mut c_void) -> Unpack {
+        let mut segs = Vec::new();
+        for (count, disp, l, _) in &self.blocks {
+            for k in 0..*count as isize {
+                let at = disp.wrapping_add(k.wrapping_mul(l.extent));
+                segs.extend(l.segs.iter().map(|&(o, len)| (at.wrapping_add(o), len)));
+            }
+        }
+        let layout = Layout {
+            segs,
+            lb: 0,
+            extent: 0,
+            true_lb: 0,
+            true_ub: 0,
+            align: 1,
+        };
+        Unpack {
+            layout: Arc::new(layout),
+            base: to.cast(),
+            count: 1,
+            temp: p.bytes,
+        }
+    }
+}
+
+/// `MPI_Alltoallw` (`request` `None`) or `MPI_Ialltoallw` with a type with gaps on
+/// either side: every block packed (or room for it), the call run in bytes
+/// (`MPI_BYTE` blocks at byte displacements), the receive blocks unpacked; `None`:
+/// the entry point's own path.
+pub(crate) fn alltoallw(
+    sendbuf: *const c_void,
+    send: WSide,
+    recvbuf: *mut c_void,
+    recv: WSide,
+    comm: Handle,
+    request: Option<*mut Handle>,
+) -> Option<c_int> {
+    let (_, _, n, _) = look_gapped(BYTE, comm)?;
+    let n = n as usize;
+    let in_place = sendbuf as usize == IN_PLACE;
+    // SAFETY: MPI's contract: `n` entries per array on each side used.
+    let r = unsafe { w_blocks(recv, n, comm) }?;
+    let s = if in_place {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe { w_blocks(send, n, comm) }?)
+    };
+    if !r.gapped && !s.as_ref().is_some_and(|s| s.gapped) {
+        return None;
+    }
+    // SAFETY: MPI's contract: every send block readable; in place, every receive one.
+    let (sp, rp) = unsafe {
+        (
+            match &s {
+                Some(s) => Some(s.packed(sendbuf, true)?),
+                None => None,
+            },
+            r.packed(recvbuf.cast_const(), in_place)?,
+        )
+    };
+    let bytes = vec![BYTE; n];
+    let none: (*const c_int, *const c_int) = (std::ptr::null(), std::ptr::null());
+    let (sb, (sc, sd)) = match &sp {
+        Some(p) => (p.ptr().cast_const(), (p.counts.as_ptr(), p.displs.as_ptr())),
+        None => (sendbuf, none),
+    };
+    let (rb, rc, rd, t) = (
+        rp.ptr(),
+        rp.counts.as_ptr(),
+        rp.displs.as_ptr(),
+        bytes.as_ptr(),
+    );
+    // SAFETY: the packed copies and their byte counts and displacements, which live
+    // until the call returns (or in the request until it completes).
+    let code = unsafe {
+        match request {
+            None => crate::alltoallw::PMPI_Alltoallw(sb, sc, sd, t, rb, rc, rd, t, comm),
+            Some(q) => crate::alltoallw::PMPI_Ialltoallw(sb, sc, sd, t, rb, rc, rd, t, comm, q),
+        }
+    };
+    let unpack = r.unpack(rp, recvbuf);
+    Some(end(code, comm, request, sp.map(|p| p.bytes), Some(unpack)))
 }

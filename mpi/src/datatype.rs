@@ -202,7 +202,7 @@ impl Lib {
             return Err(Fail::new(
                 MPI_ERR_TYPE,
                 "a datatype with gaps is taken by point-to-point calls, MPI_Pack and the \
-                 collectives (not the w and neighborhood forms, MPI_Reduce_local, persistent point-to-point)",
+                 collectives (not the neighborhood collectives, persistent point-to-point)",
             ));
         }
         let len = n

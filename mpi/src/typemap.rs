@@ -10,8 +10,8 @@
 //! packed size. The point-to-point calls pack such a type's data into a contiguous
 //! buffer before sending and unpack what they received ([`Lib::buffer_of`]), and so do
 //! the collectives (`coll_packed`, `coll_packed_v`, `nbc_packed`, `reduce_packed`);
-//! the `w` and neighborhood collectives, `MPI_Reduce_local` and persistent
-//! point-to-point requests take only contiguous types (`Lib::byte_len` refuses the
+//! the neighborhood collectives and persistent point-to-point requests take only
+//! contiguous types (`Lib::byte_len` refuses the
 //! others with `MPI_ERR_TYPE`).
 
 use std::ffi::{c_int, c_void};

@@ -11,8 +11,8 @@
  *   MPI_Bcast, Gather, Scatter, Allgather, Alltoall and the v forms of each with `sp`,
  *   blocking and non-blocking (the root group's other ranks pass MPI_PROC_NULL and
  *   their buffers stay untouched); MPI_Alltoallw, MPI_Ialltoallw and
- *   MPI_Alltoallw_init with int and double blocks per remote rank at byte
- *   displacements.
+ *   MPI_Alltoallw_init with int, double and `sp` blocks per remote rank at byte
+ *   displacements (on MPI_COMM_WORLD too, and in place there).
  * Each rank prints "rank R: INTER GAPS OK".
  */
 #include <mpi.h>
@@ -112,6 +112,57 @@ static void v_all(struct peers *p, int nb) {
     free(r);
 }
 
+/* MPI_Alltoallw over `p`: to peer j, j + 1 items of kind j % 3: ints, doubles, or
+ * `sp` (ints spaced by one: the gaps stay 0x5a), at 8-byte aligned byte
+ * displacements in reverse order. */
+static MPI_Datatype kind_type(int j) { return j % 3 == 0 ? MPI_INT : j % 3 == 1 ? MPI_DOUBLE : sp; }
+static void alltoallw(struct peers *p, int how) {
+    int n = p->n, sc[8], sd[8], rc[8], rd[8], at = 0, slot = 8 * (p->mine + 2);
+    MPI_Datatype st[8], rt[8];
+    for (int j = n - 1; j >= 0; j--) {
+        sc[j] = j + 1, st[j] = kind_type(j), sd[j] = at;
+        at += 8 * (j + 1) + 8;
+    }
+    char *s = malloc(at), *r = malloc(slot * n);
+    memset(s, 0x33, at);
+    memset(r, 0x5a, slot * n);
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k <= j; k++) {
+            if (j % 3 == 1) ((double *)(s + sd[j]))[k] = val(me, p->world[j], k) + 0.5;
+            else ((int *)(s + sd[j]))[k * (j % 3 == 2 ? 2 : 1)] = val(me, p->world[j], k);
+        }
+    for (int j = 0; j < n; j++) {
+        rc[j] = p->mine + 1, rt[j] = kind_type(p->mine);
+        rd[j] = slot * j;
+    }
+    MPI_Request q;
+    if (how == 0) OK(MPI_Alltoallw(s, sc, sd, st, r, rc, rd, rt, p->comm));
+    if (how == 1) {
+        OK(MPI_Ialltoallw(s, sc, sd, st, r, rc, rd, rt, p->comm, &q));
+        OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    }
+    if (how == 2) {
+        OK(MPI_Alltoallw_init(s, sc, sd, st, r, rc, rd, rt, p->comm, MPI_INFO_NULL, &q));
+        OK(MPI_Start(&q));
+        OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        OK(MPI_Request_free(&q));
+    }
+    int kind = p->mine % 3, size = kind == 1 ? 8 : 4, stride = kind == 0 ? 4 : 8;
+    for (int j = 0; j < n; j++) {
+        char *b = r + rd[j];
+        for (int k = 0; k <= p->mine; k++) {
+            if (kind == 1) CHECK(((double *)b)[k] == val(p->world[j], me, k) + 0.5);
+            else CHECK(*(int *)(b + stride * k) == val(p->world[j], me, k));
+        }
+        for (int x = 0; x < slot; x++) {
+            int elem = x < stride * (p->mine + 1) && x % stride < size;
+            CHECK(elem || (unsigned char)b[x] == 0x5a);
+        }
+    }
+    free(s);
+    free(r);
+}
+
 /* The intra-communicator non-blocking v collectives all in flight at once. */
 static void world_v(void) {
     int counts[8], displs[8], total;
@@ -154,51 +205,19 @@ static void world_v(void) {
     for (int j = 0; j < np; j++) world[j] = j;
     struct peers all = {MPI_COMM_WORLD, np, me, world};
     v_all(&all, 1);
+    for (int how = 0; how < 3; how++) alltoallw(&all, how);
+    /* MPI_Alltoallw in place: 2 `sp` items with every rank. */
+    int *ip = gaps(2 * np), ic[8], idp[8];
+    MPI_Datatype it[8];
+    for (int j = 0; j < np; j++) {
+        ic[j] = 2, idp[j] = 16 * j, it[j] = sp;
+        for (int k = 0; k < 2; k++) ip[4 * j + 2 * k] = val(me, j, k);
+    }
+    OK(MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, ip, ic, idp, it, MPI_COMM_WORLD));
+    for (int j = 0; j < np; j++) CHECK_ITEMS(ip + 4 * j, 2, val(j, me, k));
+    CHECK(ip[4 * np] == GAP);
+    free(ip);
     free(gs), free(gr), free(ss), free(sr), free(as), free(ar);
-}
-
-/* MPI_Alltoallw on the inter-communicator: to remote j, j + 1 ints (j even) or
- * doubles (j odd), 8-byte aligned byte displacements in reverse order. */
-static void alltoallw(struct peers *p, int how) {
-    int n = p->n, sc[8], sd[8], rc[8], rd[8], at = 0;
-    MPI_Datatype st[8], rt[8];
-    for (int j = n - 1; j >= 0; j--) {
-        sc[j] = j + 1, st[j] = j % 2 ? MPI_DOUBLE : MPI_INT, sd[j] = at;
-        at += 8 * (j + 1) + 8;
-    }
-    char *s = malloc(at), *r = malloc(8 * (p->mine + 2) * n);
-    memset(r, 0x5a, 8 * (p->mine + 2) * n);
-    for (int j = 0; j < n; j++)
-        for (int k = 0; k <= j; k++) {
-            if (j % 2) ((double *)(s + sd[j]))[k] = val(me, p->world[j], k) + 0.5;
-            else ((int *)(s + sd[j]))[k] = val(me, p->world[j], k);
-        }
-    for (int j = 0; j < n; j++) {
-        rc[j] = p->mine + 1, rt[j] = p->mine % 2 ? MPI_DOUBLE : MPI_INT;
-        rd[j] = 8 * (p->mine + 2) * j;
-    }
-    MPI_Request q;
-    if (how == 0) OK(MPI_Alltoallw(s, sc, sd, st, r, rc, rd, rt, p->comm));
-    if (how == 1) {
-        OK(MPI_Ialltoallw(s, sc, sd, st, r, rc, rd, rt, p->comm, &q));
-        OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    }
-    if (how == 2) {
-        OK(MPI_Alltoallw_init(s, sc, sd, st, r, rc, rd, rt, p->comm, MPI_INFO_NULL, &q));
-        OK(MPI_Start(&q));
-        OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-        OK(MPI_Request_free(&q));
-    }
-    for (int j = 0; j < n; j++) {
-        for (int k = 0; k <= p->mine; k++) {
-            if (p->mine % 2) CHECK(((double *)(r + rd[j]))[k] == val(p->world[j], me, k) + 0.5);
-            else CHECK(((int *)(r + rd[j]))[k] == val(p->world[j], me, k));
-        }
-        int used = (p->mine % 2 ? 8 : 4) * (p->mine + 1);
-        for (int b = used; b < 8 * (p->mine + 2); b++) CHECK((unsigned char)r[rd[j] + b] == 0x5a);
-    }
-    free(s);
-    free(r);
 }
 
 /* The rooted calls on the inter-communicator: the high group's rank 0 is the root of
