@@ -289,7 +289,7 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         // A type with gaps: packed, then the call below (`coll_packed`).
-        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm) {
+        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm, None) {
             return rc;
         }
         call(comm, |g| {
@@ -470,6 +470,7 @@ crate::mpi_fn! {
             recvtype,
             root,
             comm,
+            None,
         ) {
             return rc;
         }
@@ -527,6 +528,7 @@ crate::mpi_fn! {
             recvtype,
             root,
             comm,
+            None,
         ) {
             return rc;
         }
@@ -590,6 +592,7 @@ crate::mpi_fn! {
             recvtype,
             0,
             comm,
+            None,
         ) {
             return rc;
         }
@@ -659,6 +662,7 @@ crate::mpi_fn! {
             recvtype,
             0,
             comm,
+            None,
         ) {
             return rc;
         }

@@ -1,9 +1,11 @@
 //! The data-moving collectives (`MPI_Bcast`, `MPI_Gather`, `MPI_Scatter`,
-//! `MPI_Allgather`, `MPI_Alltoall`) with a type with gaps (`typemap`) on an intra- or
+//! `MPI_Allgather`, `MPI_Alltoall`), blocking or not (and so persistent: the
+//! non-blocking form packs at each start), with a type with gaps (`typemap`) on an intra- or
 //! inter-communicator (there each rooted call's roles are MPI's: [`roles`]; a block
 //! per remote rank): the significant buffers of such a type are packed into
 //! contiguous bytes, the collective runs on those as `MPI_BYTE`, and what was received
-//! is unpacked into the program's buffer. Item `k` of a buffer lies `k` extents from
+//! is unpacked into the program's buffer when the call is over (`nbc_packed::end`:
+//! at once, or when a completion call completes the request). Item `k` of a buffer lies `k` extents from
 //! its start, so the blocks of a gather or an alltoall unpack in one pass. Each entry
 //! point asks here first, before it takes the library's lock; a basic type costs one
 //! table read, another contiguous type one lookup. The reductions pack through their
@@ -13,8 +15,9 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use crate::consts::*;
+use crate::nbc_packed::end;
 use crate::state::{call, CommKind};
-use crate::typemap::{pack, unpack, Layout};
+use crate::typemap::{pack, Layout, Unpack};
 
 /// `MPI_BYTE`.
 const BYTE: Handle = 0x247;
@@ -86,48 +89,46 @@ fn packed(g: &Gapped, items: usize, from: Option<*const c_void>) -> Option<Box<[
     Some(b)
 }
 
-/// Unpacks `b` into `items` items of `g` at `to`.
-fn unpack_into(g: &Gapped, b: &[u8], to: *mut c_void, items: usize) {
-    // SAFETY: MPI's contract for the collective's receive buffer: `items` items of the
-    // type at `to`, the program's alone during the call (which ends now).
-    unsafe { unpack(&g.layout, b, to.cast(), items) };
-}
-
 /// A count as the number of items it is (a negative one is the entry point's to
 /// report).
 fn items(count: c_int) -> Option<usize> {
     usize::try_from(count).ok()
 }
 
-/// A byte count for `MPI_BYTE` (too large for an `int`: the entry point's path).
-fn bytes_arg(b: &[u8]) -> Option<c_int> {
-    c_int::try_from(b.len()).ok()
-}
-
-/// `MPI_Bcast` of a type with gaps; `None`: the entry point's own path.
+/// `MPI_Bcast` (`request` `None`) or `MPI_Ibcast` of a type with gaps; `None`: the
+/// entry point's own path.
 pub(crate) fn bcast(
     buffer: *mut c_void,
     count: c_int,
     dt: Handle,
     root: c_int,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     if !maybe_gapped(dt) {
         return None;
     }
-    let (gap, me, _, inter) = look_gapped(dt, comm)?;
-    let gap = gap?;
-    let n = items(count)?;
+    let (_, me, _, inter) = look_gapped(dt, comm)?;
     let (is_root, receives) = roles(root, me, inter);
-    let temp = packed(&gap, n, is_root.then_some(buffer.cast_const()))?;
-    let len = bytes_arg(&temp)?;
-    // SAFETY: `temp` holds `len` bytes for the call.
-    let rc =
-        unsafe { crate::coll::PMPI_Bcast(temp.as_ptr().cast_mut().cast(), len, BYTE, root, comm) };
-    if rc == MPI_SUCCESS && receives {
-        unpack_into(&gap, &temp, buffer, n);
-    }
-    Some(rc)
+    // The root's data packed in; elsewhere room for it.
+    let recv = recv_side(buffer, count, dt, 1, is_root, comm)??;
+    let (p, len) = (recv.temp.as_ptr().cast_mut().cast(), recv.per);
+    // SAFETY: the packed bytes live until the call returns (or in the request until it
+    // completes).
+    let code = unsafe {
+        match request {
+            None => crate::coll::PMPI_Bcast(p, len, BYTE, root, comm),
+            Some(q) => crate::nbc::PMPI_Ibcast(p, len, BYTE, root, comm, q),
+        }
+    };
+    // Unpacked where data arrives; elsewhere (the root, an inter-communicator's root
+    // group) the bytes are only kept until the call is over.
+    let (keep, unpack) = if receives {
+        (None, Some(recv.unpack(buffer)))
+    } else {
+        (Some(recv.temp), None)
+    };
+    Some(end(code, comm, request, keep, unpack))
 }
 
 /// The send side of a gather-like call: packed when its type has gaps.
@@ -209,8 +210,14 @@ pub(crate) fn recv_side(
 }
 
 impl RecvSide {
-    fn finish(&self, to: *mut c_void) {
-        unpack_into(&self.gap, &self.temp, to, self.items);
+    /// The unpacking of these bytes into the program's buffer `to`.
+    fn unpack(self, to: *mut c_void) -> Unpack {
+        Unpack {
+            layout: Arc::clone(&self.gap.layout),
+            base: to.cast(),
+            count: self.items,
+            temp: self.temp,
+        }
     }
 }
 
@@ -285,9 +292,9 @@ pub(crate) fn sides(
     Some((send, recv))
 }
 
-/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` with a type with
-/// gaps on either side; `None`: the entry point's own path (no gaps, an
-/// inter-communicator, an argument it reports).
+/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` (`request` `None`)
+/// or their non-blocking forms with a type with gaps on either side; `None`: the entry
+/// point's own path (no gaps, an argument it reports).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn moved(
     kind: Kind,
@@ -299,36 +306,32 @@ pub(crate) fn moved(
     rtype: Handle,
     root: c_int,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     let (send, recv) = sides(
         kind, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm,
     )?;
-    let (rptr, rc_count, rdt) = match &recv {
+    let (rp, rc, rt) = match &recv {
         Some(r) => (r.temp.as_ptr().cast_mut().cast(), r.per, BYTE),
         None => (recvbuf, rcount, rtype),
     };
+    let (sp, sc, st) = (send.ptr, send.count, send.dt);
+    use crate::coll as b;
+    use crate::nbc as nb;
     // SAFETY: the buffers are the program's (MPI's contract) or the packed copies,
-    // which live until the call returns.
-    let rc = unsafe {
-        match kind {
-            Kind::Gather => crate::coll::PMPI_Gather(
-                send.ptr, send.count, send.dt, rptr, rc_count, rdt, root, comm,
-            ),
-            Kind::Scatter => crate::coll::PMPI_Scatter(
-                send.ptr, send.count, send.dt, rptr, rc_count, rdt, root, comm,
-            ),
-            Kind::Allgather => crate::coll::PMPI_Allgather(
-                send.ptr, send.count, send.dt, rptr, rc_count, rdt, comm,
-            ),
-            Kind::Alltoall => {
-                crate::coll::PMPI_Alltoall(send.ptr, send.count, send.dt, rptr, rc_count, rdt, comm)
-            }
+    // which live until the call returns (or in the request until it completes).
+    let code = unsafe {
+        match (kind, request) {
+            (Kind::Gather, None) => b::PMPI_Gather(sp, sc, st, rp, rc, rt, root, comm),
+            (Kind::Gather, Some(q)) => nb::PMPI_Igather(sp, sc, st, rp, rc, rt, root, comm, q),
+            (Kind::Scatter, None) => b::PMPI_Scatter(sp, sc, st, rp, rc, rt, root, comm),
+            (Kind::Scatter, Some(q)) => nb::PMPI_Iscatter(sp, sc, st, rp, rc, rt, root, comm, q),
+            (Kind::Allgather, None) => b::PMPI_Allgather(sp, sc, st, rp, rc, rt, comm),
+            (Kind::Allgather, Some(q)) => nb::PMPI_Iallgather(sp, sc, st, rp, rc, rt, comm, q),
+            (Kind::Alltoall, None) => b::PMPI_Alltoall(sp, sc, st, rp, rc, rt, comm),
+            (Kind::Alltoall, Some(q)) => nb::PMPI_Ialltoall(sp, sc, st, rp, rc, rt, comm, q),
         }
     };
-    if rc == MPI_SUCCESS {
-        if let Some(r) = &recv {
-            r.finish(recvbuf);
-        }
-    }
-    Some(rc)
+    let unpack = recv.map(|r| r.unpack(recvbuf));
+    Some(end(code, comm, request, send.keep, unpack))
 }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::coll_packed::{look_gapped, maybe_gapped, roles, Gapped};
 use crate::consts::*;
+use crate::nbc_packed::end;
 use crate::typemap::{pack, Layout, Unpack};
 
 /// `MPI_BYTE`.
@@ -134,30 +135,6 @@ impl Recv<'_> {
             base: to.cast(),
             count: 1,
             temp: self.p.bytes,
-        }
-    }
-}
-
-/// Ends a call: blocking (`request` `None`), what it received is unpacked now (if it
-/// succeeded); non-blocking, the started request owns the packed bytes and unpacks
-/// them when it completes.
-fn end(
-    code: c_int,
-    comm: Handle,
-    request: Option<*mut Handle>,
-    send: Option<Box<[u8]>>,
-    recv: Option<Unpack>,
-) -> c_int {
-    match request {
-        Some(q) => crate::nbc_packed::attach(code, comm, q, send, recv),
-        None => {
-            if let (MPI_SUCCESS, Some(u)) = (code, &recv) {
-                // SAFETY: MPI's contract for the receive buffer; the call is over and
-                // nothing writes the packed bytes any more.
-                unsafe { u.apply(usize::MAX) };
-            }
-            drop(send);
-            code
         }
     }
 }

@@ -417,7 +417,7 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::ibcast(buffer, count, datatype, root, comm, request) {
+        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm, Some(request)) {
             return rc;
         }
         call(comm, |g| {
@@ -574,9 +574,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Gather,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Some(request),
         ) {
             return rc;
         }
@@ -658,9 +658,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Scatter,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Some(request),
         ) {
             return rc;
         }
@@ -708,9 +708,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Allgather,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, Some(request),
         ) {
             return rc;
         }
@@ -760,9 +760,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Alltoall,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, Some(request),
         ) {
             return rc;
         }

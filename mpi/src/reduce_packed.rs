@@ -280,18 +280,9 @@ pub(crate) fn reduced(
             }
         }
     };
-    match request {
-        Some(q) => Some(crate::nbc_packed::attach(
-            code, comm, q, plan.send, plan.recv,
-        )),
-        None => {
-            if let (MPI_SUCCESS, Some(u)) = (code, &plan.recv) {
-                // SAFETY: MPI's contract for the receive buffer; the call is over.
-                unsafe { u.apply(usize::MAX) };
-            }
-            Some(code)
-        }
-    }
+    Some(crate::nbc_packed::end(
+        code, comm, request, plan.send, plan.recv,
+    ))
 }
 
 /// `MPI_Reduce_local` with a type with gaps: both buffers packed, the twin reduced,
