@@ -10,7 +10,8 @@
  * - the non-blocking forms all in flight at once, a persistent MPI_Allreduce_init
  *   started twice, and MPI_Reduce_local with the non-commutative operation;
  * - on an inter-communicator between the low and the high ranks (np >= 2):
- *   MPI_Allreduce and MPI_Reduce of the vector type, and MPI_Reduce_scatter_block and
+ *   MPI_Allreduce and MPI_Reduce of the vector type, MPI_Allreduce and Iallreduce of
+ *   the matrices by the non-commutative operation, and MPI_Reduce_scatter_block and
  *   MPI_Reduce_scatter (the other group's reduction, scattered here), of ints and of
  *   the vector type, blocking and not.
  * Each rank prints "rank R: RTYPES OK".
@@ -285,6 +286,23 @@ static void inter(void) {
     gaps(r);
     OK(MPI_Allreduce(s, r, 2, vec, MPI_SUM, ic));
     check_sum(r, lo, hi);
+    /* The non-commutative user operation: the other group's matrices in rank order,
+     * blocking and not. */
+    MPI_Op mul;
+    OK(MPI_Op_create(matmul, 0, &mul));
+    int ms[14], mr[14];
+    for (int i = 0; i < 14; i++) ms[i] = GAP;
+    mat_of(ms, me, 0);
+    mat_of(ms + 7, me, 1);
+    for (int nb = 0; nb < 2; nb++) {
+        MPI_Request mq = MPI_REQUEST_NULL;
+        for (int i = 0; i < 14; i++) mr[i] = GAP;
+        if (nb) OK(MPI_Iallreduce(ms, mr, 2, mat, mul, ic, &mq));
+        else OK(MPI_Allreduce(ms, mr, 2, mat, mul, ic));
+        OK(MPI_Wait(&mq, MPI_STATUS_IGNORE));
+        check_mat(mr, lo, hi);
+    }
+    OK(MPI_Op_free(&mul));
     /* Reduce to the high group's rank 0. */
     gaps(r);
     int root = low ? 0 : (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL);
