@@ -1,7 +1,9 @@
-//! `MPI_Alltoallw` and `MPI_Ialltoallw` on intra-communicators: `MPI_Alltoallv` with a
-//! datatype per peer and displacements in bytes. Contiguous types only, as the `v`
-//! forms (a type with gaps is `MPI_ERR_TYPE`); every block straight from and into the
-//! program's buffers (`MPI_IN_PLACE`: sent from a copy of `recvbuf` laid out as the
+//! `MPI_Alltoallw` and `MPI_Ialltoallw`: `MPI_Alltoallv` with a datatype per peer and
+//! displacements in bytes. On an inter-communicator (one entry per remote rank, no
+//! `MPI_IN_PLACE`) `nbc_inter::ialltoallw` runs it; the blocking form waits on it. A
+//! type with gaps on either side: every block packed first (`coll_packed_v`), the call
+//! below then runs on contiguous bytes, every block straight from and into the
+//! program's (or the packed) buffers (`MPI_IN_PLACE`: sent from a copy of `recvbuf` laid out as the
 //! receive blocks); overlapping receive blocks `MPI_ERR_ARG`.
 
 use std::ffi::{c_int, c_void};
@@ -82,6 +84,21 @@ crate::mpi_fn! {
         recvtypes: *const Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        let send = crate::coll_packed_v::WSide { counts: sendcounts, displs: sdispls, types: sendtypes };
+        let recv = crate::coll_packed_v::WSide { counts: recvcounts, displs: rdispls, types: recvtypes };
+        if let Some(rc) = crate::coll_packed_v::alltoallw(sendbuf, send, recvbuf, recv, comm, None) {
+            return rc;
+        }
+        if crate::coll_inter::is_inter_comm(comm) {
+            // SAFETY: this function's contract; the request is the helper's local.
+            return crate::coll_inter::blocking(|q| unsafe {
+                PMPI_Ialltoallw(
+                    sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                    recvtypes, comm, q,
+                )
+            });
+        }
         call(comm, |g| {
             let c = Coll::start(g, comm)?;
             let recv = Side { counts: recvcounts, displs: rdispls, types: recvtypes };
@@ -134,9 +151,22 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        let send = crate::coll_packed_v::WSide { counts: sendcounts, displs: sdispls, types: sendtypes };
+        let recv = crate::coll_packed_v::WSide { counts: recvcounts, displs: rdispls, types: recvtypes };
+        if let Some(rc) = crate::coll_packed_v::alltoallw(sendbuf, send, recvbuf, recv, comm, Some(request)) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
+            let send = Side { counts: sendcounts, displs: sdispls, types: sendtypes };
+            let recv = Side { counts: recvcounts, displs: rdispls, types: recvtypes };
+            if crate::coll_inter::is_inter(g, comm)? {
+                // SAFETY: MPI's contract: one entry per remote rank in each array.
+                let blocks = |g: &mut Guard, n| unsafe { Ok((blocks(g, send, n)?, blocks(g, recv, n)?)) };
+                return crate::nbc_inter::ialltoallw(g, comm, sendbuf, recvbuf, blocks, slot);
+            }
             let c = Coll::start(g, comm)?;
             let (me, n) = (c.me, c.n);
             let recv = Side { counts: recvcounts, displs: rdispls, types: recvtypes };

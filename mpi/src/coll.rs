@@ -289,7 +289,7 @@ crate::mpi_fn! {
         comm: Handle
     ) {
         // A type with gaps: packed, then the call below (`coll_packed`).
-        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm) {
+        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm, None) {
             return rc;
         }
         call(comm, |g| {
@@ -342,6 +342,12 @@ crate::mpi_fn! {
         root: c_int,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Reduce { root }, sendbuf, recvbuf, count, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let recv = RecvArg { ptr: recvbuf, count, dt: datatype };
@@ -387,6 +393,12 @@ crate::mpi_fn! {
         op: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Allreduce, sendbuf, recvbuf, count, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             if is_inter(g, comm)? {
                 let recv = RecvArg { ptr: recvbuf, count, dt: datatype };
@@ -458,6 +470,7 @@ crate::mpi_fn! {
             recvtype,
             root,
             comm,
+            None,
         ) {
             return rc;
         }
@@ -515,6 +528,7 @@ crate::mpi_fn! {
             recvtype,
             root,
             comm,
+            None,
         ) {
             return rc;
         }
@@ -578,6 +592,7 @@ crate::mpi_fn! {
             recvtype,
             0,
             comm,
+            None,
         ) {
             return rc;
         }
@@ -647,6 +662,7 @@ crate::mpi_fn! {
             recvtype,
             0,
             comm,
+            None,
         ) {
             return rc;
         }

@@ -75,6 +75,31 @@ pub(crate) fn is_inter(g: &mut Guard, comm: Handle) -> R<bool> {
     Ok(matches!(g.lib()?.comm(comm)?.kind, CommKind::Inter { .. }))
 }
 
+/// Whether `comm` is an inter-communicator, asked before an entry point takes the
+/// lock (`false` for anything the entry point's own path reports).
+pub(crate) fn is_inter_comm(comm: Handle) -> bool {
+    let mut inter = false;
+    crate::state::call(comm, |g| {
+        inter = is_inter(g, comm).unwrap_or(false);
+        Ok(())
+    });
+    inter
+}
+
+/// A blocking collective run as its non-blocking form (`start` given the request to
+/// write) and `MPI_Wait`: the inter-communicator `MPI_Reduce_scatter`,
+/// `MPI_Reduce_scatter_block` and `MPI_Alltoallw` (the same schedule, so the same
+/// tags and messages at every member, whichever form each called).
+pub(crate) fn blocking(start: impl FnOnce(*mut Handle) -> c_int) -> c_int {
+    let mut req = MPI_REQUEST_NULL;
+    let code = start(&mut req);
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: `req` is the request the start just wrote; no status is asked for.
+    unsafe { crate::wait::PMPI_Wait(&mut req, std::ptr::null_mut()) }
+}
+
 /// What this process does in a rooted call, from its `root` argument.
 pub(crate) enum Role {
     /// `MPI_ROOT`: the root.

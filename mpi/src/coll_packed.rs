@@ -1,19 +1,23 @@
 //! The data-moving collectives (`MPI_Bcast`, `MPI_Gather`, `MPI_Scatter`,
-//! `MPI_Allgather`, `MPI_Alltoall`) with a type with gaps (`typemap`) on an
-//! intra-communicator: the significant buffers of such a type are packed into
+//! `MPI_Allgather`, `MPI_Alltoall`), blocking or not (and so persistent: the
+//! non-blocking form packs at each start), with a type with gaps (`typemap`) on an intra- or
+//! inter-communicator (there each rooted call's roles are MPI's: [`roles`]; a block
+//! per remote rank): the significant buffers of such a type are packed into
 //! contiguous bytes, the collective runs on those as `MPI_BYTE`, and what was received
-//! is unpacked into the program's buffer. Item `k` of a buffer lies `k` extents from
+//! is unpacked into the program's buffer when the call is over (`nbc_packed::end`:
+//! at once, or when a completion call completes the request). Item `k` of a buffer lies `k` extents from
 //! its start, so the blocks of a gather or an alltoall unpack in one pass. Each entry
 //! point asks here first, before it takes the library's lock; a basic type costs one
-//! table read, another contiguous type one lookup. Reductions keep refusing a type
-//! with gaps (MPI defines the predefined operations on basic types).
+//! table read, another contiguous type one lookup. The reductions pack through their
+//! own front end (`reduce_packed`), the `v` forms through `coll_packed_v`.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use crate::consts::*;
+use crate::nbc_packed::end;
 use crate::state::{call, CommKind};
-use crate::typemap::{pack, unpack, Layout};
+use crate::typemap::{pack, Layout, Unpack};
 
 /// `MPI_BYTE`.
 const BYTE: Handle = 0x247;
@@ -27,16 +31,18 @@ pub(crate) struct Gapped {
     pub extent: isize,
 }
 
-/// This process's rank and the size of intra-communicator `comm`, and `dt`'s layout
-/// when it has gaps; `None` when the entry point's own path applies (a contiguous
-/// type, an inter-communicator, or anything it will report itself).
-pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32)> {
+/// `dt`'s layout when it has gaps, this process's rank in `comm` (in its group), the
+/// size of `comm` (of the remote group for an inter-communicator) and whether it is an
+/// inter-communicator; `None` when the entry point's own path applies (anything it
+/// will report itself).
+pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u32, u32, bool)> {
     let mut found = None;
     // Never an error here: whatever is wrong, the entry point's own path reports.
     call(comm, |g| {
         if let Ok(lib) = g.lib() {
             if let Ok(e) = lib.comm(comm) {
-                if let CommKind::Intra { .. } = e.kind {
+                {
+                    let inter = matches!(e.kind, CommKind::Inter { .. });
                     let gap = lib.layouts.get(&dt).and_then(|l| {
                         let size = lib.datatype(dt).ok()?.size;
                         let (_, extent) = crate::typemap::bounds(lib, dt).ok()?;
@@ -46,13 +52,24 @@ pub(crate) fn look_gapped(dt: Handle, comm: Handle) -> Option<(Option<Gapped>, u
                             extent,
                         })
                     });
-                    found = Some((gap, e.rank, e.size));
+                    found = Some((gap, e.rank, e.size, inter));
                 }
             }
         }
         Ok(())
     });
     found
+}
+
+/// What this process is in a rooted call: the root, and whether it takes part as
+/// another member (an inter-communicator's root passes `MPI_ROOT`, the rest of its
+/// group `MPI_PROC_NULL`, which take no part).
+pub(crate) fn roles(root: c_int, me: u32, inter: bool) -> (bool, bool) {
+    if inter {
+        (root == MPI_ROOT, root >= 0)
+    } else {
+        (root == me as c_int, root != me as c_int)
+    }
 }
 
 /// Whether `dt` may have gaps (not a basic type).
@@ -72,48 +89,46 @@ fn packed(g: &Gapped, items: usize, from: Option<*const c_void>) -> Option<Box<[
     Some(b)
 }
 
-/// Unpacks `b` into `items` items of `g` at `to`.
-fn unpack_into(g: &Gapped, b: &[u8], to: *mut c_void, items: usize) {
-    // SAFETY: MPI's contract for the collective's receive buffer: `items` items of the
-    // type at `to`, the program's alone during the call (which ends now).
-    unsafe { unpack(&g.layout, b, to.cast(), items) };
-}
-
 /// A count as the number of items it is (a negative one is the entry point's to
 /// report).
 fn items(count: c_int) -> Option<usize> {
     usize::try_from(count).ok()
 }
 
-/// A byte count for `MPI_BYTE` (too large for an `int`: the entry point's path).
-fn bytes_arg(b: &[u8]) -> Option<c_int> {
-    c_int::try_from(b.len()).ok()
-}
-
-/// `MPI_Bcast` of a type with gaps; `None`: the entry point's own path.
+/// `MPI_Bcast` (`request` `None`) or `MPI_Ibcast` of a type with gaps; `None`: the
+/// entry point's own path.
 pub(crate) fn bcast(
     buffer: *mut c_void,
     count: c_int,
     dt: Handle,
     root: c_int,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     if !maybe_gapped(dt) {
         return None;
     }
-    let (gap, me, _) = look_gapped(dt, comm)?;
-    let gap = gap?;
-    let n = items(count)?;
-    let is_root = root == me as c_int;
-    let temp = packed(&gap, n, is_root.then_some(buffer.cast_const()))?;
-    let len = bytes_arg(&temp)?;
-    // SAFETY: `temp` holds `len` bytes for the call.
-    let rc =
-        unsafe { crate::coll::PMPI_Bcast(temp.as_ptr().cast_mut().cast(), len, BYTE, root, comm) };
-    if rc == MPI_SUCCESS && !is_root {
-        unpack_into(&gap, &temp, buffer, n);
-    }
-    Some(rc)
+    let (_, me, _, inter) = look_gapped(dt, comm)?;
+    let (is_root, receives) = roles(root, me, inter);
+    // The root's data packed in; elsewhere room for it.
+    let recv = recv_side(buffer, count, dt, 1, is_root, comm)??;
+    let (p, len) = (recv.temp.as_ptr().cast_mut().cast(), recv.per);
+    // SAFETY: the packed bytes live until the call returns (or in the request until it
+    // completes).
+    let code = unsafe {
+        match request {
+            None => crate::coll::PMPI_Bcast(p, len, BYTE, root, comm),
+            Some(q) => crate::nbc::PMPI_Ibcast(p, len, BYTE, root, comm, q),
+        }
+    };
+    // Unpacked where data arrives; elsewhere (the root, an inter-communicator's root
+    // group) the bytes are only kept until the call is over.
+    let (keep, unpack) = if receives {
+        (None, Some(recv.unpack(buffer)))
+    } else {
+        (Some(recv.temp), None)
+    };
+    Some(end(code, comm, request, keep, unpack))
 }
 
 /// The send side of a gather-like call: packed when its type has gaps.
@@ -141,7 +156,7 @@ pub(crate) fn send_side(
             keep: None,
         });
     }
-    let (gap, _, _) = look_gapped(dt, comm)?;
+    let (gap, _, _, _) = look_gapped(dt, comm)?;
     let Some(gap) = gap else {
         return Some(Side {
             ptr: buf,
@@ -181,7 +196,7 @@ pub(crate) fn recv_side(
     if !maybe_gapped(dt) {
         return Some(None);
     }
-    let (gap, _, _) = look_gapped(dt, comm)?;
+    let (gap, _, _, _) = look_gapped(dt, comm)?;
     let Some(gap) = gap else { return Some(None) };
     let n = items(count)?.checked_mul(blocks)?;
     let temp = packed(&gap, n, keep_content.then_some(buf.cast_const()))?;
@@ -195,15 +210,21 @@ pub(crate) fn recv_side(
 }
 
 impl RecvSide {
-    fn finish(&self, to: *mut c_void) {
-        unpack_into(&self.gap, &self.temp, to, self.items);
+    /// The unpacking of these bytes into the program's buffer `to`.
+    fn unpack(self, to: *mut c_void) -> Unpack {
+        Unpack {
+            layout: Arc::clone(&self.gap.layout),
+            base: to.cast(),
+            count: self.items,
+            temp: self.temp,
+        }
     }
 }
 
-/// The facts of intra-communicator `comm` (rank, size), or `None`.
-fn facts(comm: Handle) -> Option<(u32, u32)> {
+/// The facts of `comm` (rank, size, whether inter), or `None`.
+fn facts(comm: Handle) -> Option<(u32, u32, bool)> {
     // Any type: only the communicator is looked at.
-    look_gapped(BYTE, comm).map(|(_, me, n)| (me, n))
+    look_gapped(BYTE, comm).map(|(_, me, n, inter)| (me, n, inter))
 }
 
 /// Which gather-like call [`moved`] runs.
@@ -234,14 +255,17 @@ pub(crate) fn sides(
     if !maybe_gapped(stype) && !maybe_gapped(rtype) {
         return None;
     }
-    let (me, n) = facts(comm)?;
+    let (me, n, inter) = facts(comm)?;
     let n = n as usize;
-    let is_root = root == me as c_int;
+    let (is_root, member) = roles(root, me, inter);
     let in_place = |p: usize| p == IN_PLACE;
-    // Which sides are significant here, and how many blocks each holds.
+    // An intra-communicator's root gives (gather) or takes (scatter) a block too.
+    let own = |p: usize| member || (!inter && is_root && !in_place(p));
+    // Which sides are significant here, and how many blocks each holds (an
+    // inter-communicator's blocks are the remote group's).
     let (send_blocks, recv_blocks, send_used, recv_used) = match kind {
-        Kind::Gather => (1, n, !(is_root && in_place(sendbuf as usize)), is_root),
-        Kind::Scatter => (n, 1, is_root, !(is_root && in_place(recvbuf as usize))),
+        Kind::Gather => (1, n, own(sendbuf as usize), is_root),
+        Kind::Scatter => (n, 1, is_root, own(recvbuf as usize)),
         Kind::Allgather => (1, n, !in_place(sendbuf as usize), true),
         Kind::Alltoall => (n, n, !in_place(sendbuf as usize), true),
     };
@@ -268,9 +292,9 @@ pub(crate) fn sides(
     Some((send, recv))
 }
 
-/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` with a type with
-/// gaps on either side; `None`: the entry point's own path (no gaps, an
-/// inter-communicator, an argument it reports).
+/// `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather` or `MPI_Alltoall` (`request` `None`)
+/// or their non-blocking forms with a type with gaps on either side; `None`: the entry
+/// point's own path (no gaps, an argument it reports).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn moved(
     kind: Kind,
@@ -282,36 +306,32 @@ pub(crate) fn moved(
     rtype: Handle,
     root: c_int,
     comm: Handle,
+    request: Option<*mut Handle>,
 ) -> Option<c_int> {
     let (send, recv) = sides(
         kind, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm,
     )?;
-    let (rptr, rc_count, rdt) = match &recv {
+    let (rp, rc, rt) = match &recv {
         Some(r) => (r.temp.as_ptr().cast_mut().cast(), r.per, BYTE),
         None => (recvbuf, rcount, rtype),
     };
+    let (sp, sc, st) = (send.ptr, send.count, send.dt);
+    use crate::coll as b;
+    use crate::nbc as nb;
     // SAFETY: the buffers are the program's (MPI's contract) or the packed copies,
-    // which live until the call returns.
-    let rc = unsafe {
-        match kind {
-            Kind::Gather => crate::coll::PMPI_Gather(
-                send.ptr, send.count, send.dt, rptr, rc_count, rdt, root, comm,
-            ),
-            Kind::Scatter => crate::coll::PMPI_Scatter(
-                send.ptr, send.count, send.dt, rptr, rc_count, rdt, root, comm,
-            ),
-            Kind::Allgather => crate::coll::PMPI_Allgather(
-                send.ptr, send.count, send.dt, rptr, rc_count, rdt, comm,
-            ),
-            Kind::Alltoall => {
-                crate::coll::PMPI_Alltoall(send.ptr, send.count, send.dt, rptr, rc_count, rdt, comm)
-            }
+    // which live until the call returns (or in the request until it completes).
+    let code = unsafe {
+        match (kind, request) {
+            (Kind::Gather, None) => b::PMPI_Gather(sp, sc, st, rp, rc, rt, root, comm),
+            (Kind::Gather, Some(q)) => nb::PMPI_Igather(sp, sc, st, rp, rc, rt, root, comm, q),
+            (Kind::Scatter, None) => b::PMPI_Scatter(sp, sc, st, rp, rc, rt, root, comm),
+            (Kind::Scatter, Some(q)) => nb::PMPI_Iscatter(sp, sc, st, rp, rc, rt, root, comm, q),
+            (Kind::Allgather, None) => b::PMPI_Allgather(sp, sc, st, rp, rc, rt, comm),
+            (Kind::Allgather, Some(q)) => nb::PMPI_Iallgather(sp, sc, st, rp, rc, rt, comm, q),
+            (Kind::Alltoall, None) => b::PMPI_Alltoall(sp, sc, st, rp, rc, rt, comm),
+            (Kind::Alltoall, Some(q)) => nb::PMPI_Ialltoall(sp, sc, st, rp, rc, rt, comm, q),
         }
     };
-    if rc == MPI_SUCCESS {
-        if let Some(r) = &recv {
-            r.finish(recvbuf);
-        }
-    }
-    Some(rc)
+    let unpack = recv.map(|r| r.unpack(recvbuf));
+    Some(end(code, comm, request, send.keep, unpack))
 }

@@ -127,6 +127,12 @@ crate::mpi_fn! {
         op: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Scan, sendbuf, recvbuf, count, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
         call(comm, |g| scan(g, sendbuf, recvbuf, count, datatype, op, comm, true))
     }
 }
@@ -142,6 +148,12 @@ crate::mpi_fn! {
         op: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Exscan, sendbuf, recvbuf, count, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
         call(comm, |g| scan(g, sendbuf, recvbuf, count, datatype, op, comm, false))
     }
 }
@@ -201,6 +213,18 @@ crate::mpi_fn! {
         op: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::ScatterBlock { recvcount }, sendbuf, recvbuf, recvcount, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
+        if crate::coll_inter::is_inter_comm(comm) {
+            // SAFETY: this function's contract; the request is the helper's local.
+            return crate::coll_inter::blocking(|q| unsafe {
+                crate::nbc_scan::PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, q)
+            });
+        }
         call(comm, |g| {
             let n = count_arg(recvcount)?;
             reduce_scatter(g, sendbuf, recvbuf, &|_| Ok(n), datatype, op, comm)
@@ -219,6 +243,18 @@ crate::mpi_fn! {
         op: Handle,
         comm: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Scatter { recvcounts }, sendbuf, recvbuf, 0, datatype, op, comm, None,
+        ) {
+            return rc;
+        }
+        if crate::coll_inter::is_inter_comm(comm) {
+            // SAFETY: this function's contract; the request is the helper's local.
+            return crate::coll_inter::blocking(|q| unsafe {
+                crate::nbc_scan::PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, q)
+            });
+        }
         call(comm, |g| {
             if recvcounts.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "a null recvcounts"));

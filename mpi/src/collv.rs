@@ -118,7 +118,7 @@ crate::mpi_fn! {
     ) {
         // A type with gaps: packed, then the call below (`coll_packed_v`).
         if let Some(rc) = crate::coll_packed_v::gatherv(
-            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, None,
         ) {
             return rc;
         }
@@ -175,7 +175,7 @@ crate::mpi_fn! {
     ) {
         // A type with gaps: packed, then the call below (`coll_packed_v`).
         if let Some(rc) = crate::coll_packed_v::scatterv(
-            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, None,
         ) {
             return rc;
         }
@@ -230,7 +230,7 @@ crate::mpi_fn! {
     ) {
         // A type with gaps: packed, then the call below (`coll_packed_v`).
         if let Some(rc) = crate::coll_packed_v::allgatherv(
-            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, None,
         ) {
             return rc;
         }
@@ -292,7 +292,7 @@ crate::mpi_fn! {
     ) {
         // A type with gaps: packed, then the call below (`coll_packed_v`).
         if let Some(rc) = crate::coll_packed_v::alltoallv(
-            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, None,
         ) {
             return rc;
         }

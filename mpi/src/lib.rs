@@ -87,6 +87,7 @@ mod passive;
 mod persistent;
 mod ports;
 mod pscw;
+mod reduce_packed;
 mod reduce_wide;
 mod reqtable;
 mod request;

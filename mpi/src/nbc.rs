@@ -232,6 +232,7 @@ impl Nbc {
                 } => {
                     let red = self
                         .reduction
+                        .as_ref()
                         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "a reduction without an op"))?;
                     if let Some(user) = red.user_call() {
                         let ops = if other_lower {
@@ -416,7 +417,7 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::ibcast(buffer, count, datatype, root, comm, request) {
+        if let Some(rc) = crate::coll_packed::bcast(buffer, count, datatype, root, comm, Some(request)) {
             return rc;
         }
         call(comm, |g| {
@@ -474,6 +475,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Reduce { root }, sendbuf, recvbuf, count, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -522,6 +529,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Allreduce, sendbuf, recvbuf, count, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -561,9 +574,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Gather,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Some(request),
         ) {
             return rc;
         }
@@ -645,9 +658,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Scatter,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Some(request),
         ) {
             return rc;
         }
@@ -695,9 +708,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Allgather,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, Some(request),
         ) {
             return rc;
         }
@@ -747,9 +760,9 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // A type with gaps: packed, then the call below (`nbc_packed`).
-        if let Some(rc) = crate::nbc_packed::started(
+        if let Some(rc) = crate::coll_packed::moved(
             crate::coll_packed::Kind::Alltoall,
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, request,
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm, Some(request),
         ) {
             return rc;
         }

@@ -601,3 +601,29 @@ pub(crate) unsafe fn ialltoallv(
     s.exchange(sends, recvs);
     s.submit(g, comm, slot)
 }
+
+/// The `(start, len)` blocks of each side of an `MPI_Ialltoallw`, one per remote rank,
+/// and the bytes each side spans.
+pub(crate) type WBlocks = ((Vec<(usize, usize)>, usize), (Vec<(usize, usize)>, usize));
+
+/// `MPI_Ialltoallw` on inter-communicator `comm` (as [`ialltoallv`], each block of its
+/// own type: `blocks` gives the send and receive blocks for the remote group's size).
+pub(crate) fn ialltoallw(
+    g: &mut Guard,
+    comm: Handle,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    blocks: impl FnOnce(&mut Guard, u32) -> R<WBlocks>,
+    slot: &mut Handle,
+) -> R<()> {
+    let mut s = Sched::start(g, comm)?;
+    no_in_place(sendbuf)?;
+    let ((sblocks, slen), (rblocks, rlen)) = blocks(g, s.remote_size)?;
+    disjoint(&rblocks)?;
+    let all = Span::at(sendbuf.cast_mut().cast(), slen)?;
+    let out = Span::at(recvbuf.cast(), rlen)?;
+    let sends = s.per_remote(all, &sblocks);
+    let recvs = s.per_remote(out, &rblocks);
+    s.exchange(sends, recvs);
+    s.submit(g, comm, slot)
+}

@@ -112,6 +112,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Scan, sendbuf, recvbuf, count, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         iscan(ScanArgs { sendbuf, recvbuf, count, datatype, op }, comm, request, false)
     }
 }
@@ -128,6 +134,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Exscan, sendbuf, recvbuf, count, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         iscan(ScanArgs { sendbuf, recvbuf, count, datatype, op }, comm, request, true)
     }
 }
@@ -183,6 +195,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::ScatterBlock { recvcount }, sendbuf, recvbuf, recvcount, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         let blocks = |c: &Coll, size: usize| -> R<(Vec<(usize, usize)>, usize)> {
             let len = count_arg(recvcount)?
                 .checked_mul(size)
@@ -207,6 +225,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduced(
+            crate::reduce_packed::Which::Scatter { recvcounts }, sendbuf, recvbuf, 0, datatype, op, comm, Some(request),
+        ) {
+            return rc;
+        }
         let blocks = |c: &Coll, size: usize| -> R<(Vec<(usize, usize)>, usize)> {
             if recvcounts.is_null() {
                 return Err(Fail::new(MPI_ERR_ARG, "a null recvcounts array"));

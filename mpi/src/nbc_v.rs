@@ -54,6 +54,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::gatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -109,6 +115,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::scatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -161,6 +173,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;
@@ -212,6 +230,12 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
+        // A type with gaps: packed, then the call below (`coll_packed_v`).
+        if let Some(rc) = crate::coll_packed_v::alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Some(request),
+        ) {
+            return rc;
+        }
         call(comm, |g| {
             // SAFETY: MPI's contract: `request` is valid for a write.
             let slot = unsafe { request_slot(request) }?;

@@ -35,12 +35,14 @@
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use crate::consts::*;
 use crate::datatype::{reduce, Elem, TypeEntry};
 use crate::error::{Fail, R};
 use crate::state::NO_OBJECT;
 use crate::state::{call, Guard, Lib};
+use crate::typemap::Layout;
 use crate::util::{bytes, bytes_mut};
 use crate::util::{out, read_handle};
 
@@ -95,7 +97,7 @@ impl Drop for InUserFn {
 }
 
 /// What a reduction applies.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Kind {
     /// A predefined operation on elements of this kind.
     Predefined(Handle, Elem),
@@ -105,11 +107,14 @@ enum Kind {
         datatype: Handle,
         /// The datatype's size in bytes (never 0 when a buffer is not empty).
         item: usize,
+        /// The program's type has gaps: the collective reduces packed items, which
+        /// the function gets laid out as the type describes (`reduce_packed`).
+        layout: Option<Arc<Layout>>,
     },
 }
 
 /// One collective call's operation on its datatype, checked at the call's start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Reduction {
     kind: Kind,
 }
@@ -118,16 +123,24 @@ impl Reduction {
     /// `op` on items of `datatype` (whose entry is `t`): a user operation applies to
     /// every type; a predefined one must be defined on the type's elements.
     ///
+    /// A packed twin of a type with gaps (`reduce_packed`) reduces as its packed
+    /// elements by a predefined operation; a user function gets the program's type.
+    ///
     /// # Errors
     /// `MPI_ERR_OP` for a handle that is neither a live user operation nor a predefined
     /// operation defined on the type (a freed operation, `MPI_OP_NULL`...).
     pub fn new(lib: &Lib, op: Handle, datatype: Handle, t: &TypeEntry) -> R<Reduction> {
         if let Some(&u) = lib.ops.get(&op) {
+            let (datatype, layout) = match lib.twins.origin(datatype) {
+                Some(tw) => (tw.program, Some(Arc::clone(&tw.layout))),
+                None => (datatype, None),
+            };
             return Ok(Reduction {
                 kind: Kind::User {
                     op: u,
                     datatype,
                     item: t.size,
+                    layout,
                 },
             });
         }
@@ -167,25 +180,30 @@ impl Reduction {
         }
         match self.kind {
             Kind::Predefined(op, elem) => reduce(op, elem, higher, lower),
-            Kind::User { op, datatype, item } => {
-                let user = UserCall {
-                    f: op.f,
-                    datatype,
-                    item,
-                };
-                call_user(g, user, lower, higher)
-            }
+            Kind::User { .. } => match self.user_call() {
+                Some(user) => call_user(g, user, lower, higher),
+                None => Err(Fail::new(
+                    MPI_ERR_INTERN,
+                    "a user operation without its call",
+                )),
+            },
         }
     }
 
     /// The program's function and its arguments, or `None` for a predefined operation.
     pub fn user_call(&self) -> Option<UserCall> {
-        match self.kind {
+        match &self.kind {
             Kind::Predefined(..) => None,
-            Kind::User { op, datatype, item } => Some(UserCall {
-                f: op.f,
+            Kind::User {
+                op,
                 datatype,
                 item,
+                layout,
+            } => Some(UserCall {
+                f: op.f,
+                datatype: *datatype,
+                item: *item,
+                layout: layout.clone(),
             }),
         }
     }
@@ -205,12 +223,13 @@ impl Reduction {
 }
 
 /// A user operation's call: the program's function, its datatype handle and the size
-/// of one item.
-#[derive(Clone, Copy, Debug)]
+/// of one (packed) item, and the type's layout when it has gaps.
+#[derive(Clone, Debug)]
 pub(crate) struct UserCall {
     pub f: UserFn,
     pub datatype: Handle,
     pub item: usize,
+    pub layout: Option<Arc<Layout>>,
 }
 
 /// Calls `f(invec, inoutvec, &len, &datatype)` over the two buffers with the call's
@@ -226,7 +245,12 @@ pub(crate) fn apply_user(user: UserCall, invec: &mut [u8], inoutvec: &mut [u8]) 
     if inoutvec.is_empty() {
         return Ok(());
     }
-    let UserCall { f, datatype, item } = user;
+    let UserCall {
+        f,
+        datatype,
+        item,
+        layout,
+    } = user;
     if item == 0 || inoutvec.len() % item != 0 || invec.len() != inoutvec.len() {
         return Err(Fail::new(MPI_ERR_INTERN, "a buffer of partial items"));
     }
@@ -235,6 +259,10 @@ pub(crate) fn apply_user(user: UserCall, invec: &mut [u8], inoutvec: &mut [u8]) 
     for (a, b) in invec.chunks_mut(piece).zip(inoutvec.chunks_mut(piece)) {
         let mut len = c_int::try_from(b.len() / item).unwrap_or(c_int::MAX);
         let mut dt = datatype;
+        if let Some(l) = &layout {
+            crate::reduce_packed::call_laid_out(f, l, len, dt, a, b)?;
+            continue;
+        }
         // SAFETY: `f` is the program's `MPI_User_function` (MPI_Op_create's contract);
         // both buffers hold `len` items of `dt` and are exclusively borrowed for the
         // call, `len` and `dt` are locals; the function, C code, cannot unwind into Rust.
@@ -318,6 +346,10 @@ crate::mpi_fn! {
         datatype: Handle,
         op: Handle
     ) {
+        // A type with gaps: packed, then the call below (`reduce_packed`).
+        if let Some(rc) = crate::reduce_packed::reduce_local(inbuf, inoutbuf, count, datatype, op) {
+            return rc;
+        }
         call(MPI_COMM_SELF, |g| {
             if inbuf as usize == IN_PLACE || inoutbuf as usize == IN_PLACE {
                 return Err(Fail::new(MPI_ERR_BUFFER, "MPI_IN_PLACE in MPI_Reduce_local"));
@@ -393,6 +425,7 @@ mod tests {
                 },
                 datatype: 0x20d,
                 item: 4,
+                layout: None,
             },
         };
         let mut g = Guard::lock().expect("no owner before MPI_Init");

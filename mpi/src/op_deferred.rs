@@ -172,6 +172,7 @@ mod tests {
             f: shift,
             datatype: 0x201,
             item: 1,
+            layout: None,
         };
         let (mut lo, mut hi, mut out) = ([1u8, 2], [3u8, 4], [0u8, 0]);
         // SAFETY: the three arrays live past `run_queued` below and are untouched

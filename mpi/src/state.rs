@@ -309,6 +309,8 @@ pub(crate) struct Lib {
     pub types: Map<TypeEntry>,
     /// The layouts of the types with gaps (`typemap`).
     pub layouts: Map<std::sync::Arc<crate::typemap::Layout>>,
+    /// The packed twins of the types with gaps that reductions used (`reduce_packed`).
+    pub twins: crate::reduce_packed::Twins,
     /// Names given by `MPI_Type_set_name` (`type_name`).
     pub type_names: Map<String>,
     /// How each derived type was made (`type_contents`).
@@ -355,6 +357,7 @@ impl Lib {
             attrs: Default::default(),
             types: Map::default(),
             layouts: Map::default(),
+            twins: Default::default(),
             type_names: Map::default(),
             type_contents: Map::default(),
             ops: Map::default(),

@@ -9,10 +9,10 @@
 //! type-map order, adjacent pieces merged, and its bounds. Its `TypeEntry` keeps the
 //! packed size. The point-to-point calls pack such a type's data into a contiguous
 //! buffer before sending and unpack what they received ([`Lib::buffer_of`]), and so do
-//! `MPI_Bcast`, `MPI_Gather`, `MPI_Scatter`, `MPI_Allgather`, `MPI_Alltoall` on
-//! intra-communicators (`coll_packed`); the other collectives, matched receives and
-//! persistent requests take only contiguous types (`Lib::byte_len` refuses the others
-//! with `MPI_ERR_TYPE`).
+//! the collectives (`coll_packed`, `coll_packed_v`, `nbc_packed`, `reduce_packed`);
+//! the neighborhood collectives and persistent point-to-point requests take only
+//! contiguous types (`Lib::byte_len` refuses the
+//! others with `MPI_ERR_TYPE`).
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -713,6 +713,7 @@ crate::mpi_fn! {
 pub(crate) fn forget(lib: &mut Lib, h: Handle) {
     lib.layouts.remove(&h);
     lib.type_contents.remove(&h);
+    crate::reduce_packed::forget(lib, h);
 }
 
 #[cfg(test)]

@@ -961,6 +961,22 @@ fn v_collectives_take_types_with_gaps() {
 }
 
 #[test]
+fn reductions_take_types_with_gaps() {
+    for np in ["1", "2", "3", "4", "5"] {
+        every_rank_prints("rtypes", np, "", &[], "RTYPES OK");
+    }
+    every_rank_prints("rtypes", "3", "", TCP, "RTYPES OK");
+}
+
+#[test]
+fn inter_communicator_and_non_blocking_v_collectives_take_types_with_gaps() {
+    for np in ["1", "2", "3", "4", "5"] {
+        every_rank_prints("inter_gaps", np, "", &[], "INTER GAPS OK");
+    }
+    every_rank_prints("inter_gaps", "5", "", TCP, "INTER GAPS OK");
+}
+
+#[test]
 fn persistent_collectives_start_again_and_again() {
     for np in ["1", "2", "3", "4"] {
         every_rank_prints("coll_persistent", np, "single", &[], "COLL PERSISTENT OK");

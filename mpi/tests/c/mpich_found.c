@@ -440,17 +440,6 @@ static void alltoallw(void) {
         }
         CHECK(rbuf[at] == 0x5a);
     }
-    /* A type with gaps is refused, at every rank alike. */
-    MPI_Datatype vec;
-    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec));
-    OK(MPI_Type_commit(&vec));
-    for (int r = 0; r < np; r++) st[r] = rt[r] = vec;
-    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    int cls;
-    MPI_Error_class(MPI_Alltoallw(sbuf, sc, sd, st, rbuf, rc, rd, rt, MPI_COMM_WORLD), &cls);
-    CHECK(cls == MPI_ERR_TYPE);
-    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
-    OK(MPI_Type_free(&vec));
 }
 
 /* MPI_Type_get_name / set_name: the header's names by default, a name set replaces
