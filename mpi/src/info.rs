@@ -224,3 +224,77 @@ crate::mpi_fn! {
         })
     }
 }
+
+/// The keys of `MPI_INFO_ENV` for a process started with `args`: `command`, `argv`
+/// (when there are arguments), `maxprocs`, `wdir`, `host`, `thread_level`,
+/// `mpi_initial_errhandler`.
+pub(crate) fn env_entries(
+    args: &[String],
+    maxprocs: usize,
+    thread_level: &str,
+    initial_errhandler: &str,
+) -> Vec<(String, String)> {
+    let command = args.first().cloned().unwrap_or_default();
+    let rest = args.get(1..).unwrap_or_default().join(" ");
+    let wdir = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let mut entries = vec![("command".to_string(), command)];
+    if !rest.is_empty() {
+        entries.push(("argv".into(), rest));
+    }
+    entries.extend([
+        ("maxprocs".to_string(), maxprocs.to_string()),
+        ("wdir".into(), wdir),
+        ("host".into(), host),
+        ("thread_level".into(), thread_level.into()),
+        ("mpi_initial_errhandler".into(), initial_errhandler.into()),
+    ]);
+    entries
+}
+
+/// The job's size as the launcher tells it (`steadfast-run`, a PMI or Slurm
+/// launcher), else 1: what `maxprocs` says before the runtime is up.
+fn launched_size() -> usize {
+    ["STEADFAST_JOB_RANKS", "PMI_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(1)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Info_create_env` (MPI 4.1 §11.2.2): a new info object with the keys of
+    /// `MPI_INFO_ENV` as they would be had the process been started with `argc` and
+    /// `argv`: `command` (`argv[0]`), `argv` (the rest, separated by spaces),
+    /// `maxprocs`, `wdir`, `host`, `thread_level` (`MPI_THREAD_SINGLE`: no level is
+    /// asked yet) and `mpi_initial_errhandler`. Callable at any time, before
+    /// `MPI_Init` and after `MPI_Finalize` too; `argv` may be null.
+    fn MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *const *const c_char, info: *mut Handle) {
+        call(NO_OBJECT, |g| {
+            // SAFETY: MPI's contract: `info` is valid for a write.
+            let slot = unsafe { out(info) }?;
+            let n = if argv.is_null() { 0 } else { usize::try_from(argc).unwrap_or(0) };
+            let mut args = Vec::with_capacity(n);
+            for i in 0..n {
+                // SAFETY: MPI's contract: `argv` holds `argc` C strings (or nulls).
+                let a = unsafe { *argv.add(i) };
+                // SAFETY: as above.
+                args.push(unsafe { read_cstr(a) }.unwrap_or_default());
+            }
+            let entries = env_entries(
+                &args,
+                launched_size(),
+                "MPI_THREAD_SINGLE",
+                crate::init::initial_errhandler().1,
+            );
+            let mut o = g.objects();
+            let h = o.new_handle();
+            o.infos.insert(h, entries);
+            *slot = h;
+            Ok(())
+        })
+    }
+}

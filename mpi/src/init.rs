@@ -26,7 +26,7 @@ static STAGE: AtomicU8 = AtomicU8::new(0);
 
 /// The error handler named by `mpiexec -initial-errhandler` (`steadfast-run` hands it
 /// over as `STEADFAST_INITIAL_ERRHANDLER`): the handle and its MPI-4 name.
-fn initial_errhandler() -> (Handle, &'static str) {
+pub(crate) fn initial_errhandler() -> (Handle, &'static str) {
     let Ok(name) = std::env::var("STEADFAST_INITIAL_ERRHANDLER") else {
         return (MPI_ERRORS_ARE_FATAL, "mpi_errors_are_fatal");
     };
@@ -260,13 +260,8 @@ pub(crate) fn bring_up(g: &mut Guard, level: c_int) -> R<()> {
     };
     entries.push((MPI_COMM_SELF, CommEntry::new(kind, errh, "MPI_COMM_SELF")));
     lib.world_model = WorldModel::Ready(entries);
-    let command = std::env::args().next().unwrap_or_default();
-    lib.env_info = vec![
-        ("command".into(), command),
-        ("maxprocs".into(), size.to_string()),
-        ("mpi_initial_errhandler".into(), errh_name.into()),
-        ("thread_level".into(), level_name(level).into()),
-    ];
+    let args: Vec<String> = std::env::args().collect();
+    lib.env_info = crate::info::env_entries(&args, size as usize, level_name(level), errh_name);
     *g.phase() = Phase::Live(Box::new(lib));
     g.own_below_serialized(level);
     if launched {

@@ -1092,6 +1092,19 @@ fn window_attributes_of_the_programs_keys_are_deleted_by_the_free() {
 }
 
 #[test]
+fn info_create_env_and_info_env_describe_the_process() {
+    for np in ["1", "3"] {
+        let (status, out, err) = run(&["-np", np], program("info_env"), &["alpha", "beta"], &[]);
+        assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+        assert_eq!(
+            out.matches("INFO ENV OK").count(),
+            np.parse::<usize>().unwrap(),
+            "{out}\n{err}"
+        );
+    }
+}
+
+#[test]
 fn distributed_array_types_hold_what_each_process_owns() {
     for np in ["1", "3", "4"] {
         every_rank_prints("darray", np, "", &[], "DARRAY OK");
