@@ -14,11 +14,8 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::state::{call, NO_OBJECT};
 use crate::type_contents as tc;
-use crate::typemap::{
-    arr, blocks_of, describe, extent_of, forget, n_arg, register, Builder, Layout,
-};
+use crate::typemap::{arr, extent_of, n_arg};
 use crate::typemap_ctors::{MPI_ORDER_C, MPI_ORDER_FORTRAN};
-use crate::util::out;
 
 /// `MPI_DISTRIBUTE_BLOCK` (MPICH's value).
 pub const MPI_DISTRIBUTE_BLOCK: c_int = 121;
@@ -211,23 +208,9 @@ crate::mpi_fn! {
             }
             let (gsz, runs): (Vec<usize>, Vec<_>) = dims.into_iter().unzip();
             let lib = g.lib()?;
-            let ext = extent_of(lib, oldtype)?;
-            let whole = gsz
-                .iter()
-                .try_fold(ext, |acc, &x| acc.checked_mul(x as isize))
-                .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the array's extent overflows"))?;
-            let blocks = darray_blocks(&gsz, &runs, ext)?;
-            let mut inner = MPI_DATATYPE_NULL;
-            blocks_of(lib, oldtype, blocks.into_iter(), &mut inner)?;
+            let blocks = darray_blocks(&gsz, &runs, extent_of(lib, oldtype)?)?;
             // SAFETY: MPI's contract: `newtype` is valid for a write.
-            let slot = unsafe { out(newtype) }?;
-            let (t, l) = describe(lib, inner)?;
-            forget(lib, inner);
-            lib.types.remove(&inner);
-            let mut b = Builder::new();
-            b.layout = Layout { lb: 0, extent: whole, ..l };
-            b.first = false;
-            *slot = register(lib, b, t.size, t.elem, t.elems);
+            unsafe { crate::typemap_ctors::array_part(lib, oldtype, &gsz, blocks, newtype) }?;
             let ints = [&[size, rank, ndims][..], gs, ds, da, ps, &[order]].concat();
             // SAFETY: `newtype` was just written.
             unsafe { tc::record(lib, newtype, DARRAY, ints, vec![], &[oldtype]) }

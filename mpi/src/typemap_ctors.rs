@@ -8,8 +8,9 @@ use crate::type_contents as tc;
 use std::ffi::c_int;
 
 use crate::consts::*;
-use crate::error::Fail;
+use crate::error::{Fail, R};
 use crate::state::call;
+use crate::state::Lib;
 use crate::typemap::{
     arr, blocks_of, bounds, describe, extent_of, forget, n_arg, register, Builder, Layout,
 };
@@ -81,6 +82,44 @@ fn subarray_blocks(
     blocks
 }
 
+/// Writes to `*newtype` the type of part of an array of `sizes` items of `oldtype`:
+/// `blocks` (items, byte displacement) in memory order, its lower bound 0 and its
+/// extent the whole array's, so consecutive items are consecutive arrays (the
+/// subarray and darray constructors).
+///
+/// # Safety
+/// `newtype` is valid for a write.
+pub(crate) unsafe fn array_part(
+    lib: &mut Lib,
+    oldtype: Handle,
+    sizes: &[usize],
+    blocks: Vec<(usize, isize)>,
+    newtype: *mut Handle,
+) -> R<()> {
+    let whole = sizes
+        .iter()
+        .try_fold(extent_of(lib, oldtype)?, |acc, &x| {
+            acc.checked_mul(x as isize)
+        })
+        .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the array's extent overflows"))?;
+    let mut inner = MPI_DATATYPE_NULL;
+    blocks_of(lib, oldtype, blocks.into_iter(), &mut inner)?;
+    // SAFETY: the caller's contract.
+    let slot = unsafe { out(newtype) }?;
+    let (t, l) = describe(lib, inner)?;
+    forget(lib, inner);
+    lib.types.remove(&inner);
+    let mut b = Builder::new();
+    b.layout = Layout {
+        lb: 0,
+        extent: whole,
+        ..l
+    };
+    b.first = false;
+    *slot = register(lib, b, t.size, t.elem, t.elems);
+    Ok(())
+}
+
 crate::mpi_fn! {
     /// `MPI_Type_create_subarray`: the `subsizes` block at `starts` of an array of
     /// `sizes`, in C or Fortran order; its lower bound 0 and extent the whole array's,
@@ -125,22 +164,9 @@ crate::mpi_fn! {
             }
             let lib = g.lib()?;
             let ext = extent_of(lib, oldtype)?;
-            let whole = d_sz
-                .iter()
-                .try_fold(ext, |acc, &x| acc.checked_mul(x as isize))
-                .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "the array's extent overflows"))?;
             let blocks = subarray_blocks(&d_sz, &d_sub, &d_st, ext);
-            let mut inner = MPI_DATATYPE_NULL;
-            blocks_of(lib, oldtype, blocks.into_iter(), &mut inner)?;
             // SAFETY: MPI's contract: `newtype` is valid for a write.
-            let slot = unsafe { out(newtype) }?;
-            let (t, l) = describe(lib, inner)?;
-            forget(lib, inner);
-            lib.types.remove(&inner);
-            let mut b = Builder::new();
-            b.layout = Layout { lb: 0, extent: whole, ..l };
-            b.first = false;
-            *slot = register(lib, b, t.size, t.elem, t.elems);
+            unsafe { array_part(lib, oldtype, &d_sz, blocks, newtype) }?;
             let ints = [&[ndims][..], sz, sub, st, &[order]].concat();
             // SAFETY: `newtype` was just written.
             unsafe { tc::record(lib, newtype, tc::SUBARRAY, ints, vec![], &[oldtype]) }
