@@ -27,9 +27,10 @@
 //! batch receive or the closing barrier fail with `MPIX_ERR_PROC_FAILED` (the
 //! runtime's collectives and receives give up on a dead member), never a hang.
 //!
-//! Contiguous datatypes only (basic or `MPI_Type_contiguous`); the origin's and the
-//! target's types must have the same element kind and byte length. User operations
-//! are refused (`MPI_ERR_OP`, as MPI requires predefined operations).
+//! Accumulates take contiguous datatypes only (basic or `MPI_Type_contiguous`; puts and
+//! gets also take types with gaps: `rma_gaps`); the origin's and the target's types
+//! must have the same element kind and byte length. User operations are refused
+//! (`MPI_ERR_OP`, as MPI requires predefined operations).
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use sf::CommError;
 use crate::consts::*;
 use crate::datatype::{basic_entry, reduce, Elem};
 use crate::error::{Fail, R};
+use crate::rma_gaps::has_gaps;
 use crate::state::Guard;
 use crate::util::{bytes, bytes_mut};
 use crate::win::{entry, win_call, MPI_ERR_RMA_RANGE};
@@ -337,15 +339,21 @@ fn epoch_end(win: &Arc<Window<'static>>, me: u32, n: u32, pending: Vec<Pending>)
 }
 
 /// A checked target: its rank (`None`: `MPI_PROC_NULL`), the window, its byte offset.
-struct Target {
-    rank: Option<u32>,
-    win: Arc<Window<'static>>,
-    offset: usize,
+pub(crate) struct Target {
+    pub rank: Option<u32>,
+    pub win: Arc<Window<'static>>,
+    pub offset: usize,
 }
 
 /// Checks `target_rank` and the range of `len` bytes at `disp` units of the target's
 /// displacement unit.
-fn target(g: &mut Guard, win: Handle, target_rank: c_int, disp: isize, len: usize) -> R<Target> {
+pub(crate) fn target(
+    g: &mut Guard,
+    win: Handle,
+    target_rank: c_int,
+    disp: isize,
+    len: usize,
+) -> R<Target> {
     let e = entry(g.lib()?, win)?;
     let w = Arc::clone(&e.win);
     if target_rank == MPI_PROC_NULL {
@@ -426,6 +434,10 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            if has_gaps(g, origin_datatype)? || has_gaps(g, target_datatype)? {
+                return crate::rma_gaps::put(g, origin_addr, origin_count, origin_datatype,
+                    target_rank, target_disp, target_count, target_datatype, win);
+            }
             let o = typed(g, origin_count, origin_datatype)?;
             let t = typed(g, target_count, target_datatype)?;
             same_shape(o, t)?;
@@ -451,6 +463,10 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            if has_gaps(g, origin_datatype)? || has_gaps(g, target_datatype)? {
+                return crate::rma_gaps::get(g, origin_addr, origin_count, origin_datatype,
+                    target_rank, target_disp, target_count, target_datatype, win);
+            }
             let o = typed(g, origin_count, origin_datatype)?;
             let t = typed(g, target_count, target_datatype)?;
             same_shape(o, t)?;
