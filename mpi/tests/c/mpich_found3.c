@@ -1,7 +1,8 @@
 /* What the third sweep of MPICH's test suite found wrong (docs/mpi.md, "MPICH's test
- * suite"), one part per finding. `mpich_found3 [part]` runs one part (`freeing`, `gaps`),
- * or all of them; each rank prints "MPICH FOUND3 OK" at the end. */
+ * suite"), one part per finding. `mpich_found3 [part]` runs one part (`freeing`, `gaps`,
+ * `elements`), or all of them; each rank prints "MPICH FOUND3 OK" at the end. */
 #include <mpi.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "check.h"
@@ -102,6 +103,43 @@ static void gaps(void) {
     OK(MPI_Win_free(&win));
 }
 
+/* MPI_Get_elements counts every element of whole items whatever their sizes (MPICH's
+ * get_elements: a contiguous of a struct of a char, a short and an int was
+ * MPI_UNDEFINED), and the elements of part of an item of one kind. */
+static void elements(void) {
+    struct s {
+        char a;
+        short b;
+        int c;
+    } out[2] = {{1, 2, 3}, {4, 5, 6}}, in[2];
+    int lens[3] = {1, 1, 1};
+    MPI_Aint displs[3] = {offsetof(struct s, a), offsetof(struct s, b), offsetof(struct s, c)};
+    MPI_Datatype kinds[3] = {MPI_CHAR, MPI_SHORT, MPI_INT}, st, contig, pairs;
+    OK(MPI_Type_create_struct(3, lens, displs, kinds, &st));
+    OK(MPI_Type_contiguous(1, st, &contig));
+    OK(MPI_Type_commit(&contig));
+    MPI_Status status;
+    OK(MPI_Sendrecv(out, 2, contig, 0, 9, in, 2, contig, 0, 9, MPI_COMM_SELF, &status));
+    CHECK(in[1].a == 4 && in[1].b == 5 && in[1].c == 6);
+    int n = -1;
+    OK(MPI_Get_elements(&status, contig, &n));
+    CHECK(n == 6);
+    OK(MPI_Get_count(&status, contig, &n));
+    CHECK(n == 2);
+    /* Three ints into items of two: 3 elements, no whole count. */
+    int three[3] = {7, 8, 9}, got[4] = {0, 0, 0, 0};
+    OK(MPI_Type_contiguous(2, MPI_INT, &pairs));
+    OK(MPI_Type_commit(&pairs));
+    OK(MPI_Sendrecv(three, 3, MPI_INT, 0, 9, got, 2, pairs, 0, 9, MPI_COMM_SELF, &status));
+    OK(MPI_Get_elements(&status, pairs, &n));
+    CHECK(n == 3);
+    OK(MPI_Get_count(&status, pairs, &n));
+    CHECK(n == MPI_UNDEFINED);
+    OK(MPI_Type_free(&pairs));
+    OK(MPI_Type_free(&contig));
+    OK(MPI_Type_free(&st));
+}
+
 int main(int argc, char **argv) {
     const char *part = argc > 1 ? argv[1] : "all";
     OK(MPI_Init(&argc, &argv));
@@ -110,6 +148,7 @@ int main(int argc, char **argv) {
     int all = strcmp(part, "all") == 0;
     if (all || strcmp(part, "freeing") == 0) freeing();
     if (all || strcmp(part, "gaps") == 0) gaps();
+    if (all || strcmp(part, "elements") == 0) elements();
     printf("rank %d: MPICH FOUND3 OK\n", me);
     OK(MPI_Finalize());
     return 0;
