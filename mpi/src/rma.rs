@@ -56,7 +56,7 @@ const MPI_REPLACE: Handle = 0x3c;
 const MPI_NO_OP: Handle = 0x3d;
 
 /// Kinds of queued operations (the first byte of each encoded one).
-const ACC: u8 = 0;
+pub(crate) const ACC: u8 = 0;
 const FETCH: u8 = 1;
 const CAS: u8 = 2;
 
@@ -482,7 +482,7 @@ crate::mpi_fn! {
 
 /// Checks `op` on elements `elem` for an accumulate: a predefined operation defined on
 /// them, `MPI_REPLACE` or `MPI_NO_OP`.
-fn check_op(g: &mut Guard, op: Handle, elem: Elem) -> R<()> {
+pub(crate) fn check_op(g: &mut Guard, op: Handle, elem: Elem) -> R<()> {
     if g.lib()?.ops.contains_key(&op) {
         return Err(Fail::new(
             MPI_ERR_OP,
@@ -512,14 +512,34 @@ fn queue(
     check_op(g, op, t.1)?;
     let tg = target(g, win, target_rank, target_disp, t.0)?;
     let Some(rank) = tg.rank else { return Ok(()) };
+    queue_at(g, win, kind, op, rank, tg.offset, t, data, compare, result)
+}
+
+/// Queues an accumulate of `t.0` bytes of elements `t.1` at byte `offset` of `rank`'s
+/// window (checked by the caller), or sends it to the target's agent in a passive
+/// epoch.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn queue_at(
+    g: &mut Guard,
+    win: Handle,
+    kind: u8,
+    op: Handle,
+    rank: u32,
+    offset: usize,
+    t: (usize, Elem),
+    data: &[u8],
+    compare: &[u8],
+    result: Option<usize>,
+) -> R<()> {
     let ty = wire_type(t.1)
         .ok_or_else(|| Fail::new(MPI_ERR_TYPE, "no predefined type of these elements"))?;
-    let wire = encode(kind, op, ty, tg.offset as u64, data, compare);
+    let wire = encode(kind, op, ty, offset as u64, data, compare);
     let e = entry(g.lib()?, win)?;
     if e.locked[rank as usize] != 0 {
         // A passive epoch: the target's agent applies it now.
+        let w = Arc::clone(&e.win);
         let result = result.map(|p| (p, t.0));
-        return g.unlocked(|| crate::passive::accumulate(&tg.win, rank, &wire, result));
+        return g.unlocked(|| crate::passive::accumulate(&w, rank, &wire, result));
     }
     e.pending.push(Pending {
         target: rank,
@@ -543,6 +563,11 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            if has_gaps(g, origin_datatype)? || has_gaps(g, target_datatype)? {
+                return crate::rma_gaps::accumulate(g, origin_addr, origin_count,
+                    origin_datatype, target_rank, target_disp, target_count,
+                    target_datatype, op, win);
+            }
             let o = typed(g, origin_count, origin_datatype)?;
             let t = typed(g, target_count, target_datatype)?;
             same_shape(o, t)?;

@@ -1,4 +1,4 @@
-//! `MPI_Put` and `MPI_Get` with datatypes that have gaps (vector, indexed, struct,
+//! `MPI_Put`, `MPI_Get` and `MPI_Accumulate` with datatypes that have gaps (vector, indexed, struct,
 //! resized...), on either side.
 //!
 //! The origin's side is packed into a contiguous copy before a put (`typemap::pack`),
@@ -8,7 +8,8 @@
 //! written when any piece is out of range: `MPI_ERR_RMA_RANGE`), then each piece is one
 //! put or get of the runtime, which completes when it returns, as the contiguous calls.
 //! Both sides must describe the same number of bytes of the same element kind.
-//! Accumulates keep to contiguous types (`rma`).
+//! `MPI_Accumulate` too: one accumulate per target piece, queued as the contiguous
+//! ones (`rma`); the fetching accumulates keep to contiguous types.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crate::rma::target;
 use crate::state::Guard;
 use crate::typemap::{Buffer, Layout};
 use crate::util::{bytes, bytes_mut};
-use crate::win::{entry, MPI_ERR_RMA_RANGE};
+use crate::win::MPI_ERR_RMA_RANGE;
 
 /// Whether `dt` has gaps (a layout of pieces).
 pub(crate) fn has_gaps(g: &mut Guard, dt: Handle) -> R<bool> {
@@ -94,7 +95,6 @@ fn pieces(
             )));
         }
     }
-    let _ = entry(g.lib()?, win)?;
     let abs = rel
         .into_iter()
         .map(|(o, len)| ((tg.offset as isize + o) as usize, len))
@@ -192,6 +192,59 @@ pub(crate) fn get(
             // SAFETY: MPI's contract: the origin buffer is writable for the call.
             unsafe { bytes_mut(origin_addr, o.len) }?.copy_from_slice(&temp);
         }
+    }
+    Ok(())
+}
+
+/// `MPI_Accumulate` with a type with gaps on either side: one accumulate per piece of
+/// the target's, each of the packed origin's bytes in order (MPI's atomicity is per
+/// element, and one origin's accumulates stay in call order).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn accumulate(
+    g: &mut Guard,
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: Handle,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: c_int,
+    target_datatype: Handle,
+    op: Handle,
+    win: Handle,
+) -> R<()> {
+    let o = side(g, origin_count, origin_datatype)?;
+    let t = side(g, target_count, target_datatype)?;
+    same_shape(&o, &t)?;
+    crate::rma::check_op(g, op, t.elem)?;
+    let Some((rank, _, pieces)) = pieces(g, win, target_rank, target_disp, &t)? else {
+        return Ok(());
+    };
+    let packed: Box<[u8]>;
+    let data: &[u8] = match &o.layout {
+        Some((l, count)) => {
+            // SAFETY: MPI's contract: the origin buffer holds `count` items of its type.
+            packed = unsafe { crate::typemap::packed_copy(l, origin_addr, *count, o.len) };
+            &packed
+        }
+        // SAFETY: MPI's contract: the origin buffer holds the bytes (copied now).
+        None => unsafe { bytes(origin_addr, o.len) }?,
+    };
+    let mut at = 0;
+    for (off, len) in pieces {
+        let piece = &data[at..at + len];
+        crate::rma::queue_at(
+            g,
+            win,
+            crate::rma::ACC,
+            op,
+            rank,
+            off,
+            (len, t.elem),
+            piece,
+            &[],
+            None,
+        )?;
+        at += len;
     }
     Ok(())
 }

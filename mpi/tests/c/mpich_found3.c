@@ -47,8 +47,8 @@ static void freeing(void) {
     OK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* MPI_Put and MPI_Get with types with gaps on either side (MPICH's fetchandadd gets
- * through an indexed type): every rank puts the column `me` of its 4x4 matrix (a
+/* MPI_Put, MPI_Get and MPI_Accumulate with types with gaps on either side (MPICH's
+ * fetchandadd gets through an indexed type): every rank puts the column `me` of its 4x4 matrix (a
  * vector type) into row `me` of the next rank's window (contiguous), gets back the
  * diagonal of the previous rank's window (a vector of stride 5) into every other int
  * of a buffer (indexed), and a piece past the window's end is MPI_ERR_RMA_RANGE with
@@ -89,6 +89,24 @@ static void gaps(void) {
         CHECK(got[2 * i] == 1000 + 5 * i + prev);
         CHECK(got[2 * i + 1] == -7);
     }
+    /* MPI_SUM accumulates from every rank: into every rank's diagonal (a vector) by a
+     * fence epoch, then from every other int (indexed) into words 1-4 of every rank
+     * under a shared lock. */
+    int four[4] = {1, 2, 3, 4}, spread[8] = {10, -1, 20, -1, 30, -1, 40, -1};
+    OK(MPI_Win_fence(0, win));
+    for (int r = 0; r < np; r++) OK(MPI_Accumulate(four, 4, MPI_INT, r, 0, 1, diagonal, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 4; i++) CHECK(w[5 * i] == 1000 + 5 * i + me + np * (i + 1));
+    w[1] = w[2] = w[3] = w[4] = 0;
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int r = 0; r < np; r++) {
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, r, 0, win));
+        OK(MPI_Accumulate(spread, 1, every_other, r, 1, 4, MPI_INT, MPI_SUM, win));
+        OK(MPI_Win_unlock(r, win));
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 4; i++) CHECK(w[1 + i] == np * 10 * (i + 1));
+    OK(MPI_Win_fence(0, win));
     /* The diagonal from int 1 ends one int past the window: refused, nothing written. */
     int before[16];
     memcpy(before, w, sizeof w);
