@@ -93,6 +93,7 @@ mod reqtable;
 mod request;
 mod restart;
 mod rma;
+mod rma_gaps;
 mod rma_req;
 mod sendrecv;
 mod session;

@@ -27,9 +27,10 @@
 //! batch receive or the closing barrier fail with `MPIX_ERR_PROC_FAILED` (the
 //! runtime's collectives and receives give up on a dead member), never a hang.
 //!
-//! Contiguous datatypes only (basic or `MPI_Type_contiguous`); the origin's and the
-//! target's types must have the same element kind and byte length. User operations
-//! are refused (`MPI_ERR_OP`, as MPI requires predefined operations).
+//! Accumulates take contiguous datatypes only (basic or `MPI_Type_contiguous`; puts and
+//! gets also take types with gaps: `rma_gaps`); the origin's and the target's types
+//! must have the same element kind and byte length. User operations are refused
+//! (`MPI_ERR_OP`, as MPI requires predefined operations).
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use sf::CommError;
 use crate::consts::*;
 use crate::datatype::{basic_entry, reduce, Elem};
 use crate::error::{Fail, R};
+use crate::rma_gaps::has_gaps;
 use crate::state::Guard;
 use crate::util::{bytes, bytes_mut};
 use crate::win::{entry, win_call, MPI_ERR_RMA_RANGE};
@@ -54,7 +56,7 @@ const MPI_REPLACE: Handle = 0x3c;
 const MPI_NO_OP: Handle = 0x3d;
 
 /// Kinds of queued operations (the first byte of each encoded one).
-const ACC: u8 = 0;
+pub(crate) const ACC: u8 = 0;
 const FETCH: u8 = 1;
 const CAS: u8 = 2;
 
@@ -337,15 +339,21 @@ fn epoch_end(win: &Arc<Window<'static>>, me: u32, n: u32, pending: Vec<Pending>)
 }
 
 /// A checked target: its rank (`None`: `MPI_PROC_NULL`), the window, its byte offset.
-struct Target {
-    rank: Option<u32>,
-    win: Arc<Window<'static>>,
-    offset: usize,
+pub(crate) struct Target {
+    pub rank: Option<u32>,
+    pub win: Arc<Window<'static>>,
+    pub offset: usize,
 }
 
 /// Checks `target_rank` and the range of `len` bytes at `disp` units of the target's
 /// displacement unit.
-fn target(g: &mut Guard, win: Handle, target_rank: c_int, disp: isize, len: usize) -> R<Target> {
+pub(crate) fn target(
+    g: &mut Guard,
+    win: Handle,
+    target_rank: c_int,
+    disp: isize,
+    len: usize,
+) -> R<Target> {
     let e = entry(g.lib()?, win)?;
     let w = Arc::clone(&e.win);
     if target_rank == MPI_PROC_NULL {
@@ -426,6 +434,10 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            if has_gaps(g, origin_datatype)? || has_gaps(g, target_datatype)? {
+                return crate::rma_gaps::put(g, origin_addr, origin_count, origin_datatype,
+                    target_rank, target_disp, target_count, target_datatype, win);
+            }
             let o = typed(g, origin_count, origin_datatype)?;
             let t = typed(g, target_count, target_datatype)?;
             same_shape(o, t)?;
@@ -451,6 +463,10 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            if has_gaps(g, origin_datatype)? || has_gaps(g, target_datatype)? {
+                return crate::rma_gaps::get(g, origin_addr, origin_count, origin_datatype,
+                    target_rank, target_disp, target_count, target_datatype, win);
+            }
             let o = typed(g, origin_count, origin_datatype)?;
             let t = typed(g, target_count, target_datatype)?;
             same_shape(o, t)?;
@@ -466,7 +482,7 @@ crate::mpi_fn! {
 
 /// Checks `op` on elements `elem` for an accumulate: a predefined operation defined on
 /// them, `MPI_REPLACE` or `MPI_NO_OP`.
-fn check_op(g: &mut Guard, op: Handle, elem: Elem) -> R<()> {
+pub(crate) fn check_op(g: &mut Guard, op: Handle, elem: Elem) -> R<()> {
     if g.lib()?.ops.contains_key(&op) {
         return Err(Fail::new(
             MPI_ERR_OP,
@@ -496,14 +512,34 @@ fn queue(
     check_op(g, op, t.1)?;
     let tg = target(g, win, target_rank, target_disp, t.0)?;
     let Some(rank) = tg.rank else { return Ok(()) };
+    queue_at(g, win, kind, op, rank, tg.offset, t, data, compare, result)
+}
+
+/// Queues an accumulate of `t.0` bytes of elements `t.1` at byte `offset` of `rank`'s
+/// window (checked by the caller), or sends it to the target's agent in a passive
+/// epoch.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn queue_at(
+    g: &mut Guard,
+    win: Handle,
+    kind: u8,
+    op: Handle,
+    rank: u32,
+    offset: usize,
+    t: (usize, Elem),
+    data: &[u8],
+    compare: &[u8],
+    result: Option<usize>,
+) -> R<()> {
     let ty = wire_type(t.1)
         .ok_or_else(|| Fail::new(MPI_ERR_TYPE, "no predefined type of these elements"))?;
-    let wire = encode(kind, op, ty, tg.offset as u64, data, compare);
+    let wire = encode(kind, op, ty, offset as u64, data, compare);
     let e = entry(g.lib()?, win)?;
     if e.locked[rank as usize] != 0 {
         // A passive epoch: the target's agent applies it now.
+        let w = Arc::clone(&e.win);
         let result = result.map(|p| (p, t.0));
-        return g.unlocked(|| crate::passive::accumulate(&tg.win, rank, &wire, result));
+        return g.unlocked(|| crate::passive::accumulate(&w, rank, &wire, result));
     }
     e.pending.push(Pending {
         target: rank,
@@ -527,6 +563,11 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            if has_gaps(g, origin_datatype)? || has_gaps(g, target_datatype)? {
+                return crate::rma_gaps::accumulate(g, origin_addr, origin_count,
+                    origin_datatype, target_rank, target_disp, target_count,
+                    target_datatype, op, win);
+            }
             let o = typed(g, origin_count, origin_datatype)?;
             let t = typed(g, target_count, target_datatype)?;
             same_shape(o, t)?;

@@ -6,7 +6,7 @@
 use std::ffi::c_int;
 
 use crate::consts::*;
-use crate::datatype::TypeEntry;
+use crate::datatype::{Elem, TypeEntry};
 use crate::error::Fail;
 use crate::request::{progress_detached, MPI_Status, Outcome};
 use crate::state::call;
@@ -55,9 +55,10 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Get_elements`: the basic elements received (a contiguous type of `k`
-    /// elements counts `k` per item); `MPI_UNDEFINED` when the bytes are not a whole
-    /// number of elements.
+    /// `MPI_Get_elements`: the basic elements received (a type of `k` elements counts
+    /// `k` per whole item, whatever their sizes; a part of an item counts its elements
+    /// when they are all of one kind); `MPI_UNDEFINED` when the bytes are not a whole
+    /// number of elements, or part of an item of a type mixing kinds.
     fn MPI_Get_elements / PMPI_Get_elements(
         status: *const MPI_Status,
         datatype: Handle,
@@ -70,7 +71,16 @@ crate::mpi_fn! {
                 .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null status"))?;
             let bytes = (st.internal[0] as u32 as u64) | ((st.internal[1] as u32 as u64) << 32);
             let elem = t.size.checked_div(t.elems).unwrap_or(0) as u64;
-            let n = if elem == 0 {
+            let n = if t.size > 0 && bytes % t.size as u64 == 0 {
+                // Whole items: any type, its elements of whatever sizes.
+                (bytes / t.size as u64)
+                    .checked_mul(t.elems as u64)
+                    .and_then(|n| c_int::try_from(n).ok())
+                    .unwrap_or(MPI_UNDEFINED)
+            } else if t.elem == Elem::Opaque {
+                // A part of an item whose elements differ in kind (and maybe size).
+                MPI_UNDEFINED
+            } else if elem == 0 {
                 if bytes == 0 { 0 } else { MPI_UNDEFINED }
             } else if bytes % elem == 0 {
                 c_int::try_from(bytes / elem).unwrap_or(MPI_UNDEFINED)

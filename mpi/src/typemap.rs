@@ -63,7 +63,7 @@ impl Layout {
     }
 
     /// The pieces of `count` items from `base`, in order.
-    fn pieces(&self, count: usize) -> impl Iterator<Item = (isize, usize)> + '_ {
+    pub(crate) fn pieces(&self, count: usize) -> impl Iterator<Item = (isize, usize)> + '_ {
         (0..count).flat_map(move |i| {
             let at = self.extent.wrapping_mul(i as isize);
             self.segs.iter().map(move |&(o, l)| (at.wrapping_add(o), l))

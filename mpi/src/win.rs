@@ -312,7 +312,13 @@ crate::mpi_fn! {
             let e = g.lib()?.wins.remove(&h).ok_or_else(|| bad_win(h))?;
             *slot = MPI_WIN_NULL;
             let WinEntry { win: w, pending, agent, shared, .. } = e;
-            // The agent ends first (it holds the window too).
+            // A member that frees its window at once while others still lock it (MPI
+            // lets a target take no part in a passive epoch) must keep serving them: its
+            // agent stops only once every member is in the free (a barrier while it
+            // runs). Every lock, flush and unlock was answered before its origin got
+            // here, so nothing is left for the agent after it. The agent ends before
+            // the runtime's closing barrier (it holds the window too).
+            let all_in = g.unlocked(|| w.comm().barrier()).map_err(Fail::from);
             g.unlocked(|| drop(agent));
             if !pending.is_empty() {
                 log::warn!("MPI_Win_free with {} accumulates no fence closed: dropped", pending.len());
@@ -335,7 +341,7 @@ crate::mpi_fn! {
                 // A live peer may not have finished with it: the mapping stays.
                 std::mem::forget(shared);
             }
-            freed.map_err(|f| crate::rma::failure_wins(&comm, f))
+            all_in.and(freed).map_err(|f| crate::rma::failure_wins(&comm, f))
         })
     }
 }
