@@ -24,10 +24,10 @@ const BYTE: Handle = 0x247;
 
 /// Blocks packed into (or to be received in) contiguous bytes: the bytes, and each
 /// block's byte count and displacement as the `MPI_BYTE` call takes them.
-struct Packed {
-    bytes: Box<[u8]>,
-    counts: Vec<c_int>,
-    displs: Vec<c_int>,
+pub(crate) struct Packed {
+    pub bytes: Box<[u8]>,
+    pub counts: Vec<c_int>,
+    pub displs: Vec<c_int>,
 }
 
 /// Reads `n` ints of a counts or displacements argument (`None`: the entry point's
@@ -35,7 +35,7 @@ struct Packed {
 ///
 /// # Safety
 /// `p` is null or holds `n` ints.
-unsafe fn ints<'a>(p: *const c_int, n: usize) -> Option<&'a [c_int]> {
+pub(crate) unsafe fn ints<'a>(p: *const c_int, n: usize) -> Option<&'a [c_int]> {
     if p.is_null() {
         return None;
     }
@@ -48,7 +48,7 @@ unsafe fn ints<'a>(p: *const c_int, n: usize) -> Option<&'a [c_int]> {
 ///
 /// # Safety
 /// When `fill(j)`, block `j` of the program's buffer is readable (MPI's contract).
-unsafe fn blocks(
+pub(crate) unsafe fn blocks(
     g: &Gapped,
     counts: &[c_int],
     displs: &[c_int],
@@ -89,7 +89,7 @@ unsafe fn blocks(
 }
 
 impl Packed {
-    fn ptr(&self) -> *mut c_void {
+    pub(crate) fn ptr(&self) -> *mut c_void {
         self.bytes.as_ptr().cast_mut().cast()
     }
 }
@@ -101,18 +101,18 @@ fn one(g: &Gapped, count: c_int, from: *const c_void) -> Option<Packed> {
 }
 
 /// A receive side packed: the room, the program's counts and displacements, the type.
-struct Recv<'a> {
-    p: Packed,
-    counts: &'a [c_int],
-    displs: &'a [c_int],
-    gap: Gapped,
+pub(crate) struct Recv<'a> {
+    pub p: Packed,
+    pub counts: &'a [c_int],
+    pub displs: &'a [c_int],
+    pub gap: Gapped,
 }
 
 impl Recv<'_> {
     /// The unpacking of every block into the program's buffer `to` (block `j` at
     /// `displs[j]` extents): one layout holding the pieces of all the blocks in the
     /// order they were packed.
-    fn into_unpack(self, to: *mut c_void) -> Unpack {
+    pub(crate) fn into_unpack(self, to: *mut c_void) -> Unpack {
         let g = &self.gap;
         let mut segs = Vec::new();
         for (&c, &d) in self.counts.iter().zip(self.displs) {

@@ -202,7 +202,7 @@ impl Lib {
             return Err(Fail::new(
                 MPI_ERR_TYPE,
                 "a datatype with gaps is taken by point-to-point calls, MPI_Pack and the \
-                 collectives (not the neighborhood `v` and `w` collectives)",
+                 collectives (not `MPI_Neighbor_alltoallw`)",
             ));
         }
         let len = n

@@ -456,6 +456,15 @@ neighbor_pair! {
         recvtype: Handle
     ),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange_v(
+        crate::neighbor_packed::Kind::Allgather,
+        crate::neighbor_packed::VArgs {
+            send: (sendbuf, crate::neighbor_packed::VCounts::One(sendcount), sendtype),
+            recv: (recvbuf, crate::neighbor_packed::VCounts::Many(recvcounts, displs), recvtype),
+            comm,
+        },
+        request,
+    ),
     |g, indeg, outdeg| {
         let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
         // SAFETY: MPI's contract: the arrays hold one entry per in-neighbor.
@@ -479,6 +488,15 @@ neighbor_pair! {
         recvtype: Handle
     ),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange_v(
+        crate::neighbor_packed::Kind::Alltoall,
+        crate::neighbor_packed::VArgs {
+            send: (sendbuf, crate::neighbor_packed::VCounts::Many(sendcounts, sdispls), sendtype),
+            recv: (recvbuf, crate::neighbor_packed::VCounts::Many(recvcounts, rdispls), recvtype),
+            comm,
+        },
+        request,
+    ),
     |g, indeg, outdeg| {
         // SAFETY: MPI's contract: the arrays hold one entry per out- / in-neighbor.
         unsafe {

@@ -1,7 +1,9 @@
-//! `MPI_Neighbor_allgather`, `MPI_Neighbor_alltoall`, their non-blocking forms (and so
-//! their persistent ones, which start those) with a type with gaps on either side:
-//! the send buffer is packed into contiguous bytes (one block, or one per
-//! out-neighbor), the exchange runs on `MPI_BYTE` blocks, and what was received is
+//! `MPI_Neighbor_allgather`, `MPI_Neighbor_alltoall`, their `v` forms and their
+//! non-blocking forms (and so their persistent ones, which start those) with a type
+//! with gaps on either side: the send buffer is packed into contiguous bytes (one
+//! block, or one per out-neighbor; a `v` block of `counts[j]` items at `displs[j]`
+//! extents, as `coll_packed_v` packs), the exchange runs on `MPI_BYTE` blocks, and what
+//! was received is
 //! unpacked into the program's buffer when the call is over, or when a completion
 //! call completes the request (`nbc_packed::end`). The receive bytes start as a packed
 //! copy of the receive buffer, so a block from `MPI_PROC_NULL` (off a non-periodic
@@ -18,7 +20,7 @@ use crate::typemap::{pack, Unpack};
 const BYTE: Handle = 0x247;
 
 /// Which exchange.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Kind {
     /// One send block for every out-neighbor.
     Allgather,
@@ -102,4 +104,125 @@ pub(crate) fn exchange(kind: Kind, a: Args, request: Option<*mut Handle>) -> Opt
         }
     };
     Some(end(code, a.comm, request, keep, unpack))
+}
+
+/// The arguments of a `v` call: per side the buffer, the counts and displacements
+/// (`None` for an allgatherv's send side: one block of `count` items) and the type.
+pub(crate) struct VArgs {
+    pub send: (*const c_void, VCounts, Handle),
+    pub recv: (*mut c_void, VCounts, Handle),
+    pub comm: Handle,
+}
+
+/// A side's counts: one block of `count` items, or `counts`/`displs` arrays.
+#[derive(Clone, Copy)]
+pub(crate) enum VCounts {
+    One(c_int),
+    Many(*const c_int, *const c_int),
+}
+
+/// A side of a `v` call as the `MPI_BYTE` call takes it: packed blocks, or the
+/// program's own arguments.
+enum VSide {
+    Packed(crate::coll_packed_v::Packed),
+    Own,
+}
+
+/// `MPI_Neighbor_allgatherv` (`kind` `Allgather`) or `MPI_Neighbor_alltoallv`, blocking
+/// when `request` is `None`, when a side's type has gaps; `None`: the entry point's own
+/// path.
+pub(crate) fn exchange_v(kind: Kind, a: VArgs, request: Option<*mut Handle>) -> Option<c_int> {
+    use crate::coll_packed_v::{blocks, ints, Recv};
+    let (sbuf, scounts, stype) = a.send;
+    let (rbuf, rcounts, rtype) = a.recv;
+    if !maybe_gapped(stype) && !maybe_gapped(rtype) {
+        return None;
+    }
+    let (sgap, ..) = look_gapped(stype, a.comm)?;
+    let (rgap, ..) = look_gapped(rtype, a.comm)?;
+    if sgap.is_none() && rgap.is_none() {
+        return None;
+    }
+    let (indeg, outdeg) = crate::neighbor::degrees(a.comm)?;
+    let side = |c: VCounts, n: usize| -> Option<(Vec<c_int>, Vec<c_int>)> {
+        match c {
+            VCounts::One(k) => Some((vec![k], vec![0])),
+            VCounts::Many(..) if n == 0 => Some((Vec::new(), Vec::new())),
+            // SAFETY: MPI's contract: the arrays hold one entry per neighbor.
+            VCounts::Many(cs, ds) => unsafe {
+                Some((ints(cs, n)?.to_vec(), ints(ds, n)?.to_vec()))
+            },
+        }
+    };
+    let send = match &sgap {
+        Some(g) => {
+            let (c, d) = side(scounts, outdeg)?;
+            // SAFETY: MPI's contract: every send block is readable.
+            VSide::Packed(unsafe { blocks(g, &c, &d, sbuf, |_| true) }?)
+        }
+        None => VSide::Own,
+    };
+    let (rc, rd) = side(rcounts, indeg)?;
+    let recv = match rgap {
+        Some(gap) => {
+            // What is there now, so that a block nobody sends unpacks unchanged.
+            // SAFETY: MPI's contract: every receive block is valid (for writes, and so
+            // for reads of what it holds).
+            let p = unsafe { blocks(&gap, &rc, &rd, rbuf, |_| true) }?;
+            Some(Recv {
+                p,
+                counts: &rc,
+                displs: &rd,
+                gap,
+            })
+        }
+        None => None,
+    };
+    let own = |c: VCounts| match c {
+        VCounts::One(k) => (k, std::ptr::null(), std::ptr::null()),
+        VCounts::Many(cs, ds) => (0, cs, ds),
+    };
+    let (sp, (sk, sc, sd), st) = match &send {
+        VSide::Packed(p) => (
+            p.ptr().cast_const(),
+            (p.counts[0], p.counts.as_ptr(), p.displs.as_ptr()),
+            BYTE,
+        ),
+        VSide::Own => (sbuf, own(scounts), stype),
+    };
+    let (rp, rcp, rdp, rt) = match &recv {
+        Some(r) => (r.p.ptr(), r.p.counts.as_ptr(), r.p.displs.as_ptr(), BYTE),
+        None => (rbuf, rc.as_ptr(), rd.as_ptr(), rtype),
+    };
+    // SAFETY: the packed bytes (moved into the kept send bytes and the unpacking,
+    // their heap bytes unmoved) live until the call returns, or in the request until
+    // it completes; the arrays until the call returns (the call copies them).
+    let code = unsafe {
+        use crate::neighbor::*;
+        match (kind, request) {
+            (Kind::Allgather, None) => {
+                PMPI_Neighbor_allgatherv(sp, sk, st, rp, rcp, rdp, rt, a.comm)
+            }
+            (Kind::Allgather, Some(q)) => {
+                PMPI_Ineighbor_allgatherv(sp, sk, st, rp, rcp, rdp, rt, a.comm, q)
+            }
+            (Kind::Alltoall, None) => {
+                PMPI_Neighbor_alltoallv(sp, sc, sd, st, rp, rcp, rdp, rt, a.comm)
+            }
+            (Kind::Alltoall, Some(q)) => {
+                PMPI_Ineighbor_alltoallv(sp, sc, sd, st, rp, rcp, rdp, rt, a.comm, q)
+            }
+        }
+    };
+    let keep = match send {
+        VSide::Packed(p) => Some(p.bytes),
+        VSide::Own => None,
+    };
+    Some(end(
+        code,
+        a.comm,
+        request,
+        keep,
+        recv.map(|r| r.into_unpack(rbuf)),
+    ))
 }

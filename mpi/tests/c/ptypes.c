@@ -10,7 +10,9 @@
  * - on a periodic ring: MPI_Neighbor_allgather and MPI_Neighbor_alltoall with `sp` on
  *   both sides, MPI_Ineighbor_alltoall with `sp` sent and ints received, and
  *   MPI_Neighbor_alltoall_init started twice; on a non-periodic line,
- *   MPI_Neighbor_alltoall with `sp`: the blocks from MPI_PROC_NULL stay untouched.
+ *   MPI_Neighbor_alltoall with `sp`: the blocks from MPI_PROC_NULL stay untouched;
+ *   MPI_Neighbor_allgatherv, MPI_Neighbor_alltoallv and their non-blocking forms with
+ *   `sp` blocks in reverse order with holes, on the ring and on the line.
  * Every element is checked against its sender and position, every gap against its
  * sentinel. Each rank prints "rank R: PTYPES OK".
  */
@@ -107,6 +109,49 @@ static void check_block(const int *b, int n, int from, int round, int k) {
         CHECK(b[i] == (i % 2 ? GAP : v(from, round, k * n + i / 2)));
 }
 
+/* The `v` forms with `sp` on `c`, the neighbors `down` and `up` (-1: MPI_PROC_NULL,
+ * whose blocks stay untouched), blocking then not. */
+static void neighbors_v(MPI_Comm c, int down, int up, int round) {
+    int s[6] = {0}, r[12];
+    for (int i = 0; i < 6; i++)
+        s[i] = i % 2 ? -1 : v(me, round, i / 2);
+    /* allgatherv: 2 `sp` from each, from down at `sp` 3, from up at 0. */
+    static const int gc[2] = {2, 2}, gd[2] = {3, 0};
+    /* alltoallv: block 0 (`sp` 2) down, block 1 (`sp` 0, 1) up; so 2 from down at
+     * `sp` 2, 1 from up at 0. */
+    static const int sc[2] = {1, 2}, sd[2] = {2, 0}, rc[2] = {2, 1}, rd[2] = {2, 0};
+    for (int nb = 0; nb < 2; nb++) {
+        for (int i = 0; i < 12; i++)
+            r[i] = GAP;
+        if (nb) {
+            MPI_Request q;
+            OK(MPI_Ineighbor_allgatherv(s, 2, sp, r, gc, gd, sp, c, &q));
+            OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Neighbor_allgatherv(s, 2, sp, r, gc, gd, sp, c));
+        }
+        for (int i = 0; i < 12; i++) {
+            int at = i / 2, from = at == 3 || at == 4 ? down : at < 2 ? up : -1;
+            int want = i % 2 || from < 0 ? GAP : v(from, round, at >= 3 ? at - 3 : at);
+            CHECK(r[i] == want);
+        }
+        for (int i = 0; i < 12; i++)
+            r[i] = GAP;
+        if (nb) {
+            MPI_Request q;
+            OK(MPI_Ineighbor_alltoallv(s, sc, sd, sp, r, rc, rd, sp, c, &q));
+            OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Neighbor_alltoallv(s, sc, sd, sp, r, rc, rd, sp, c));
+        }
+        for (int i = 0; i < 12; i++) {
+            int at = i / 2, from = at == 2 || at == 3 ? down : at == 0 ? up : -1;
+            int want = i % 2 || from < 0 ? GAP : v(from, round, at == 0 ? 2 : at - 2);
+            CHECK(r[i] == want);
+        }
+    }
+}
+
 static void neighbors(int size) {
     int dims[1] = {size}, periods[1] = {1};
     MPI_Comm ring, line;
@@ -164,6 +209,8 @@ static void neighbors(int size) {
         check_block(r, 2, me - 1, 9, 1);
     if (me < size - 1)
         check_block(r + 4, 2, me + 1, 9, 0);
+    neighbors_v(ring, down, up, 0);
+    neighbors_v(line, me > 0 ? me - 1 : -1, me < size - 1 ? me + 1 : -1, 1);
     OK(MPI_Comm_free(&ring));
     OK(MPI_Comm_free(&line));
 }
