@@ -523,6 +523,12 @@ neighbor_pair! {
         recvtypes: *const Handle
     ),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange_w(
+        (sendbuf, sendcounts, sdispls, sendtypes),
+        (recvbuf, recvcounts, rdispls, recvtypes),
+        comm,
+        request,
+    ),
     |g, indeg, outdeg| {
         // SAFETY: MPI's contract: the arrays hold one entry per out- / in-neighbor.
         unsafe {

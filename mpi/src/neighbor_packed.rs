@@ -1,4 +1,5 @@
-//! `MPI_Neighbor_allgather`, `MPI_Neighbor_alltoall`, their `v` forms and their
+//! `MPI_Neighbor_allgather`, `MPI_Neighbor_alltoall`, their `v` forms,
+//! `MPI_Neighbor_alltoallw` (each block packed by its own type) and their
 //! non-blocking forms (and so their persistent ones, which start those) with a type
 //! with gaps on either side: the send buffer is packed into contiguous bytes (one
 //! block, or one per out-neighbor; a `v` block of `counts[j]` items at `displs[j]`
@@ -225,4 +226,101 @@ pub(crate) fn exchange_v(kind: Kind, a: VArgs, request: Option<*mut Handle>) -> 
         keep,
         recv.map(|r| r.into_unpack(rbuf)),
     ))
+}
+
+/// One side of a `w` call: the buffer, and per neighbor a count, a byte displacement
+/// and a type.
+pub(crate) type WSide<B> = (B, *const c_int, *const isize, *const Handle);
+
+/// The blocks of a `w` side of `n` neighbors (`None`: the entry point's own path).
+///
+/// # Safety
+/// The arrays hold `n` entries each (MPI's contract) when `n > 0`.
+unsafe fn w_side<B>(
+    side: &WSide<B>,
+    n: usize,
+    comm: Handle,
+) -> Option<crate::coll_packed_v::WBlocks> {
+    let &(_, c, d, t) = side;
+    if n == 0 {
+        return crate::coll_packed_v::w_blocks_of(&[], &[], &[], comm);
+    }
+    if c.is_null() || d.is_null() || t.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    let (c, d, t) = unsafe {
+        (
+            std::slice::from_raw_parts(c, n),
+            std::slice::from_raw_parts(d, n),
+            std::slice::from_raw_parts(t, n),
+        )
+    };
+    crate::coll_packed_v::w_blocks_of(c, d, t, comm)
+}
+
+/// `MPI_Neighbor_alltoallw`, blocking when `request` is `None`, when a block's type has
+/// gaps: every block packed by its type (the receive blocks from what is there now),
+/// the call run with `MPI_BYTE` blocks, the receive blocks unpacked; `None`: the entry
+/// point's own path.
+pub(crate) fn exchange_w(
+    send: WSide<*const c_void>,
+    recv: WSide<*mut c_void>,
+    comm: Handle,
+    request: Option<*mut Handle>,
+) -> Option<c_int> {
+    let (indeg, outdeg) = crate::neighbor::degrees(comm)?;
+    // SAFETY: MPI's contract: one entry per out- / in-neighbor.
+    let (s, r) = unsafe { (w_side(&send, outdeg, comm)?, w_side(&recv, indeg, comm)?) };
+    if !s.gapped && !r.gapped {
+        return None;
+    }
+    // SAFETY: MPI's contract: every send block readable, every receive block valid.
+    let (sp, rp) = unsafe {
+        (
+            s.packed(send.0, true)?,
+            r.packed(recv.0.cast_const(), true)?,
+        )
+    };
+    let aint = |v: &[c_int]| v.iter().map(|&d| d as isize).collect::<Vec<isize>>();
+    let (sd, rd) = (aint(&sp.displs), aint(&rp.displs));
+    let (st, rt) = (vec![BYTE; outdeg], vec![BYTE; indeg]);
+    let (sb, sc, rb, rc) = (
+        sp.ptr().cast_const(),
+        sp.counts.as_ptr(),
+        rp.ptr(),
+        rp.counts.as_ptr(),
+    );
+    // SAFETY: the packed copies live until the call returns (or in the request until it
+    // completes); their counts and displacements until the call returns.
+    let code = unsafe {
+        use crate::neighbor::*;
+        match request {
+            None => PMPI_Neighbor_alltoallw(
+                sb,
+                sc,
+                sd.as_ptr(),
+                st.as_ptr(),
+                rb,
+                rc,
+                rd.as_ptr(),
+                rt.as_ptr(),
+                comm,
+            ),
+            Some(q) => PMPI_Ineighbor_alltoallw(
+                sb,
+                sc,
+                sd.as_ptr(),
+                st.as_ptr(),
+                rb,
+                rc,
+                rd.as_ptr(),
+                rt.as_ptr(),
+                comm,
+                q,
+            ),
+        }
+    };
+    let unpack = r.unpack(rp, recv.0);
+    Some(end(code, comm, request, Some(sp.bytes), Some(unpack)))
 }

@@ -11,8 +11,9 @@
  *   both sides, MPI_Ineighbor_alltoall with `sp` sent and ints received, and
  *   MPI_Neighbor_alltoall_init started twice; on a non-periodic line,
  *   MPI_Neighbor_alltoall with `sp`: the blocks from MPI_PROC_NULL stay untouched;
- *   MPI_Neighbor_allgatherv, MPI_Neighbor_alltoallv and their non-blocking forms with
- *   `sp` blocks in reverse order with holes, on the ring and on the line.
+ *   MPI_Neighbor_allgatherv, MPI_Neighbor_alltoallv, MPI_Neighbor_alltoallw (`sp` and
+ *   int blocks at byte displacements) and their non-blocking forms with blocks in
+ *   reverse order with holes, on the ring and on the line.
  * Every element is checked against its sender and position, every gap against its
  * sentinel. Each rank prints "rank R: PTYPES OK".
  */
@@ -147,6 +148,28 @@ static void neighbors_v(MPI_Comm c, int down, int up, int round) {
         for (int i = 0; i < 12; i++) {
             int at = i / 2, from = at == 2 || at == 3 ? down : at == 0 ? up : -1;
             int want = i % 2 || from < 0 ? GAP : v(from, round, at == 0 ? 2 : at - 2);
+            CHECK(r[i] == want);
+        }
+        /* alltoallw: 1 `sp` (`sp` 2) down, 2 `sp` (0, 1) up; 2 `sp` from down at byte
+         * 16 (`sp` 2, 3), 1 int from up at byte 4 (a gap of `sp` 0). */
+        MPI_Aint wsd[2] = {16, 0}, wrd[2] = {16, 4};
+        int wsc[2] = {1, 2}, wrc[2] = {2, 1};
+        MPI_Datatype wst[2] = {sp, sp}, wrt[2] = {sp, MPI_INT};
+        for (int i = 0; i < 12; i++)
+            r[i] = GAP;
+        if (nb) {
+            MPI_Request q;
+            OK(MPI_Ineighbor_alltoallw(s, wsc, wsd, wst, r, wrc, wrd, wrt, c, &q));
+            OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Neighbor_alltoallw(s, wsc, wsd, wst, r, wrc, wrd, wrt, c));
+        }
+        for (int i = 0; i < 12; i++) {
+            int want = GAP;
+            if (i == 1 && up >= 0)
+                want = v(up, round, 2);
+            if ((i == 4 || i == 6) && down >= 0)
+                want = v(down, round, i / 2 - 2);
             CHECK(r[i] == want);
         }
     }
