@@ -24,10 +24,10 @@ const BYTE: Handle = 0x247;
 
 /// Blocks packed into (or to be received in) contiguous bytes: the bytes, and each
 /// block's byte count and displacement as the `MPI_BYTE` call takes them.
-struct Packed {
-    bytes: Box<[u8]>,
-    counts: Vec<c_int>,
-    displs: Vec<c_int>,
+pub(crate) struct Packed {
+    pub bytes: Box<[u8]>,
+    pub counts: Vec<c_int>,
+    pub displs: Vec<c_int>,
 }
 
 /// Reads `n` ints of a counts or displacements argument (`None`: the entry point's
@@ -35,7 +35,7 @@ struct Packed {
 ///
 /// # Safety
 /// `p` is null or holds `n` ints.
-unsafe fn ints<'a>(p: *const c_int, n: usize) -> Option<&'a [c_int]> {
+pub(crate) unsafe fn ints<'a>(p: *const c_int, n: usize) -> Option<&'a [c_int]> {
     if p.is_null() {
         return None;
     }
@@ -48,7 +48,7 @@ unsafe fn ints<'a>(p: *const c_int, n: usize) -> Option<&'a [c_int]> {
 ///
 /// # Safety
 /// When `fill(j)`, block `j` of the program's buffer is readable (MPI's contract).
-unsafe fn blocks(
+pub(crate) unsafe fn blocks(
     g: &Gapped,
     counts: &[c_int],
     displs: &[c_int],
@@ -89,7 +89,7 @@ unsafe fn blocks(
 }
 
 impl Packed {
-    fn ptr(&self) -> *mut c_void {
+    pub(crate) fn ptr(&self) -> *mut c_void {
         self.bytes.as_ptr().cast_mut().cast()
     }
 }
@@ -101,18 +101,18 @@ fn one(g: &Gapped, count: c_int, from: *const c_void) -> Option<Packed> {
 }
 
 /// A receive side packed: the room, the program's counts and displacements, the type.
-struct Recv<'a> {
-    p: Packed,
-    counts: &'a [c_int],
-    displs: &'a [c_int],
-    gap: Gapped,
+pub(crate) struct Recv<'a> {
+    pub p: Packed,
+    pub counts: &'a [c_int],
+    pub displs: &'a [c_int],
+    pub gap: Gapped,
 }
 
 impl Recv<'_> {
     /// The unpacking of every block into the program's buffer `to` (block `j` at
     /// `displs[j]` extents): one layout holding the pieces of all the blocks in the
     /// order they were packed.
-    fn into_unpack(self, to: *mut c_void) -> Unpack {
+    pub(crate) fn into_unpack(self, to: *mut c_void) -> Unpack {
         let g = &self.gap;
         let mut segs = Vec::new();
         for (&c, &d) in self.counts.iter().zip(self.displs) {
@@ -470,9 +470,9 @@ pub(crate) struct WSide {
 
 /// A `w` side's blocks: each peer's count, byte displacement and layout (a contiguous
 /// type's made up), and whether any has gaps.
-struct WBlocks {
+pub(crate) struct WBlocks {
     blocks: Vec<(usize, isize, Arc<Layout>, usize)>,
-    gapped: bool,
+    pub gapped: bool,
 }
 
 /// Reads `n` blocks of `side` (`None`: the entry point's own path reports).
@@ -488,12 +488,19 @@ unsafe fn w_blocks(side: WSide, n: usize, comm: Handle) -> Option<WBlocks> {
             (!side.types.is_null()).then(|| std::slice::from_raw_parts(side.types, n))?,
         )
     };
+    let d: Vec<isize> = d.iter().map(|&d| d as isize).collect();
+    w_blocks_of(c, &d, t, comm)
+}
+
+/// The blocks of counts `c`, byte displacements `d` and types `t` (`None`: the entry
+/// point's own path reports). Also the neighborhood `w` collectives' (`neighbor_packed`).
+pub(crate) fn w_blocks_of(c: &[c_int], d: &[isize], t: &[Handle], comm: Handle) -> Option<WBlocks> {
     let mut out = None;
     crate::state::call(comm, |g| {
         let Ok(lib) = g.lib() else { return Ok(()) };
-        let mut blocks = Vec::with_capacity(n);
+        let mut blocks = Vec::with_capacity(c.len());
         let mut gapped = false;
-        for j in 0..n {
+        for j in 0..c.len() {
             let (Ok(e), Ok((_, l))) = (lib.datatype(t[j]), crate::typemap::describe(lib, t[j]))
             else {
                 return Ok(());
@@ -502,7 +509,7 @@ unsafe fn w_blocks(side: WSide, n: usize, comm: Handle) -> Option<WBlocks> {
                 return Ok(());
             };
             gapped |= lib.layouts.contains_key(&t[j]);
-            blocks.push((count, d[j] as isize, Arc::new(l), e.size));
+            blocks.push((count, d[j], Arc::new(l), e.size));
         }
         out = Some(WBlocks { blocks, gapped });
         Ok(())
@@ -515,7 +522,7 @@ impl WBlocks {
     ///
     /// # Safety
     /// When `fill`, every block of `buf` is readable (MPI's contract).
-    unsafe fn packed(&self, buf: *const c_void, fill: bool) -> Option<Packed> {
+    pub(crate) unsafe fn packed(&self, buf: *const c_void, fill: bool) -> Option<Packed> {
         let (mut counts, mut displs, mut total) = (Vec::new(), Vec::new(), 0usize);
         for (count, _, _, size) in &self.blocks {
             let len = count.checked_mul(*size)?;
@@ -539,7 +546,7 @@ impl WBlocks {
 
     /// The unpacking of `p` into every block of the program's buffer `to`, as one
     /// layout of all their pieces in the packed order.
-    fn unpack(&self, p: Packed, to: *mut c_void) -> Unpack {
+    pub(crate) fn unpack(&self, p: Packed, to: *mut c_void) -> Unpack {
         let mut segs = Vec::new();
         for (count, disp, l, _) in &self.blocks {
             for k in 0..*count as isize {

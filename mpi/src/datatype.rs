@@ -201,8 +201,8 @@ impl Lib {
         if self.layouts.contains_key(&dt) {
             return Err(Fail::new(
                 MPI_ERR_TYPE,
-                "a datatype with gaps is taken by point-to-point calls, MPI_Pack and the \
-                 collectives (not the neighborhood collectives, persistent point-to-point)",
+                "a datatype with gaps is not taken by this call (point-to-point calls, \
+                 MPI_Pack and the collectives take it)",
             ));
         }
         let len = n

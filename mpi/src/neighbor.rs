@@ -81,6 +81,19 @@ fn neighbors_of(g: &mut Guard, comm: Handle) -> R<Neighbors> {
     ))
 }
 
+/// This rank's in- and out-degrees in `comm`'s topology; `None` when it has none (the
+/// entry point reports that).
+pub(crate) fn degrees(comm: Handle) -> Option<(usize, usize)> {
+    let mut found = None;
+    call(comm, |g| {
+        if let Ok(nb) = neighbors_of(g, comm) {
+            found = Some((nb.sources.len(), nb.destinations.len()));
+        }
+        Ok(())
+    });
+    found
+}
+
 /// Byte blocks: `(start, length)` per neighbor, and the span they cover.
 type Blocks = (Vec<(usize, usize)>, usize);
 
@@ -344,6 +357,7 @@ macro_rules! neighbor_pair {
         $(#[$idoc:meta])* $iname:ident / $piname:ident,
         ($($arg:ident: $ty:ty),*),
         recvbuf = $rb:ident,
+        $(gapped = |$sb:ident, $cm:ident, $q:ident| $gap:expr,)?
         |$g:ident, $indeg:ident, $outdeg:ident| $blocks:expr
     ) => {
         crate::mpi_fn! {
@@ -353,6 +367,13 @@ macro_rules! neighbor_pair {
                 $($arg: $ty,)*
                 comm: Handle
             ) {
+                $(
+                    // A type with gaps: packed, then this call in bytes.
+                    let ($sb, $cm, $q) = (sendbuf, comm, None);
+                    if let Some(rc) = $gap {
+                        return rc;
+                    }
+                )?
                 run(
                     Call { comm, sendbuf, recvbuf: $rb, request: None },
                     |$g, $indeg, $outdeg| $blocks,
@@ -367,6 +388,13 @@ macro_rules! neighbor_pair {
                 comm: Handle,
                 request: *mut Handle
             ) {
+                $(
+                    // As above.
+                    let ($sb, $cm, $q) = (sendbuf, comm, Some(request));
+                    if let Some(rc) = $gap {
+                        return rc;
+                    }
+                )?
                 run(
                     Call { comm, sendbuf, recvbuf: $rb, request: Some(request) },
                     |$g, $indeg, $outdeg| $blocks,
@@ -383,6 +411,15 @@ neighbor_pair! {
     MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather,
     (sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange(
+        crate::neighbor_packed::Kind::Allgather,
+        crate::neighbor_packed::Args {
+            send: (sendbuf, sendcount, sendtype),
+            recv: (recvbuf, recvcount, recvtype),
+            comm,
+        },
+        request,
+    ),
     |g, indeg, outdeg| allgather_blocks(g, (indeg, outdeg), (sendcount, sendtype), (recvcount, recvtype))
 }
 
@@ -393,6 +430,15 @@ neighbor_pair! {
     MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall,
     (sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange(
+        crate::neighbor_packed::Kind::Alltoall,
+        crate::neighbor_packed::Args {
+            send: (sendbuf, sendcount, sendtype),
+            recv: (recvbuf, recvcount, recvtype),
+            comm,
+        },
+        request,
+    ),
     |g, indeg, outdeg| alltoall_blocks(g, (indeg, outdeg), (sendcount, sendtype), (recvcount, recvtype))
 }
 
@@ -410,6 +456,15 @@ neighbor_pair! {
         recvtype: Handle
     ),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange_v(
+        crate::neighbor_packed::Kind::Allgather,
+        crate::neighbor_packed::VArgs {
+            send: (sendbuf, crate::neighbor_packed::VCounts::One(sendcount), sendtype),
+            recv: (recvbuf, crate::neighbor_packed::VCounts::Many(recvcounts, displs), recvtype),
+            comm,
+        },
+        request,
+    ),
     |g, indeg, outdeg| {
         let (slen, _) = g.lib()?.byte_len(sendcount, sendtype)?;
         // SAFETY: MPI's contract: the arrays hold one entry per in-neighbor.
@@ -433,6 +488,15 @@ neighbor_pair! {
         recvtype: Handle
     ),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange_v(
+        crate::neighbor_packed::Kind::Alltoall,
+        crate::neighbor_packed::VArgs {
+            send: (sendbuf, crate::neighbor_packed::VCounts::Many(sendcounts, sdispls), sendtype),
+            recv: (recvbuf, crate::neighbor_packed::VCounts::Many(recvcounts, rdispls), recvtype),
+            comm,
+        },
+        request,
+    ),
     |g, indeg, outdeg| {
         // SAFETY: MPI's contract: the arrays hold one entry per out- / in-neighbor.
         unsafe {
@@ -459,6 +523,12 @@ neighbor_pair! {
         recvtypes: *const Handle
     ),
     recvbuf = recvbuf,
+    gapped = |sendbuf, comm, request| crate::neighbor_packed::exchange_w(
+        (sendbuf, sendcounts, sdispls, sendtypes),
+        (recvbuf, recvcounts, rdispls, recvtypes),
+        comm,
+        request,
+    ),
     |g, indeg, outdeg| {
         // SAFETY: MPI's contract: the arrays hold one entry per out- / in-neighbor.
         unsafe {

@@ -6,7 +6,10 @@
 //! it and leaves it inactive, its handle valid, until it is started again or freed with
 //! `MPI_Request_free` (`request::attempt`). An inactive request completes at once with
 //! an empty status, and the `*any`/`*some` calls pass over it as over
-//! `MPI_REQUEST_NULL`.
+//! `MPI_REQUEST_NULL`. A type with gaps is packed into a copy at each start of a send
+//! and received into a temporary unpacked at each completion (`typemap::Unpack`). A
+//! partitioned send (`partitioned.rs`) is held at its start until every partition is
+//! ready ([`post_held`]).
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -14,9 +17,11 @@ use std::sync::Arc;
 use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::p2p::{deferred, irecv_req_at, peers, recv_source, start_send, Mode};
+use crate::partitioned::Part;
 use crate::request::{Op, Outcome, Req};
 use crate::state::NO_OBJECT;
-use crate::state::{call, Guard};
+use crate::state::{call, Guard, Lib};
+use crate::typemap::{send_bytes, Buffer, Unpack};
 use crate::util::{new_request_out, out, rank_arg, recv_tag_arg, tag_arg};
 
 /// A persistent collective's start: the non-blocking collective's entry point with
@@ -28,9 +33,10 @@ pub(crate) struct Persistent {
     /// A persistent collective (`coll_persistent.rs`): the rest is unused then.
     pub coll: Option<CollStart>,
     /// A send in this mode, or (`None`) a receive.
-    send: Option<Mode>,
+    pub send: Option<Mode>,
     buf: *mut u8,
-    len: usize,
+    /// The program's buffer: its bytes, or items of a type with gaps.
+    buffer: Buffer,
     /// The destination or source as the program passed it (`MPI_PROC_NULL`,
     /// `MPI_ANY_SOURCE` included), checked when made.
     peer: c_int,
@@ -38,6 +44,8 @@ pub(crate) struct Persistent {
     tag: c_int,
     /// Started and not completed since.
     pub active: bool,
+    /// A partitioned request's partitions (`partitioned.rs`).
+    pub part: Option<Part>,
 }
 
 impl Persistent {
@@ -47,17 +55,19 @@ impl Persistent {
             coll: Some(start),
             send: None,
             buf: std::ptr::null_mut(),
-            len: 0,
+            buffer: Buffer::Contig(0),
             peer: MPI_PROC_NULL,
             tag: 0,
             active: false,
+            part: None,
         }
     }
 }
 
-/// Makes the inactive persistent request and writes its handle.
+/// Makes the inactive persistent request and writes its handle (a partitioned one
+/// with `part`).
 #[allow(clippy::too_many_arguments)]
-fn init(
+pub(crate) fn init(
     g: &mut Guard,
     buf: *mut c_void,
     count: c_int,
@@ -67,11 +77,12 @@ fn init(
     comm: Handle,
     request: *mut Handle,
     send: Option<Mode>,
+    part: Option<Part>,
 ) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
     let lib = g.lib()?;
-    let len = lib.byte_count(count, datatype)?;
+    let buffer = lib.buffer_of(count, datatype)?;
     let size = lib.comm(comm)?.size;
     if send.is_some() {
         tag_arg(tag)?;
@@ -83,7 +94,7 @@ fn init(
         if peer != MPI_PROC_NULL {
             recv_source(peer, size)?;
         }
-        if len > 0 && buf.is_null() {
+        if buffer.len() > 0 && buf.is_null() {
             return Err(Fail::new(MPI_ERR_BUFFER, "a null receive buffer"));
         }
     }
@@ -92,10 +103,11 @@ fn init(
         coll: None,
         send,
         buf: buf.cast(),
-        len,
+        buffer,
         peer,
         tag,
         active: false,
+        part,
     }));
     *slot = lib.add_request(req)?;
     Ok(())
@@ -111,15 +123,32 @@ fn start(g: &mut Guard, h: Handle) -> R<()> {
         )
     };
     let r = lib.requests.get_mut(&h).ok_or_else(not_persistent)?;
-    let comm = r.comm;
-    let p = r.persistent.as_deref().ok_or_else(not_persistent)?;
+    let p = r.persistent.as_deref_mut().ok_or_else(not_persistent)?;
     if p.active {
         return Err(not_persistent());
     }
     if let Some(f) = p.coll.clone() {
         return crate::coll_persistent::start(g, h, f);
     }
-    let (send, buf, len, peer, tag) = (p.send, p.buf, p.len, p.peer, p.tag);
+    if let (Some(part), Some(_)) = (&mut p.part, p.send) {
+        // A partitioned send waits for its partitions (`post_held`).
+        part.restart();
+        p.active = true;
+        r.op = Op::Held;
+        r.done = None;
+        return Ok(());
+    }
+    operate(lib, h)
+}
+
+/// Starts the operation of persistent request `h` (its checks done) and makes it
+/// active: `MPI_Start`'s, and a partitioned send's once its partitions are all ready.
+fn operate(lib: &mut Lib, h: Handle) -> R<()> {
+    let gone = || Fail::new(MPI_ERR_REQUEST, format!("{h:#x} is not a request"));
+    let r = lib.requests.get_mut(&h).ok_or_else(gone)?;
+    let comm = r.comm;
+    let p = r.persistent.as_deref().ok_or_else(gone)?;
+    let (send, buf, buffer, peer, tag) = (p.send, p.buf, p.buffer.clone(), p.peer, p.tag);
     let started = if peer == MPI_PROC_NULL {
         // A send's status says nothing; a receive's names `MPI_PROC_NULL`.
         let o = if send.is_some() {
@@ -135,31 +164,54 @@ fn start(g: &mut Guard, h: Handle) -> R<()> {
             Some(mode) => {
                 let dest = rank_arg(peer, e.size)?;
                 let tag = tag_arg(tag)?;
-                // SAFETY: MPI's contract: `buf` holds `len` bytes, valid and unchanged
-                // until the request completes or is freed (persistent or not); the
-                // request lives in the table's `Req` within those rules.
-                let data: &'static [u8] = unsafe { crate::util::bytes(buf.cast(), len) }?;
-                // SAFETY: as above.
+                let mut packed = None;
+                // SAFETY: MPI's contract: `buf` holds the items, valid and unchanged
+                // until the request completes or is freed (persistent or not).
+                let data = unsafe { send_bytes(buffer, buf.cast_const().cast(), &mut packed) }?;
+                // SAFETY: `data` is the program's buffer (as above) or the packed copy,
+                // which the `Req` keeps in `packed` until after its request is dropped.
+                let data: &'static [u8] =
+                    unsafe { std::slice::from_raw_parts(data.as_ptr(), data.len()) };
+                // SAFETY: as above; the request lives in the table's `Req`.
                 let r = unsafe { start_send(c, offset + dest, tag, data, mode) };
-                deferred(
+                let mut req = deferred(
                     comm,
                     r.map(|r| Req::new(comm, Op::Send(r))).map_err(Fail::from),
-                )?
+                )?;
+                req.packed = packed;
+                req
             }
             None => {
                 let source = recv_source(peer, e.size)?.map(|s| offset + s);
                 let tag = recv_tag_arg(tag)?;
-                irecv_req_at(c, offset, comm, source, tag, buf, len)?
+                match Unpack::of(&buffer, buf.cast()) {
+                    None => irecv_req_at(c, offset, comm, source, tag, buf, buffer.len())?,
+                    Some(mut u) => {
+                        // Into the `Unpack`'s heap bytes, which stay where they are
+                        // while the `Req` keeps them (after its request, dropped first).
+                        let (t, n) = (u.temp.as_mut_ptr(), u.temp.len());
+                        let mut req = irecv_req_at(c, offset, comm, source, tag, t, n)?;
+                        req.unpack = Some(Box::new(u));
+                        req
+                    }
+                }
             }
         }
     };
-    let r = lib.requests.get_mut(&h).ok_or_else(not_persistent)?;
+    let r = lib.requests.get_mut(&h).ok_or_else(gone)?;
     r.op = started.op;
     r.done = started.done;
+    r.packed = started.packed;
+    r.unpack = started.unpack;
     if let Some(p) = &mut r.persistent {
         p.active = true;
     }
     Ok(())
+}
+
+/// Posts the held send of partitioned request `h`, every partition ready.
+pub(crate) fn post_held(lib: &mut Lib, h: Handle) -> R<()> {
+    operate(lib, h)
 }
 
 macro_rules! send_init {
@@ -176,7 +228,7 @@ macro_rules! send_init {
                 request: *mut Handle
             ) {
                 call(comm, |g| {
-                    init(g, buf.cast_mut(), count, datatype, dest, tag, comm, request, Some($mode))
+                    init(g, buf.cast_mut(), count, datatype, dest, tag, comm, request, Some($mode), None)
                 })
             }
         }
@@ -210,7 +262,7 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        call(comm, |g| init(g, buf, count, datatype, source, tag, comm, request, None))
+        call(comm, |g| init(g, buf, count, datatype, source, tag, comm, request, None, None))
     }
 }
 

@@ -118,6 +118,9 @@ pub(crate) enum Op {
     Pair(Box<crate::isendrecv::Pair>),
     /// A generalized request (`greq.rs`).
     Grequest(Box<crate::greq::Greq>),
+    /// A partitioned send started with some partition not ready (`partitioned.rs`):
+    /// pending, nothing sent yet.
+    Held,
 }
 
 /// A request: its operation, its communicator (whose error handler its errors go to)
@@ -173,6 +176,7 @@ impl Req {
         }
         let o = match &mut self.op {
             Op::Done => Outcome::empty(),
+            Op::Held => return None,
             Op::Send(r) => match r.test() {
                 Ok(false) => return None,
                 Ok(true) => Outcome::empty(),
@@ -773,7 +777,8 @@ crate::mpi_fn! {
                 Fail::new(MPI_ERR_REQUEST, format!("{:#x} is not a request", *slot))
             })?;
             *slot = MPI_REQUEST_NULL;
-            if r.test().is_none() {
+            // A held partitioned send has sent nothing: it just goes.
+            if r.test().is_none() && !matches!(r.op, Op::Held) {
                 lib.detached.push(r);
             }
             Ok(())

@@ -461,6 +461,7 @@ pub(crate) fn bounds(lib: &Lib, h: Handle) -> R<(isize, isize)> {
 }
 
 /// A point-to-point buffer: contiguous bytes, or items of a type with gaps.
+#[derive(Clone)]
 pub(crate) enum Buffer {
     Contig(usize),
     Packed {

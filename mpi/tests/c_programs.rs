@@ -992,6 +992,23 @@ fn persistent_collectives_start_again_and_again() {
 }
 
 #[test]
+fn partitioned_exchanges_with_equal_and_different_partition_counts() {
+    for np in ["2", "4"] {
+        every_rank_prints("partitioned", np, "single", &[], "PARTITIONED OK");
+    }
+    every_rank_prints("partitioned", "4", "multiple", &[], "PARTITIONED OK");
+    every_rank_prints("partitioned", "2", "multiple", TCP, "PARTITIONED OK");
+}
+
+#[test]
+fn types_with_gaps_in_persistent_requests_and_neighborhood_collectives() {
+    for np in ["1", "2", "3", "4"] {
+        every_rank_prints("ptypes", np, "", &[], "PTYPES OK");
+    }
+    every_rank_prints("ptypes", "2", "", TCP, "PTYPES OK");
+}
+
+#[test]
 fn isendrecv_status_setters_and_the_functions_mpi_3_removed() {
     for np in ["1", "2", "3"] {
         every_rank_prints("isendrecv", np, "", &[], "ISENDRECV OK");

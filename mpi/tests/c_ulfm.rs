@@ -117,3 +117,14 @@ fn a_session_communicator_creation_beside_a_dead_member_fails_and_recovers() {
         &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
     );
 }
+
+#[test]
+fn a_partitioned_receive_whose_sender_dies_before_its_last_partition_fails() {
+    for n in [2, 3] {
+        let (out, err) = survivors_print(n, "partitioned_ft", &[], "PARTITIONED FT OK");
+        assert!(
+            err.contains(&format!("rank {}: killed by signal 9", n - 1)),
+            "{out}\n{err}"
+        );
+    }
+}
