@@ -53,11 +53,11 @@ const TAG_REPLY: u32 = 3;
 
 /// `MPI_REPLACE`, `MPI_NO_OP` (the ABI's values).
 const MPI_REPLACE: Handle = 0x3c;
-const MPI_NO_OP: Handle = 0x3d;
+pub(crate) const MPI_NO_OP: Handle = 0x3d;
 
 /// Kinds of queued operations (the first byte of each encoded one).
 pub(crate) const ACC: u8 = 0;
-const FETCH: u8 = 1;
+pub(crate) const FETCH: u8 = 1;
 const CAS: u8 = 2;
 
 /// Header: kind (1), operation (4), element type (4), target offset (8), length (8).
@@ -597,6 +597,15 @@ crate::mpi_fn! {
         win: Handle
     ) {
         win_call(win, |g| {
+            let gaps = has_gaps(g, target_datatype)?
+                || has_gaps(g, result_datatype)?
+                || (op != MPI_NO_OP && has_gaps(g, origin_datatype)?);
+            if gaps {
+                return crate::rma_gaps::get_accumulate(g,
+                    (origin_addr, origin_count, origin_datatype),
+                    (result_addr, result_count, result_datatype),
+                    target_rank, target_disp, (target_count, target_datatype), op, win);
+            }
             let t = typed(g, target_count, target_datatype)?;
             let r = typed(g, result_count, result_datatype)?;
             same_shape(r, t)?;

@@ -19,7 +19,7 @@ use sf::CommError;
 use crate::consts::*;
 use crate::datatype::Elem;
 use crate::error::{Fail, R};
-use crate::rma::target;
+use crate::rma::{target, MPI_NO_OP};
 use crate::state::Guard;
 use crate::typemap::{Buffer, Layout};
 use crate::util::{bytes, bytes_mut};
@@ -245,6 +245,96 @@ pub(crate) fn accumulate(
             None,
         )?;
         at += len;
+    }
+    Ok(())
+}
+
+/// The pieces `(address, length)` of `s`'s items at `addr`, in the packed order.
+fn local_pieces(addr: usize, s: &Side) -> Vec<(usize, usize)> {
+    match &s.layout {
+        Some((l, count)) => l
+            .pieces(*count)
+            .filter(|p| p.1 > 0)
+            .map(|(o, len)| (addr.wrapping_add_signed(o), len))
+            .collect(),
+        None => vec![(addr, s.len)],
+    }
+}
+
+/// `MPI_Get_accumulate` with a type with gaps on any of its three sides: one fetching
+/// accumulate per run where a target piece and a result piece overlap in the packed
+/// order, each with the origin's packed bytes of that run (pieces are whole elements,
+/// so every run is; MPI's atomicity is per element, and one origin's operations stay
+/// in call order). The fetched bytes land straight in the result's pieces when the
+/// epoch ends, as an unpieced call's do.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn get_accumulate(
+    g: &mut Guard,
+    origin: (*const c_void, c_int, Handle),
+    result: (*mut c_void, c_int, Handle),
+    target_rank: c_int,
+    target_disp: isize,
+    target: (c_int, Handle),
+    op: Handle,
+    win: Handle,
+) -> R<()> {
+    let t = side(g, target.0, target.1)?;
+    let r = side(g, result.1, result.2)?;
+    same_shape(&r, &t)?;
+    crate::rma::check_op(g, op, t.elem)?;
+    let packed: Box<[u8]>;
+    let data: &[u8] = if op == MPI_NO_OP {
+        // The origin buffer is ignored; the target reads as many bytes.
+        packed = vec![0u8; t.len].into_boxed_slice();
+        &packed
+    } else {
+        let o = side(g, origin.1, origin.2)?;
+        same_shape(&o, &t)?;
+        match &o.layout {
+            Some((l, count)) => {
+                // SAFETY: MPI's contract: the origin buffer holds `count` items of its
+                // type.
+                packed = unsafe { crate::typemap::packed_copy(l, origin.0, *count, o.len) };
+                &packed
+            }
+            // SAFETY: MPI's contract: the origin buffer holds the bytes (copied now).
+            None => unsafe { bytes(origin.0, o.len) }?,
+        }
+    };
+    if r.len > 0 && result.0.is_null() {
+        return Err(Fail::new(MPI_ERR_BUFFER, "a null result buffer"));
+    }
+    let Some((rank, _, tpieces)) = pieces(g, win, target_rank, target_disp, &t)? else {
+        return Ok(());
+    };
+    let rpieces = local_pieces(result.0 as usize, &r);
+    // Walk both piece lists over the packed stream.
+    let (mut ti, mut ri, mut tdone, mut rdone, mut at) = (0, 0, 0, 0, 0);
+    while ti < tpieces.len() && ri < rpieces.len() {
+        let (toff, tlen) = tpieces[ti];
+        let (raddr, rlen) = rpieces[ri];
+        let run = (tlen - tdone).min(rlen - rdone);
+        crate::rma::queue_at(
+            g,
+            win,
+            crate::rma::FETCH,
+            op,
+            rank,
+            toff + tdone,
+            (run, t.elem),
+            &data[at..at + run],
+            &[],
+            Some(raddr + rdone),
+        )?;
+        at += run;
+        tdone += run;
+        rdone += run;
+        if tdone == tlen {
+            (ti, tdone) = (ti + 1, 0);
+        }
+        if rdone == rlen {
+            (ri, rdone) = (ri + 1, 0);
+        }
     }
     Ok(())
 }

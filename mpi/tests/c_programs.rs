@@ -1130,6 +1130,20 @@ fn info_create_env_and_info_env_describe_the_process() {
 }
 
 #[test]
+fn get_accumulate_takes_types_with_gaps_on_every_side() {
+    for np in ["1", "3"] {
+        every_rank_prints("getacc_gaps", np, "", &[], "GETACC GAPS OK");
+    }
+    every_rank_prints(
+        "getacc_gaps",
+        "2",
+        "",
+        &[("STEADFAST_ROUTE", "fabric"), ("STEADFAST_PROVIDER", "tcp")],
+        "GETACC GAPS OK",
+    );
+}
+
+#[test]
 fn distributed_array_types_hold_what_each_process_owns() {
     for np in ["1", "3", "4"] {
         every_rank_prints("darray", np, "", &[], "DARRAY OK");
