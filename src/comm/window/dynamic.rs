@@ -393,6 +393,9 @@ mod tests {
                     (0x2000, 0x1000)
                 };
                 w.change(|entries| {
+                    // ORDERING: Relaxed, as in `attach`: the writer is serialised by the
+                    // mutex and publishes through the version's Release store; the
+                    // interim 0 is the torn state a reader must never see.
                     for e in entries.iter() {
                         if e[2].load(Ordering::Relaxed) == 1 && e[0].load(Ordering::Relaxed) == from
                         {
