@@ -28,6 +28,7 @@
 static int me = -1;
 
 #include "check.h"
+#include "past.h"
 
 static int class_of(int rc) {
     int cls = -1;
@@ -70,6 +71,7 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
     OK(MPI_Comm_split(MPI_COMM_WORLD, me == victim, me, &alive));
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(others_past(MPI_COMM_WORLD, victim));
     if (me == victim) {
         /* Buffered only: the line reaches the output if stdout is line-buffered. */
         printf("rank %d: last words\n", me);

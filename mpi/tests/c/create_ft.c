@@ -19,6 +19,7 @@
 static int me = -1;
 
 #include "check.h"
+#include "past.h"
 
 static int class_of(int rc) {
     int cls = -1;
@@ -88,15 +89,9 @@ int main(int argc, char **argv) {
     CHECK(victim >= 0 && victim < size);
 
     OK(MPI_Barrier(MPI_COMM_WORLD));
-    /* A rank may leave a barrier before the others have (ULFM lets them then fail it
-     * on the victim's death): the victim dies only once every survivor says it is
-     * past it. */
-    if (me == victim) {
-        for (int i = 0; i < size - 1; i++)
-            OK(MPI_Recv(NULL, 0, MPI_INT, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(others_past(MPI_COMM_WORLD, victim));
+    if (me == victim)
         raise(SIGKILL);
-    }
-    OK(MPI_Send(NULL, 0, MPI_INT, victim, 7, MPI_COMM_WORLD));
     for (int kind = 0; kind < 4; kind++) {
         /* Made somewhere or not, the agreement says the same at every survivor. */
         int made = create_agreed(kind, MPI_COMM_WORLD, size);

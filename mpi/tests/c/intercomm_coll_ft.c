@@ -21,6 +21,7 @@
 static int me = -1;
 
 #include "check.h"
+#include "past.h"
 
 static int error_class(int rc) {
     int cls = -1;
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
     /* 2. A death fails the next collective everywhere. */
     allreduce_ok(inter2, side);
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(others_past(MPI_COMM_WORLD, 3));
     if (me == 3) raise(SIGKILL);
     int in = me, out = -1;
     int rc = MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, inter2);

@@ -17,6 +17,7 @@
 static int me = -1;
 
 #include "check.h"
+#include "past.h"
 
 static long delay_us = 0;
 
@@ -40,6 +41,7 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &side));
     OK(MPI_Comm_set_errhandler(side, MPI_ERRORS_RETURN));
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(others_past(MPI_COMM_WORLD, 3));
     if (me == 3) {
         pthread_t t;
         CHECK(pthread_create(&t, NULL, die_later, NULL) == 0);

@@ -21,6 +21,7 @@
 static int me = -1;
 
 #include "check.h"
+#include "past.h"
 
 static int handled = 0, handled_class = -1;
 
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
     int victim = size - 1;
 
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(others_past(MPI_COMM_WORLD, victim));
     if (me == victim)
         raise(SIGKILL);
     /* The barrier fails once the failure is known here (the handler counts it). */

@@ -20,6 +20,7 @@
 static int me = -1;
 
 #include "check.h"
+#include "past.h"
 
 static int error_class(int rc) {
     int cls = -1;
@@ -74,6 +75,7 @@ int main(int argc, char **argv) {
     OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
     CHECK(out == (side == 0 ? 1 + 3 : 0 + 2));
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(others_past(MPI_COMM_WORLD, 3));
     if (me == 3) raise(SIGKILL);
     int rc = MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_SUM, inter2, &req);
     if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);

@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "past.h"
+
 static int rank = -1;
 
 static int fail(const char *what, int rc) {
@@ -41,6 +43,7 @@ int main(int argc, char *argv[]) {
         MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN);
         if ((rc = MPIX_Comm_save(group, "grp")) != MPI_SUCCESS) return fail("save", rc);
         if ((rc = MPI_Barrier(group)) != MPI_SUCCESS) return fail("barrier", rc);
+        if ((rc = others_past(group, 2)) != MPI_SUCCESS) return fail("past", rc);
         if (rank == 2) raise(SIGKILL);
         /* The survivors see the failure. */
         rc = MPI_Barrier(group);

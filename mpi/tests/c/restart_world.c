@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "past.h"
+
 #define ROUNDS 2
 
 static int rank = -1;
@@ -84,6 +86,7 @@ int main(int argc, char *argv[]) {
     }
     for (int round = generation + 1; round <= ROUNDS; round++) {
         if ((rc = MPI_Barrier(MPI_COMM_WORLD)) != MPI_SUCCESS) return fail("barrier", rc);
+        if ((rc = others_past(MPI_COMM_WORLD, 2)) != MPI_SUCCESS) return fail("past", rc);
         if (rank == 2) raise(SIGKILL);
         /* The survivors see the failure. */
         rc = MPI_Barrier(MPI_COMM_WORLD);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "past.h"
 
 static int me = -1;
 
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(others_past(MPI_COMM_WORLD, 3));
     if (me == 3)
         raise(SIGKILL);
     /* Rank 3 never enters it: it fails at every survivor, which knows of the death. */
