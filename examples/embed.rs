@@ -70,11 +70,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // 5. A failure. The victim dies abruptly; everyone else blocks on a receive
     //    from it and is told, without any timeout in the program.
+    //    A rank may leave a collective before the others have, and the others' part
+    //    may then fail on the death (as ULFM allows): the victim dies only once every
+    //    other rank says it is past the barrier.
     comm.barrier()?;
     if me == victim {
+        for _ in 1..n {
+            comm.recv(ANY_SOURCE, Some(4), &mut [])?;
+        }
         // SAFETY: raise only delivers a signal to this process.
         unsafe { libc::raise(libc::SIGKILL) };
     }
+    comm.send(victim, 4, &[])?;
     // Another survivor may revoke first (step 6): then the operation reports that.
     let mut byte = [0u8; 1];
     match comm.recv(Some(victim), Some(2), &mut byte) {
