@@ -11,7 +11,8 @@
 //! A collective that still waits for a message when some member of the communicator
 //! is known failed gives up with `MPI_ERR_PROC_FAILED`, whether or not it waits on
 //! that member: a rank that waits on a live rank which gave up would otherwise wait
-//! forever, and ULFM requires an operation a failure keeps from completing to raise
+//! forever (a call that began before the failure was known first waits a short grace
+//! for the messages still on their way: `sf::comm::GiveUpClock`), and ULFM requires an operation a failure keeps from completing to raise
 //! the error rather than block (acknowledging failures does not re-enable
 //! collectives; a shrink does). Ranks whose part completed before they learnt of the
 //! failure return success, so the outcome is not uniform (ULFM allows that;
@@ -20,7 +21,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use sf::comm::{OwnedRecvRequest, OwnedSendRequest, SendRequest};
+use sf::comm::{GiveUpClock, OwnedRecvRequest, OwnedSendRequest, SendRequest};
 use sf::{Comm, CommError};
 
 use crate::coll_inter::{self, is_inter, RecvArg, SendArg};
@@ -42,9 +43,25 @@ pub(crate) struct Coll {
     pub tag: u32,
     pub me: u32,
     pub n: u32,
+    /// When a failure seen while waiting ends the call.
+    pub clock: GiveUpClock,
 }
 
 impl Coll {
+    /// The context of a call on `p2p` and its collective twin `coll` beginning now,
+    /// with tag `tag`, this process being `me` of `n`.
+    pub fn new(p2p: Comm, coll: Comm, tag: u32, me: u32, n: u32) -> Coll {
+        let clock = GiveUpClock::start(coll.any_failed());
+        Coll {
+            p2p,
+            coll,
+            tag,
+            me,
+            n,
+            clock,
+        }
+    }
+
     pub fn start(g: &mut Guard, comm: Handle) -> R<Coll> {
         Coll::start_phases(g, comm, 1)
     }
@@ -69,13 +86,7 @@ impl Coll {
         }
         // The table's copies: the runtime's `rank()` and `size()` take its engine.
         let e = lib.comm(comm)?;
-        Ok(Coll {
-            me: e.rank,
-            n: e.size,
-            p2p,
-            coll,
-            tag,
-        })
+        Ok(Coll::new(p2p, coll, tag, e.rank, e.size))
     }
 
     /// The tag of the call's next phase (taken by [`Coll::start_phases`]; the
@@ -86,13 +97,14 @@ impl Coll {
 
     /// Why waiting must stop: the program's communicator was revoked (a revoke by
     /// another rank reaches the program's twin only), which then revokes this one; or
-    /// a member is known failed, so the call may never complete (see the module doc).
+    /// a member is known failed and the call's clock says to give up, so the call may
+    /// never complete (see the module doc).
     pub(crate) fn interrupted(&self) -> Option<Fail> {
         if self.p2p.is_revoked() {
             self.coll.revoke();
             return Some(CommError::Revoked.into());
         }
-        if self.coll.any_failed() {
+        if self.coll.any_failed() && self.clock.expired() {
             let ranks = self.coll.failed_ranks();
             return Some(CommError::ProcFailed { ranks }.into());
         }

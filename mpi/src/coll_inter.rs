@@ -167,13 +167,7 @@ impl Inter {
         }
         Ok(Inter {
             comm,
-            c: Coll {
-                p2p,
-                coll,
-                tag,
-                me,
-                n,
-            },
+            c: Coll::new(p2p, coll, tag, me, n),
             local_size,
             local_offset,
             remote_offset,
@@ -193,6 +187,7 @@ impl Inter {
             self.local_offset,
             self.c.me,
             self.local_size,
+            self.c.clock.clone(),
         )
     }
 

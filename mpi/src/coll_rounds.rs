@@ -8,7 +8,7 @@
 //! [`Rounds::post_wait`] posts one round's sends and its receive at once and waits for
 //! them as `Coll::exchange` does (revocation and failures looked at every few polls).
 
-use sf::comm::{RecvRequest, SendRequest};
+use sf::comm::{GiveUpClock, RecvRequest, SendRequest};
 use sf::CommError;
 
 use crate::coll::{Coll, INTERRUPT_POLLS};
@@ -34,6 +34,8 @@ pub(crate) struct Rounds {
     pub me: u32,
     pub n: u32,
     base: u32,
+    /// When a failure seen while waiting ends the call.
+    clock: GiveUpClock,
 }
 
 /// A collective's scratch space for one message: on the stack up to [`SMALL`] bytes.
@@ -72,12 +74,15 @@ impl Rounds {
             lib.coll_tag(comm)?;
         }
         let e = lib.comm(comm)?;
+        let (me, n) = (e.rank, e.size);
+        let clock = GiveUpClock::start(e.halves().1.any_failed());
         Ok(Rounds {
             comm,
             tag,
-            me: e.rank,
-            n: e.size,
+            me,
+            n,
             base: 0,
+            clock,
         })
     }
 
@@ -89,19 +94,28 @@ impl Rounds {
             me: c.me,
             n: c.n,
             base: 0,
+            clock: c.clock.clone(),
         }
     }
 
     /// Rounds with tag `tag` among the `n` ranks of `comm`'s collective twin from
     /// `base`, this process being the `me`th of them (an inter-communicator's group in
-    /// the union underneath).
-    pub fn in_group(comm: Handle, tag: u32, base: u32, me: u32, n: u32) -> Rounds {
+    /// the union underneath), on the call's `clock`.
+    pub fn in_group(
+        comm: Handle,
+        tag: u32,
+        base: u32,
+        me: u32,
+        n: u32,
+        clock: GiveUpClock,
+    ) -> Rounds {
         Rounds {
             comm,
             tag,
             me,
             n,
             base,
+            clock,
         }
     }
 
@@ -123,7 +137,7 @@ impl Rounds {
             coll.revoke();
             return Ok(Some(CommError::Revoked.into()));
         }
-        if coll.any_failed() {
+        if coll.any_failed() && self.clock.expired() {
             let ranks = coll.failed_ranks();
             return Ok(Some(CommError::ProcFailed { ranks }.into()));
         }

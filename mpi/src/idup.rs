@@ -85,13 +85,9 @@ impl Idup {
                     }
                     let coll = req.wait()?;
                     let (me, n) = (p2p.rank(), p2p.size());
-                    Stage::Barrier(Box::new(Ibarrier::new(Coll {
-                        p2p,
-                        coll,
-                        tag: SPARE_TAG,
-                        me,
-                        n,
-                    })))
+                    Stage::Barrier(Box::new(Ibarrier::new(Coll::new(
+                        p2p, coll, SPARE_TAG, me, n,
+                    ))))
                 }
                 Stage::Barrier(mut b) => match b.test() {
                     Ok(false) => {

@@ -6,12 +6,14 @@
 //! two first hand their values to a partner below it and get the result back at the
 //! end. A failed peer makes the call return `ProcFailed` (these collectives are not
 //! fault-tolerant agreements: use `agree` for that); a revoked communicator `Revoked`.
-//! A rank waiting for a message gives up with `ProcFailed` as soon as any member taking
-//! part is known failed, not only the rank it waits on: a live partner that met the
-//! failure first has given up and will never send, and a failure must end the call,
-//! never hang it (the ranks that got every message before they learnt of the failure
-//! succeed: the outcome is not uniform, as ULFM allows).
+//! A rank waiting for a message gives up with `ProcFailed` once any member taking part
+//! is known failed, not only the rank it waits on: a live partner that met the failure
+//! first may have given up and will never send, and a failure must end the call, never
+//! hang it. A call that began before the failure was known first waits a short grace
+//! for the messages still on their way (`give_up`); the ranks that get every message
+//! succeed: the outcome is not uniform, as ULFM allows.
 
+use super::give_up::GiveUpClock;
 use super::{Comm, CommError, Spin, Status};
 
 /// How values are combined.
@@ -84,18 +86,19 @@ impl Comm {
         let mut out = Vec::with_capacity(values.len() * 8);
         let mut inb = vec![0u8; values.len() * 8];
         let mut theirs = vec![0u64; values.len()];
+        let clock = self.give_up_clock();
         let extra = me >= pow2;
         // Fold the ranks above the power of two into their partners.
         if extra {
             to_bytes(values, &mut out);
             self.send(me - pow2, TAG, &out)?;
-            let st = self.recv_or_give_up(me - pow2, TAG, &mut inb, None)?;
+            let st = self.recv_or_give_up(me - pow2, TAG, &mut inb, None, &clock)?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, values);
             return Ok(());
         }
         if me + pow2 < n {
-            let st = self.recv_or_give_up(me + pow2, TAG, &mut inb, None)?;
+            let st = self.recv_or_give_up(me + pow2, TAG, &mut inb, None, &clock)?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, &mut theirs);
             op.apply(values, &theirs);
@@ -109,7 +112,7 @@ impl Comm {
             // SAFETY: waited for below, or dropped (cancelled) on an early return,
             // before `out` is touched again.
             let send = unsafe { self.isend(partner, TAG, &out) }?;
-            let st = self.recv_or_give_up(partner, TAG, &mut inb, None)?;
+            let st = self.recv_or_give_up(partner, TAG, &mut inb, None, &clock)?;
             send.wait()?;
             check_len(st.len, inb.len())?;
             from_bytes(&inb, &mut theirs);
@@ -147,15 +150,16 @@ impl Comm {
     ) -> Result<(), CommError> {
         let me = self.rank();
         let mut b = vec![0u8; mine.len()];
+        let clock = GiveUpClock::start(self.failed_ranks().iter().any(|r| live.contains(r)));
         for &r in live {
             if r == me {
                 continue;
             }
             let got = if me < r {
                 self.send(r, tag, mine)?;
-                self.recv_or_give_up(r, tag, &mut b, Some(live))?
+                self.recv_or_give_up(r, tag, &mut b, Some(live), &clock)?
             } else {
-                let got = self.recv_or_give_up(r, tag, &mut b, Some(live))?;
+                let got = self.recv_or_give_up(r, tag, &mut b, Some(live), &clock)?;
                 self.send(r, tag, mine)?;
                 got
             };
@@ -174,14 +178,15 @@ impl Comm {
 impl Comm {
     /// Receives a collective's message from `src` with `tag`, as [`Comm::recv`] does,
     /// but gives up with `ProcFailed` once a rank of `among` (`None`: any member) is
-    /// known failed (see the module doc). The message is looked for first: one that
-    /// arrived before the failure was learnt is taken.
+    /// known failed and the call's `clock` says so (see the module doc). The message is
+    /// looked for first: one that arrived before the failure was learnt is taken.
     fn recv_or_give_up(
         &self,
         src: u32,
         tag: u32,
         buf: &mut [u8],
         among: Option<&[u32]>,
+        clock: &GiveUpClock,
     ) -> Result<Status, CommError> {
         // SAFETY: the request is waited for below; an early return drops it, which
         // cancels it, before `buf`'s borrow ends.
@@ -193,7 +198,7 @@ impl Comm {
             if self.any_failed() {
                 let failed = self.failed_ranks();
                 let counts = |r: &u32| among.is_none_or(|live| live.contains(r));
-                if failed.iter().any(counts) {
+                if failed.iter().any(counts) && clock.expired() {
                     return Err(CommError::ProcFailed { ranks: failed });
                 }
             }

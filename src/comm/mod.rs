@@ -18,6 +18,7 @@ mod app_store;
 mod collective;
 mod context;
 mod create_group;
+mod give_up;
 mod idup;
 mod inter;
 mod merge;
@@ -41,6 +42,7 @@ mod words;
 mod world;
 
 pub use collective::{ReduceOp, ALLREDUCE_MAX};
+pub use give_up::{GiveUpClock, GRACE as GIVE_UP_GRACE};
 pub use idup::{DupRequest, InterDupRequest};
 pub use inter::{InterComm, Stage};
 pub use mprobe::Message;
