@@ -196,10 +196,12 @@ impl Comm {
                 return Ok(Some(st));
             }
             if self.any_failed() {
-                let failed = self.failed_ranks();
-                let counts = |r: &u32| among.is_none_or(|live| live.contains(r));
-                if failed.iter().any(counts) && clock.expired() {
-                    return Err(CommError::ProcFailed { ranks: failed });
+                let counts =
+                    among.is_none_or(|live| self.failed_ranks().iter().any(|r| live.contains(r)));
+                if counts && clock.expired() {
+                    return Err(CommError::ProcFailed {
+                        ranks: self.failed_ranks(),
+                    });
                 }
             }
             Ok(None)
