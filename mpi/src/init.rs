@@ -120,12 +120,16 @@ fn init(g: &mut Guard, required: c_int) -> R<c_int> {
     match g.phase() {
         Phase::Before => bring_up(g, level)?,
         Phase::Live(_) => {}
-        Phase::After => {
+        // ORDERING: Acquire; pairs with MPI_Finalize's Release (the same thread, or one
+        // the program ordered after it).
+        Phase::After if STAGE.load(Ordering::Acquire) == 2 => {
             return Err(Fail::new(
                 MPI_ERR_OTHER,
                 "MPI cannot be initialized after MPI_Finalize",
             ))
         }
+        // Sessions alone brought the runtime up and down: it comes up again.
+        Phase::After => bring_up(g, level)?,
     }
     let lib = g.lib()?;
     let entries = match std::mem::replace(&mut lib.world_model, WorldModel::Live) {
@@ -259,7 +263,14 @@ pub(crate) fn bring_up(g: &mut Guard, level: c_int) -> R<()> {
         coll: selfcoll,
     };
     entries.push((MPI_COMM_SELF, CommEntry::new(kind, errh, "MPI_COMM_SELF")));
-    lib.world_model = WorldModel::Ready(entries);
+    // ORDERING: Acquire; as in `init`.
+    lib.world_model = if STAGE.load(Ordering::Acquire) == 2 {
+        // A session after MPI_Finalize: the world model started once already and
+        // cannot again (its communicators are dropped unregistered).
+        WorldModel::Ended
+    } else {
+        WorldModel::Ready(entries)
+    };
     let args: Vec<String> = std::env::args().collect();
     lib.env_info = crate::info::env_entries(&args, size as usize, level_name(level), errh_name);
     *g.phase() = Phase::Live(Box::new(lib));
@@ -282,7 +293,12 @@ pub(crate) fn bring_up(g: &mut Guard, level: c_int) -> R<()> {
 /// `stress/spawn.c`; `tests/c/spawn_orphan.c`). A second `MPI_Init`, or one after
 /// `MPI_Finalize`, still returns its error.
 fn init_or_end(g: &mut Guard, required: c_int) -> R<c_int> {
-    let first = matches!(g.phase(), Phase::Before);
+    // ORDERING: Acquire; as in `init`.
+    let first = match g.phase() {
+        Phase::Before => true,
+        Phase::After => STAGE.load(Ordering::Acquire) != 2,
+        Phase::Live(_) => false,
+    };
     let fail = match init(g, required) {
         Ok(level) => return Ok(level),
         Err(fail) => fail,
@@ -367,7 +383,8 @@ crate::mpi_fn! {
 
 /// Brings the runtime down (its last user ends: `MPI_Finalize` or the last
 /// `MPI_Session_finalize`): the requests freed while active get a bounded chance to
-/// finish, then the world's agreement ends it. It cannot come up again.
+/// finish, then the world's agreement ends it. A later `MPI_Session_init` (or
+/// `MPI_Init`, when the world model never started) brings it up again.
 pub(crate) fn tear_down(g: &mut Guard) -> R<()> {
     finish_detached(g)?;
     // This process's ports close and its names go: a later connect or lookup gets

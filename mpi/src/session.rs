@@ -8,9 +8,14 @@
 //! `MPI_Session_init`: `init::bring_up`) and goes down with the last one
 //! (`init::tear_down`): `MPI_Finalize` while a session lives only ends the world
 //! model, and `MPI_Session_finalize` of the last session ends the runtime unless the
-//! world model still holds it. Once down it cannot come up again in the process (its
-//! bootstrap is once per process), so a session or `MPI_Init` after that fails with
-//! `MPI_ERR_OTHER`. `MPI_Initialized` / `MPI_Finalized` keep their world-model meaning.
+//! world model still holds it. Sessions can be made and ended any number of times
+//! (MPI 4.1 §11.3.1): a session after the runtime went down brings it up again, a new
+//! bootstrap through the launcher (`steadfast-run`, PMIx launchers and a singleton
+//! allow that; Hydra's PMI-1 ends a process's PMI at its first finalize, so there the
+//! second bring-up fails with `MPI_ERR_OTHER`). So does `MPI_Init` after sessions alone
+//! brought it down; the world model itself starts at most once (`MPI_Init` after
+//! `MPI_Finalize` fails). `MPI_Initialized` / `MPI_Finalized` keep their world-model
+//! meaning.
 //!
 //! # Communicators
 //! `MPI_Comm_create_from_group` is the runtime's subgroup creation
@@ -185,13 +190,6 @@ fn new_info(lib: &mut Lib, entries: Vec<(String, String)>) -> Handle {
 }
 
 fn session_init(g: &mut Guard, info: Handle, errhandler: Handle) -> R<Handle> {
-    if matches!(g.phase(), Phase::After) {
-        return Err(Fail::new(
-            MPI_ERR_OTHER,
-            "the runtime went down with the last session or MPI_Finalize and cannot \
-             come up again in this process",
-        ));
-    }
     let o = g.objects();
     let kept = info_entries(&o, info)?;
     if !known_errhandler(&o, errhandler) {
@@ -201,7 +199,9 @@ fn session_init(g: &mut Guard, info: Handle, errhandler: Handle) -> R<Handle> {
         ));
     }
     let level = asked_level(&kept)?;
-    if matches!(g.phase(), Phase::Before) {
+    // Before the first use, or after the runtime went down with the last user: it
+    // comes up (again).
+    if matches!(g.phase(), Phase::Before | Phase::After) {
         bring_up(g, level.unwrap_or(MPI_THREAD_SINGLE))?;
     } else if let Some(level) = level {
         raise_level(g, level)?;

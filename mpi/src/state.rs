@@ -50,7 +50,8 @@ pub(crate) enum Phase {
     Before,
     /// While the runtime is up: the world model or a session uses it.
     Live(Box<Lib>),
-    /// After the runtime went down with its last user (it cannot come up again).
+    /// After the runtime went down with its last user (a session, or `MPI_Init` when
+    /// the world model never started, brings it up again).
     After,
 }
 

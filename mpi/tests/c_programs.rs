@@ -1254,6 +1254,14 @@ fn sessions_without_mpi_init_make_communicators_from_process_sets() {
 }
 
 #[test]
+fn sessions_come_and_go_again_before_and_after_the_world_model() {
+    for np in ["1", "3"] {
+        sessions_run("sessions_again", np, np, &[], "SESSIONS AGAIN OK");
+    }
+    sessions_run("sessions_again", "2", "2", TCP, "SESSIONS AGAIN OK");
+}
+
+#[test]
 fn sessions_beside_mpi_init_in_both_orders() {
     for order in ["session-first", "init-first"] {
         sessions_run("sessions_mix", "2", order, &[], "SESSIONS MIX OK");
