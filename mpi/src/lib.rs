@@ -99,6 +99,7 @@ mod rma_gaps;
 mod rma_req;
 mod sendrecv;
 mod session;
+mod session_inter;
 mod shared_win;
 mod singleton;
 mod spawn;

@@ -72,7 +72,7 @@ pub(crate) struct Session {
 }
 
 /// The runtime tag of string tag `tag`, and the full 64-bit hash the members compare.
-fn derived_tag(tag: &str) -> (u32, u64) {
+pub(crate) fn derived_tag(tag: &str) -> (u32, u64) {
     let h = steadfast_os::fnv1a64(tag.as_bytes());
     (TAG_BASE + (h % TAG_SPAN) as u32, h)
 }
@@ -115,7 +115,7 @@ fn raise_on(mut guard: Guard, object: Handle, errh: Option<Handle>, fail: Fail) 
 
 /// The body of an entry point: `f` under the lock with panics caught, a failure handed
 /// to the error handler `handler` picks (given the state after `f`), as [`raise_on`].
-fn call_with(
+pub(crate) fn call_with(
     object: Handle,
     handler: impl FnOnce(&mut Guard) -> Option<Handle>,
     f: impl FnOnce(&mut Guard) -> R<()>,
@@ -465,7 +465,7 @@ crate::mpi_fn! {
 
 /// What `MPI_Comm_create_from_group` runs without the lock: the runtime's creation over
 /// the process's world, the collective half, and the members' check of the string.
-fn create_over_world(world: &Comm, ranks: &[u32], tag: &str) -> R<(Comm, Comm)> {
+pub(crate) fn create_over_world(world: &Comm, ranks: &[u32], tag: &str) -> R<(Comm, Comm)> {
     let (rt_tag, hash) = derived_tag(tag);
     let p2p = world.create_group(ranks, rt_tag)?;
     let coll = crate::comm::collective_half(&p2p)?;
@@ -487,13 +487,19 @@ fn create_over_world(world: &Comm, ranks: &[u32], tag: &str) -> R<(Comm, Comm)> 
     Ok((p2p, coll))
 }
 
-fn create_from_group(
+/// What `MPI_Comm_create_from_group` and `MPI_Intercomm_create_from_groups` check and
+/// look up first: the string tag (`MPI_ERR_ARG` when too long), `info` and `errh`;
+/// then `group`'s members as ranks of the process's world, with that world (`None`
+/// for an empty group). `MPI_ERR_GROUP` when this process is not a member or a member
+/// is outside `mpi://WORLD`; `call` names the call in that error.
+pub(crate) fn members_over_world(
     g: &mut Guard,
     group: Handle,
     stringtag: *const c_char,
     info: Handle,
     errh: Handle,
-) -> R<Handle> {
+    call: &str,
+) -> R<Option<(String, Comm, Vec<u32>)>> {
     // SAFETY: MPI's contract: `stringtag` is a C string.
     let tag = unsafe { read_cstr(stringtag) }?;
     if tag.len() >= MAX_STRINGTAG_LEN {
@@ -513,23 +519,44 @@ fn create_from_group(
     let lib = g.lib()?;
     let members = crate::group::group(lib, group)?;
     if members.is_empty() {
-        return Ok(MPI_COMM_NULL);
+        return Ok(None);
     }
     if !members.contains(&lib.world.rank()) {
         return Err(Fail::new(
             MPI_ERR_GROUP,
-            "MPI_Comm_create_from_group is called by the group's members only",
+            format!("{call} is called by the group's members only"),
         ));
     }
     let world = lib.proc_world.clone();
+    let ranks = world_ranks_of(&world, &members)?;
+    Ok(Some((tag, world, ranks)))
+}
+
+/// The ranks in `world` (the process's world) of the processes `members` (runtime
+/// world ranks); `MPI_ERR_GROUP` for one outside it.
+pub(crate) fn world_ranks_of(world: &Comm, members: &[u32]) -> R<Vec<u32>> {
     let of_world: Vec<u32> = (0..world.size())
         .map(|r| world.world_rank(r).unwrap_or(u32::MAX))
         .collect();
-    let ranks = members
+    members
         .iter()
         .map(|w| of_world.iter().position(|m| m == w).map(|p| p as u32))
         .collect::<Option<Vec<u32>>>()
-        .ok_or_else(|| Fail::new(MPI_ERR_GROUP, "a member of the group is not in mpi://WORLD"))?;
+        .ok_or_else(|| Fail::new(MPI_ERR_GROUP, "a member of the group is not in mpi://WORLD"))
+}
+
+fn create_from_group(
+    g: &mut Guard,
+    group: Handle,
+    stringtag: *const c_char,
+    info: Handle,
+    errh: Handle,
+) -> R<Handle> {
+    let call = "MPI_Comm_create_from_group";
+    let Some((tag, world, ranks)) = members_over_world(g, group, stringtag, info, errh, call)?
+    else {
+        return Ok(MPI_COMM_NULL);
+    };
     // The creation runs without the lock, as the other constructors (`comm.rs`).
     let pair = g.unlocked(|| create_over_world(&world, &ranks, &tag))?;
     Ok(crate::comm::insert(g.lib()?, pair, errh))

@@ -1262,6 +1262,14 @@ fn sessions_come_and_go_again_before_and_after_the_world_model() {
 }
 
 #[test]
+fn inter_communicators_from_two_groups_of_a_session() {
+    for np in ["2", "3", "5"] {
+        sessions_run("intercomm_groups", np, np, &[], "INTERCOMM GROUPS OK");
+    }
+    sessions_run("intercomm_groups", "4", "4", TCP, "INTERCOMM GROUPS OK");
+}
+
+#[test]
 fn sessions_beside_mpi_init_in_both_orders() {
     for order in ["session-first", "init-first"] {
         sessions_run("sessions_mix", "2", order, &[], "SESSIONS MIX OK");
