@@ -236,6 +236,7 @@ enum {
 #define MPI_BOTTOM          ((void *)0)
 #define MPI_BSEND_OVERHEAD  96
 #define MPI_IN_PLACE        ((void *)1)
+#define MPI_BUFFER_AUTOMATIC ((void *)2)
 #define MPI_ARGV_NULL       ((char **)0)
 #define MPI_ARGVS_NULL      ((char ***)0)
 #define MPI_ERRCODES_IGNORE ((int *)0)
@@ -707,6 +708,19 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
                MPI_Comm comm, MPI_Request *request);
 int MPI_Buffer_attach(void *buffer, int size);
 int MPI_Buffer_detach(void *buffer_addr, int *size);
+int MPI_Buffer_attach_c(void *buffer, MPI_Count size);
+int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
+int MPI_Buffer_flush(void);
+int MPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size);
+int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
+int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size);
+int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
+int MPI_Comm_flush_buffer(MPI_Comm comm);
+int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size);
+int MPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size);
+int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size);
+int MPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size);
+int MPI_Session_flush_buffer(MPI_Session session);
 
 /* Memory and addresses */
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);

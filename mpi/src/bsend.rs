@@ -6,6 +6,13 @@
 //! MPI gives it: a message that does not fit beside the ones still in flight (each
 //! counting its length plus `MPI_BSEND_OVERHEAD`) is `MPI_ERR_BUFFER`.
 //! `MPI_Buffer_detach` waits until every buffered message has left.
+//!
+//! MPI 4.1 (§3.6.1) adds buffers of a communicator and of a session (`buffer_attach.rs`)
+//! and `MPI_BUFFER_AUTOMATIC` (no limit): a buffered send on a communicator draws on
+//! the communicator's buffer, else on the buffer of the session it was made from, else
+//! on the process's ([`Buffers::pool_for`]). A communicator counts as made from a
+//! session when it was created from a group of `MPI_Group_from_session_pset` itself
+//! (a group derived from such a group, by `MPI_Group_incl` say, is not followed).
 
 use std::ffi::{c_int, c_void};
 
@@ -22,11 +29,97 @@ use crate::util::{new_request_out, out, rank_arg, tag_arg};
 /// `MPI_BSEND_OVERHEAD`: what each buffered message counts beyond its bytes.
 pub(crate) const BSEND_OVERHEAD: usize = 96;
 
+/// `MPI_BUFFER_AUTOMATIC`'s address (MPI 5.0 ABI: `(void *)2`).
+pub(crate) const AUTOMATIC: usize = 2;
+
+/// Whose buffer a buffered message counts against.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Pool {
+    /// The process's (`MPI_Buffer_attach`).
+    Process,
+    /// A communicator's (`MPI_Comm_attach_buffer`).
+    Comm(Handle),
+    /// A session's (`MPI_Session_attach_buffer`).
+    Session(Handle),
+}
+
+/// An attached buffer: the address and size the program gave (address
+/// [`AUTOMATIC`]: no limit).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Attached {
+    pub addr: usize,
+    pub size: usize,
+}
+
+/// The attached buffers, and which session each group and communicator comes from.
+#[derive(Default)]
+pub(crate) struct Buffers {
+    attached: Vec<(Pool, Attached)>,
+    /// (group or communicator, its session).
+    session_of: Vec<(Handle, Handle)>,
+}
+
+impl Buffers {
+    /// `pool`'s buffer, if one is attached.
+    pub fn get(&self, pool: Pool) -> Option<Attached> {
+        self.attached
+            .iter()
+            .find(|(p, _)| *p == pool)
+            .map(|&(_, a)| a)
+    }
+
+    /// Attaches `a` to `pool`; `MPI_ERR_BUFFER` when one is attached already.
+    pub fn attach(&mut self, pool: Pool, a: Attached) -> R<()> {
+        if self.get(pool).is_some() {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached"));
+        }
+        self.attached.push((pool, a));
+        Ok(())
+    }
+
+    /// Takes `pool`'s buffer off.
+    pub fn detach(&mut self, pool: Pool) -> Option<Attached> {
+        let i = self.attached.iter().position(|(p, _)| *p == pool)?;
+        Some(self.attached.swap_remove(i).1)
+    }
+
+    /// Records that group or communicator `object` comes from `session`.
+    pub fn note_session(&mut self, object: Handle, session: Handle) {
+        self.session_of.push((object, session));
+    }
+
+    /// The session group or communicator `object` comes from, if recorded.
+    pub fn session_of(&self, object: Handle) -> Option<Handle> {
+        self.session_of
+            .iter()
+            .find(|(o, _)| *o == object)
+            .map(|&(_, s)| s)
+    }
+
+    /// Forgets freed group, communicator or session `h`: its buffer and its links.
+    pub fn forget(&mut self, h: Handle) {
+        self.attached
+            .retain(|(p, _)| *p != Pool::Comm(h) && *p != Pool::Session(h));
+        self.session_of.retain(|&(o, s)| o != h && s != h);
+    }
+
+    /// The buffer a buffered send on `comm` draws on: the communicator's, else its
+    /// session's, else the process's.
+    pub fn pool_for(&self, comm: Handle) -> Option<(Pool, Attached)> {
+        let session = self.session_of(comm).map(Pool::Session);
+        [Some(Pool::Comm(comm)), session, Some(Pool::Process)]
+            .into_iter()
+            .flatten()
+            .find_map(|p| self.get(p).map(|a| (p, a)))
+    }
+}
+
 /// A buffered message in flight: its send and the copy it sends from. The request is
 /// declared first, so dropped first: the copy outlives every use of it.
 pub(crate) struct Buffered {
     req: SendRequest<'static>,
     copy: Box<[u8]>,
+    pool: Pool,
 }
 
 impl Buffered {
@@ -41,20 +134,37 @@ impl Buffered {
     }
 }
 
-/// The attached buffer's address and size, if any.
-fn attached(lib: &Lib) -> Option<(usize, usize)> {
-    lib.bsend_buffer
-}
-
-/// What the buffered messages still in flight count.
-fn in_use(lib: &Lib) -> usize {
+/// What the buffered messages still in flight count against `pool`.
+fn in_use(lib: &Lib, pool: Pool) -> usize {
     lib.detached
         .iter()
         .map(|r| match &r.op {
-            Op::Buffered(b) => b.footprint(),
+            Op::Buffered(b) if b.pool == pool => b.footprint(),
             _ => 0,
         })
         .sum()
+}
+
+/// Waits until every buffered message counted against `pool` has left (a detach or a
+/// flush).
+pub(crate) fn flush(g: &mut Guard, pool: Pool) -> R<()> {
+    let mut spin = crate::util::spin_wait();
+    loop {
+        let lib = g.lib()?;
+        progress_detached(lib);
+        if in_use(lib, pool) == 0 {
+            return Ok(());
+        }
+        g.relax(&mut spin);
+    }
+}
+
+/// Detaches `pool`'s buffer once its messages have left: its address and size
+/// (none attached: a null address and 0).
+pub(crate) fn detach(g: &mut Guard, pool: Pool) -> R<Attached> {
+    flush(g, pool)?;
+    let none = Attached { addr: 0, size: 0 };
+    Ok(g.lib()?.buffers.detach(pool).unwrap_or(none))
 }
 
 /// Copies the message and starts its send (see the module doc).
@@ -80,10 +190,12 @@ fn bsend(
     let (c, offset) = peers(&e.kind);
     let c = c.clone();
     progress_detached(lib);
-    let (_, size) = attached(lib)
+    let (pool, a) = lib
+        .buffers
+        .pool_for(comm)
         .ok_or_else(|| Fail::new(MPI_ERR_BUFFER, "MPI_Bsend without an attached buffer"))?;
-    let used = in_use(lib);
-    if used + len + BSEND_OVERHEAD > size {
+    let (used, size) = (in_use(lib, pool), a.size);
+    if a.addr != AUTOMATIC && used + len + BSEND_OVERHEAD > size {
         return Err(Fail::new(
             MPI_ERR_BUFFER,
             format!(
@@ -102,7 +214,7 @@ fn bsend(
     let lib = g.lib()?;
     lib.detached.push(Req::new(
         comm,
-        Op::Buffered(Box::new(Buffered { req, copy })),
+        Op::Buffered(Box::new(Buffered { req, copy, pool })),
     ));
     Ok(())
 }
@@ -143,19 +255,41 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Buffer_attach`: `size` bytes for buffered sends (one buffer at a time).
+    /// `MPI_Buffer_attach`: `size` bytes for buffered sends (one buffer at a time;
+    /// `MPI_BUFFER_AUTOMATIC`: no limit).
     fn MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
-        call(NO_OBJECT, |g| {
-            let size = usize::try_from(size)
-                .map_err(|_| Fail::new(MPI_ERR_ARG, format!("a buffer of {size} bytes")))?;
-            let lib = g.lib()?;
-            if lib.bsend_buffer.is_some() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached"));
-            }
-            lib.bsend_buffer = Some((buffer as usize, size));
-            Ok(())
-        })
+        call(NO_OBJECT, |g| attach(g, Pool::Process, buffer, i64::from(size)))
     }
+}
+
+/// Attaches `buffer` of `size` bytes to `pool` (`MPI_ERR_ARG` for a negative size).
+pub(crate) fn attach(g: &mut Guard, pool: Pool, buffer: *mut c_void, size: i64) -> R<()> {
+    let size = usize::try_from(size)
+        .map_err(|_| Fail::new(MPI_ERR_ARG, format!("a buffer of {size} bytes")))?;
+    let a = Attached {
+        addr: buffer as usize,
+        size,
+    };
+    g.lib()?.buffers.attach(pool, a)
+}
+
+/// Writes a detached buffer's address to `*(void **)buffer_addr` and its size to
+/// `*size` (`MPI_Count` or `int`, saturated).
+///
+/// # Safety
+/// `buffer_addr` points to a `void *` to write, `size` to a `T`.
+pub(crate) unsafe fn give_back<T: TryFrom<usize> + Copy>(
+    a: Attached,
+    buffer_addr: *mut c_void,
+    size: *mut T,
+    max: T,
+) -> R<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        *out(buffer_addr.cast::<*mut c_void>())? = a.addr as *mut c_void;
+        *out(size)? = T::try_from(a.size).unwrap_or(max);
+    }
+    Ok(())
 }
 
 crate::mpi_fn! {
@@ -163,24 +297,10 @@ crate::mpi_fn! {
     /// the buffer's address (in `*(void **)buffer_addr`) and size back.
     fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) {
         call(NO_OBJECT, |g| {
-            let mut spin = crate::util::spin_wait();
-            loop {
-                let lib = g.lib()?;
-                progress_detached(lib);
-                if in_use(lib) == 0 {
-                    break;
-                }
-                g.relax(&mut spin);
-            }
-            let lib = g.lib()?;
-            let (addr, n) = lib.bsend_buffer.take().unwrap_or((0, 0));
+            let a = detach(g, Pool::Process)?;
             // SAFETY: MPI's contract: `buffer_addr` points to a `void *` to write,
             // `size` to an int.
-            unsafe {
-                *out(buffer_addr.cast::<*mut c_void>())? = addr as *mut c_void;
-                *out(size)? = c_int::try_from(n).unwrap_or(c_int::MAX);
-            }
-            Ok(())
+            unsafe { give_back(a, buffer_addr, size, c_int::MAX) }
         })
     }
 }

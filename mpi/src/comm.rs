@@ -336,6 +336,7 @@ fn free(g: &mut Guard, slot: &mut Handle, wait: bool) -> R<()> {
         .remove(&h)
         .ok_or_else(|| Fail::new(MPI_ERR_COMM, format!("{h:#x} is not a communicator")))?;
     *slot = MPI_COMM_NULL;
+    lib.buffers.forget(h);
     if let (false, CommKind::Intra { p2p, coll }) = (wait, &e.kind) {
         // Closed without waiting for the others (`comm_close.rs`).
         let closing = crate::comm_close::Closing::start(p2p.clone(), coll.clone());

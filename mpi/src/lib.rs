@@ -43,6 +43,7 @@ pub(crate) use mpi_fn;
 mod alltoallw;
 mod attr;
 mod bsend;
+mod buffer_attach;
 mod coll;
 mod coll_inter;
 mod coll_packed;

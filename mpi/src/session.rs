@@ -77,7 +77,7 @@ pub(crate) fn derived_tag(tag: &str) -> (u32, u64) {
     (TAG_BASE + (h % TAG_SPAN) as u32, h)
 }
 
-fn entry(lib: &mut Lib, h: Handle) -> R<&mut Session> {
+pub(crate) fn entry(lib: &mut Lib, h: Handle) -> R<&mut Session> {
     lib.sessions.get_mut(&h).ok_or_else(|| {
         if h == MPI_SESSION_NULL {
             Fail::new(MPI_ERR_SESSION, "MPI_SESSION_NULL")
@@ -138,7 +138,7 @@ pub(crate) fn call_with(
 }
 
 /// The body of an entry point on session `session`: a failure goes to its handler.
-fn session_call(session: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
+pub(crate) fn session_call(session: Handle, f: impl FnOnce(&mut Guard) -> R<()>) -> c_int {
     call_with(
         session,
         |g| {
@@ -254,6 +254,7 @@ crate::mpi_fn! {
                 ));
             }
             lib.sessions.remove(&h);
+            lib.buffers.forget(h);
             *slot = MPI_SESSION_NULL;
             if lib.sessions.is_empty() && !matches!(lib.world_model, WorldModel::Live) {
                 tear_down(g)?;
@@ -389,6 +390,7 @@ crate::mpi_fn! {
             // SAFETY: MPI's contract: `newgroup` is valid for a write.
             let slot = unsafe { out(newgroup) }?;
             *slot = crate::group::new_group(lib, members);
+            lib.buffers.note_session(*slot, session);
             Ok(())
         })
     }
@@ -559,7 +561,12 @@ fn create_from_group(
     };
     // The creation runs without the lock, as the other constructors (`comm.rs`).
     let pair = g.unlocked(|| create_over_world(&world, &ranks, &tag))?;
-    Ok(crate::comm::insert(g.lib()?, pair, errh))
+    let lib = g.lib()?;
+    let h = crate::comm::insert(lib, pair, errh);
+    if let Some(s) = lib.buffers.session_of(group) {
+        lib.buffers.note_session(h, s);
+    }
+    Ok(h)
 }
 
 crate::mpi_fn! {

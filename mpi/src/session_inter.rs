@@ -72,7 +72,12 @@ fn intercomm_from_groups(
         }
         crate::comm::inter_half(made?)
     })?;
-    Ok(crate::comm::insert_inter(g.lib()?, pair, errh))
+    let lib = g.lib()?;
+    let h = crate::comm::insert_inter(lib, pair, errh);
+    if let Some(s) = lib.buffers.session_of(local_group) {
+        lib.buffers.note_session(h, s);
+    }
+    Ok(h)
 }
 
 crate::mpi_fn! {

@@ -303,8 +303,8 @@ pub(crate) struct Lib {
     /// Requests freed by `MPI_Request_free` while active: progressed by later calls
     /// and finished (boundedly) by `MPI_Finalize`.
     pub detached: Vec<Req>,
-    /// The buffer `MPI_Buffer_attach` gave (address, size), `bsend.rs`.
-    pub bsend_buffer: Option<(usize, usize)>,
+    /// The buffers attached for buffered sends (`bsend.rs`).
+    pub buffers: crate::bsend::Buffers,
     /// The program's attribute keys and values (`attr.rs`).
     pub attrs: crate::attr::Attrs,
     pub types: Map<TypeEntry>,
@@ -354,7 +354,7 @@ impl Lib {
             requests: Requests::default(),
             messages: Map::default(),
             detached: Vec::new(),
-            bsend_buffer: None,
+            buffers: Default::default(),
             attrs: Default::default(),
             types: Map::default(),
             layouts: Map::default(),

@@ -1270,6 +1270,12 @@ fn inter_communicators_from_two_groups_of_a_session() {
 }
 
 #[test]
+fn buffered_sends_draw_on_the_communicators_then_the_sessions_then_the_process_buffer() {
+    sessions_run("bsend_pools", "2", "2", &[], "BSEND POOLS OK");
+    sessions_run("bsend_pools", "2", "2", TCP, "BSEND POOLS OK");
+}
+
+#[test]
 fn sessions_beside_mpi_init_in_both_orders() {
     for order in ["session-first", "init-first"] {
         sessions_run("sessions_mix", "2", order, &[], "SESSIONS MIX OK");
