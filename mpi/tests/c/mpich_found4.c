@@ -1,6 +1,6 @@
 /* What the fourth sweep of MPICH's test suite (its multithreaded programs) found wrong
  * (docs/mpi.md, "MPICH's test suite"), one part per finding. `mpich_found4 [part]` runs
- * one part (`selfdup`), or all of them; each rank prints "MPICH FOUND4 OK" at the end.
+ * one part (`selfdup`, `bsend_init`), or all of them; each rank prints "MPICH FOUND4 OK" at the end.
  * Needs MPI_THREAD_MULTIPLE and at least 2 ranks. */
 #include <mpi.h>
 #include <pthread.h>
@@ -52,6 +52,57 @@ static void selfdup(void) {
     for (int i = 0; i < 2; i++) OK(MPI_Comm_free(&shared[i]));
 }
 
+/* MPI_Bsend_init (MPICH's mt_bsendrecv_pers_huge did not link): rank 0 starts a
+ * persistent buffered send of 64 KiB to rank 1 three times, each completing (MPI_Wait)
+ * before rank 1 has posted any receive (it receives only after a barrier that rank 0
+ * reaches once its three sends completed), the buffer refilled between the starts;
+ * rank 1 then gets the three messages in order, each with the values of its start. A
+ * send to MPI_PROC_NULL completes at once; a bad rank is refused at the call. */
+#define BN 16384
+static void bsend_init(void) {
+    static int buf[BN], got[BN];
+    int size = 3 * (int)(BN * sizeof(int) + MPI_BSEND_OVERHEAD);
+    char *attached = malloc((size_t)size);
+    CHECK(attached != NULL);
+    OK(MPI_Buffer_attach(attached, size));
+    MPI_Request req, nul;
+    if (me == 0) {
+        OK(MPI_Bsend_init(buf, BN, MPI_INT, 1, 5, MPI_COMM_WORLD, &req));
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < BN; i++) buf[i] = round * BN + i;
+            OK(MPI_Start(&req));
+            OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        }
+        OK(MPI_Request_free(&req));
+        CHECK(req == MPI_REQUEST_NULL);
+    }
+    OK(MPI_Bsend_init(buf, 1, MPI_INT, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &nul));
+    OK(MPI_Start(&nul));
+    OK(MPI_Wait(&nul, MPI_STATUS_IGNORE));
+    OK(MPI_Request_free(&nul));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int err = -1;
+    MPI_Error_class(MPI_Bsend_init(buf, 1, MPI_INT, np, 5, MPI_COMM_WORLD, &nul), &err);
+    CHECK(err == MPI_ERR_RANK);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 1) {
+        for (int round = 0; round < 3; round++) {
+            MPI_Status st;
+            OK(MPI_Recv(got, BN, MPI_INT, 0, 5, MPI_COMM_WORLD, &st));
+            int n = -1;
+            OK(MPI_Get_count(&st, MPI_INT, &n));
+            CHECK(n == BN);
+            for (int i = 0; i < BN; i++) CHECK(got[i] == round * BN + i);
+        }
+    }
+    void *back;
+    int back_size;
+    OK(MPI_Buffer_detach(&back, &back_size));
+    CHECK(back == attached && back_size == size);
+    free(attached);
+}
+
 int main(int argc, char **argv) {
     int provided = -1;
     OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
@@ -62,6 +113,7 @@ int main(int argc, char **argv) {
     const char *part = argc > 1 ? argv[1] : "all";
     int all = strcmp(part, "all") == 0;
     if (all || strcmp(part, "selfdup") == 0) selfdup();
+    if (all || strcmp(part, "bsend_init") == 0) bsend_init();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d: MPICH FOUND4 OK\n", me);
     OK(MPI_Finalize());
