@@ -191,8 +191,10 @@ pub struct ContextAllocator {
     capacity: u32,
     reserved: u32,
     live: u32,
-    /// The creation whose proposal offered the real mask and has not finished.
+    /// The creation whose proposal offered the real mask and has not finished, with the
+    /// window it offered.
     holder: Option<OpKey>,
+    holder_window: u32,
     /// Creations in progress here.
     active: BTreeSet<OpKey>,
 }
@@ -215,6 +217,7 @@ impl ContextAllocator {
             reserved,
             live: 0,
             holder: None,
+            holder_window: 0,
             active: BTreeSet::new(),
         };
         for id in reserved..capacity {
@@ -265,6 +268,7 @@ impl ContextAllocator {
         };
         if ours && window < self.windows() {
             self.holder = Some(op);
+            self.holder_window = window;
             let start = window as usize * WINDOW_WORDS;
             let end = (start + WINDOW_WORDS).min(self.free.len());
             p.mask[..end - start].copy_from_slice(&self.free[start..end]);
@@ -322,6 +326,27 @@ impl ContextAllocator {
         if self.holder == Some(op) {
             self.holder = None;
         }
+    }
+
+    /// Takes an id for a creation whose only member is this process, with no round and
+    /// without waiting for the mask: the highest free id outside the window the mask's
+    /// holder offered (an id there may be the one its members agree on). Rounds take
+    /// ids from the bottom, so the two rarely meet.
+    ///
+    /// # Errors
+    /// [`ContextError::ContextsExhausted`] when no such id is free.
+    pub fn take_solo(&mut self) -> Result<ContextId, ContextError> {
+        let offered = self.holder.map(|_| self.holder_window);
+        let id = (self.reserved..self.capacity)
+            .rev()
+            .find(|&id| self.is_free(ContextId(id)) && Some(id / WINDOW_IDS) != offered)
+            .ok_or(ContextError::ContextsExhausted {
+                capacity: self.capacity,
+                live: self.live,
+            })?;
+        self.set_free(id, false);
+        self.live += 1;
+        Ok(ContextId(id))
     }
 
     /// Marks `id` used without a round (a context fixed by the runtime, or replaying a
@@ -550,6 +575,31 @@ mod tests {
         );
         p.release(ContextId(1)).unwrap();
         assert_eq!(create(&mut p, 3), Ok(Decision::Allocated(ContextId(1))));
+    }
+
+    #[test]
+    fn a_solo_creation_does_not_wait_for_the_mask_nor_take_an_offered_id() {
+        // 2^13 ids = 2 windows. A creation holds the mask with window 1 (the top one) offered.
+        let mut p = ContextAllocator::new(13, 2).unwrap();
+        let held = p.propose(1, 1);
+        assert!(held.is_complete() && held.lowest() == Some(ContextId(WINDOW_IDS)));
+        let solo = p.take_solo().unwrap();
+        assert!(
+            solo.0 < WINDOW_IDS,
+            "outside the offered window: {}",
+            solo.0
+        );
+        assert_eq!(solo, ContextId(WINDOW_IDS - 1), "the highest such id");
+        assert!(!p.is_free(solo));
+        // The holder still gets the lowest common id of what it offered.
+        let mut agreed = held.clone();
+        agreed.combine(&held).unwrap();
+        assert_eq!(
+            p.finish(1, &agreed),
+            Ok(Decision::Allocated(ContextId(WINDOW_IDS)))
+        );
+        // With no holder the very top id is taken.
+        assert_eq!(p.take_solo(), Ok(ContextId(2 * WINDOW_IDS - 1)));
     }
 
     #[test]

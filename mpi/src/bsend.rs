@@ -1,5 +1,6 @@
 //! Buffered sends (MPI 4.1, 3.6): `MPI_Buffer_attach`, `MPI_Buffer_detach`, `MPI_Bsend`,
-//! `MPI_Ibsend`. A buffered send copies the message at the call and returns; the copy
+//! `MPI_Ibsend`, `MPI_Bsend_init` (each `MPI_Start` of it is an `MPI_Ibsend` with its
+//! arguments, made as a persistent collective's start is: `coll_persistent.rs`). A buffered send copies the message at the call and returns; the copy
 //! travels as a standard send that later calls progress (with the requests freed while
 //! active, `Lib::detached`). The copy is made in the library's own memory, not in the
 //! attached buffer (the program cannot tell where), but the attached size is the limit
@@ -15,6 +16,7 @@
 //! (a group derived from such a group, by `MPI_Group_incl` say, is not followed).
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use sf::comm::SendRequest;
 
@@ -250,6 +252,40 @@ crate::mpi_fn! {
             bsend(g, buf, count, datatype, dest, tag, comm)?;
             *slot = g.lib()?.add_request(Req::finished(comm, Outcome::empty()))?;
             Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Bsend_init`: a persistent buffered send; each start copies the message as
+    /// `MPI_Ibsend` does, so it completes without a matching receive.
+    fn MPI_Bsend_init / PMPI_Bsend_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        call(comm, |g| {
+            let lib = g.lib()?;
+            lib.buffer_of(count, datatype)?;
+            let size = lib.comm(comm)?.size;
+            tag_arg(tag)?;
+            if dest != MPI_PROC_NULL {
+                rank_arg(dest, size)?;
+            }
+            // The address kept as a number: the start runs on whichever thread calls
+            // `MPI_Start`.
+            let addr = buf as usize;
+            let start: crate::persistent::CollStart = Arc::new(move |req: *mut Handle| {
+                // SAFETY: the arguments as the program gave them to `MPI_Bsend_init`,
+                // which MPI keeps valid while the request lives; `req` is the start's
+                // local handle.
+                unsafe { PMPI_Ibsend(addr as *const c_void, count, datatype, dest, tag, comm, req) }
+            });
+            crate::coll_persistent::init(g, comm, request, start)
         })
     }
 }

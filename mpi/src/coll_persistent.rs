@@ -23,8 +23,9 @@ use crate::util::new_request_out;
 #[allow(non_camel_case_types)]
 type MPI_Aint = isize;
 
-/// Makes the inactive persistent collective request on `comm` and writes its handle.
-fn init(g: &mut Guard, comm: Handle, request: *mut Handle, start: CollStart) -> R<()> {
+/// Makes the inactive persistent collective request on `comm` and writes its handle
+/// (also `MPI_Bsend_init`'s, whose start is an `MPI_Ibsend`).
+pub(crate) fn init(g: &mut Guard, comm: Handle, request: *mut Handle, start: CollStart) -> R<()> {
     // SAFETY: MPI's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
     let lib = g.lib()?;

@@ -1090,6 +1090,14 @@ fn what_the_third_mpich_sweep_found() {
     every_rank_prints("mpich_found3", "3", "all", TCP, "MPICH FOUND3 OK");
 }
 
+#[test]
+fn what_the_fourth_mpich_sweep_found() {
+    for np in ["2", "4"] {
+        every_rank_prints("mpich_found4", np, "all", &[], "MPICH FOUND4 OK");
+    }
+    every_rank_prints("mpich_found4", "3", "all", TCP, "MPICH FOUND4 OK");
+}
+
 /// `MPI_ERRORS_ARE_FATAL` with an error class the program added (0x4000, whose low
 /// byte is 0) still fails the job: the process exits with status 1, not 0.
 #[test]

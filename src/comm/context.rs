@@ -68,7 +68,7 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
     let comm = match over {
         Over::Parent(c) | Over::Live(c, _) | Over::Own(c) => c,
     };
-    if let Some(ctx) = restored_solo_context(&over)? {
+    if let Some(ctx) = solo_context(&over)? {
         return Ok(ctx);
     }
     let mut window = 0;
@@ -118,15 +118,20 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
     })
 }
 
-/// In a restarted process, the context of a communicator of this process alone (the
-/// C library's `MPI_COMM_SELF`, made at its init): the highest free id, taken here with
-/// no round (nobody else needs to agree). Ids agreed with others come from the bottom
-/// of the space, and so did those of the communicators this rank's earlier incarnation
-/// was in: the lowest free id here could be one of them, which a later
+/// The context of a communicator of this process alone (an `MPI_COMM_SELF`, a dup of
+/// it, a split leaving one member): taken here with no round, since nobody else needs
+/// to agree, and without waiting for the mask (`ContextAllocator::take_solo`: the
+/// highest free id outside the window another creation offered). Waiting for the mask
+/// deadlocked: a thread's dup of `MPI_COMM_SELF` waited here behind another thread's
+/// dup of a shared communicator, which waited for a process whose own `MPI_COMM_SELF`
+/// dup waited behind a dup the first process had not started (MPICH's
+/// `comm_dup_deadlock`). Ids agreed with others come from the bottom of the space, and
+/// so did those of the communicators a restarted rank's earlier incarnation was in:
+/// the lowest free id here could be one of them, which a later
 /// [`World::rejoin`](crate::World::rejoin) of such a communicator then could not claim
 /// (a rejoined `MPI_COMM_WORLD`'s collectives half had the id the restarted process's
 /// `MPI_COMM_SELF` took). `None` for any other creation.
-fn restored_solo_context(over: &Over<'_>) -> Result<Option<u64>, CommError> {
+fn solo_context(over: &Over<'_>) -> Result<Option<u64>, CommError> {
     let (comm, solo) = match over {
         Over::Parent(c) | Over::Own(c) => (c, c.size() == 1),
         Over::Live(c, live) => (c, live.len() == 1),
@@ -135,22 +140,17 @@ fn restored_solo_context(over: &Over<'_>) -> Result<Option<u64>, CommError> {
         return Ok(None);
     }
     let mut e = comm.engine.lock();
-    if e.generation() == 0 {
-        return Ok(None);
-    }
-    let contexts = e.contexts_mut();
-    let (capacity, live) = (contexts.capacity(), contexts.live());
-    let Some(id) = (0..capacity)
-        .rev()
-        .find(|&id| contexts.is_free(steadfast_matching::ContextId(id)))
-    else {
-        return Err(CommError::ContextsExhausted { capacity, live });
-    };
-    contexts
-        .claim(steadfast_matching::ContextId(id))
-        .map_err(|err| CommError::InvalidArgument(format!("context {id}: {err}")))?;
-    log::debug!("context {id} taken for a communicator of this restarted process alone");
-    Ok(Some(u64::from(id)))
+    let id = e.contexts_mut().take_solo().map_err(|err| match err {
+        ContextError::ContextsExhausted { capacity, live } => {
+            CommError::ContextsExhausted { capacity, live }
+        }
+        other => CommError::InvalidArgument(format!("a context of this process alone: {other}")),
+    })?;
+    log::debug!(
+        "context {} taken for a communicator of this process alone",
+        id.0
+    );
+    Ok(Some(u64::from(id.0)))
 }
 
 /// An allocator error other than exhaustion: the members' rounds got out of step.
