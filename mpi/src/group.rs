@@ -316,6 +316,8 @@ crate::mpi_fn! {
             if *slot != MPI_GROUP_EMPTY && lib.groups.remove(slot).is_none() {
                 return Err(Fail::new(MPI_ERR_GROUP, format!("{:#x} is not a group", *slot)));
             }
+            // A later group may get the same handle: it must not inherit a session.
+            lib.buffers.forget(*slot);
             *slot = MPI_GROUP_NULL;
             Ok(())
         })
