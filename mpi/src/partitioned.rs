@@ -1,4 +1,4 @@
-//! Partitioned point-to-point communication (MPI 4.1, chapter 4): `MPI_Psend_init`,
+//! Partitioned point-to-point communication (MPI 4.1, chapter 5): `MPI_Psend_init`,
 //! `MPI_Precv_init` make an inactive persistent request (`persistent.rs`) over
 //! `partitions` partitions of `count` items each; `MPI_Start`/`MPI_Startall` start it,
 //! the usual completion calls complete it, `MPI_Request_free` frees it.
@@ -14,11 +14,22 @@
 //! side's partitions are only bookkeeping on its own side. The cost: no partition
 //! leaves before the last is ready.
 //!
+//! Partitioned messages never meet ordinary ones (MPI 4.1, 5.2.3: a partitioned
+//! send matches only a partitioned receive): they travel on the communicator's
+//! collective half, on a tag of their own above the collectives' (a [`wire_tag`]).
+//! Matching follows the initialization calls: the `k`-th `MPI_Psend_init` to a rank
+//! with a tag pairs with that rank's `k`-th `MPI_Precv_init` from this one with that
+//! tag, however the two sides order their starts, since each pair's messages carry
+//! `k` in their tag ([`Seqs`]). Two requests of one pair and tag whose `k` differ by a
+//! multiple of [`SLOTS`] share a tag, as do two tags whose images collide: such
+//! requests match in start order, as persistent ones do.
+//!
 //! A dead peer fails the transfer as any persistent receive or send does
 //! (`MPIX_ERR_PROC_FAILED` at the completion call). Under `MPI_THREAD_MULTIPLE`
 //! several threads may ready different partitions at once: each call holds the
 //! library's lock while it marks.
 
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
@@ -32,8 +43,45 @@ use crate::util::{out, rank_arg, tag_arg};
 #[allow(non_camel_case_types)]
 type MPI_Count = i64;
 
+/// The first tag of partitioned messages on a collective half: above the collective
+/// sequence's 20 bits (and `idup.rs`'s spare tag).
+const WIRE_BASE: u32 = 1 << 21;
+
+/// How many tags partitioned messages take: up to the runtime's three reserved ones.
+const WIRE_SPAN: u64 = (sf::world::tags::MAX_TAG - 2 - WIRE_BASE) as u64;
+
+/// How many initializations of one pair and tag get distinct wire tags.
+const SLOTS: u64 = 64;
+
+/// The tag on the collective half of the `k`-th partitioned request of a pair with
+/// program tag `tag`: distinct for every `k` below [`SLOTS`] and every tag below
+/// `WIRE_SPAN / SLOTS` (98 303).
+fn wire_tag(tag: c_int, k: u32) -> u32 {
+    let tag = u64::try_from(tag).unwrap_or(0);
+    WIRE_BASE + ((tag * SLOTS + u64::from(k) % SLOTS) % WIRE_SPAN) as u32
+}
+
+/// A communicator's count of partitioned initializations, per direction (send or
+/// receive), peer and tag: the `k`-th send to a peer matches its `k`-th receive.
+#[derive(Default)]
+pub(crate) struct Seqs(HashMap<(bool, c_int, c_int), u32>);
+
+impl Seqs {
+    /// The wire tag of the next initialization of `send`'s direction with `peer` and
+    /// `tag`, counted.
+    fn next(&mut self, send: bool, peer: c_int, tag: c_int) -> u32 {
+        let k = self.0.entry((send, peer, tag)).or_insert(0);
+        let this = *k;
+        *k = k.wrapping_add(1);
+        wire_tag(tag, this)
+    }
+}
+
 /// The partitions of a partitioned request.
 pub(crate) struct Part {
+    /// The tag of its messages on the communicator's collective half (none to
+    /// `MPI_PROC_NULL`).
+    pub wire_tag: Option<u32>,
     /// Whether each partition was marked ready since the last start (a send's).
     ready: Vec<bool>,
     /// How many of `ready` are true.
@@ -43,6 +91,7 @@ pub(crate) struct Part {
 impl Part {
     fn new(partitions: usize) -> Part {
         Part {
+            wire_tag: None,
             ready: vec![false; partitions],
             n_ready: 0,
         }
@@ -83,7 +132,7 @@ fn make(
                     format!("{partitions} partitions of {count} items"),
                 )
             })?;
-        // No wildcards (MPI 4.1, 4.2.2): a named peer or `MPI_PROC_NULL`, a real tag.
+        // No wildcards (MPI 4.1, chapter 5): a named peer or `MPI_PROC_NULL`, a real tag.
         let size = g.lib()?.comm(comm)?.size;
         if peer != MPI_PROC_NULL {
             rank_arg(peer, size)?;
@@ -93,7 +142,19 @@ fn make(
         let part = Some(Part::new(parts));
         init(
             g, buf, total, datatype, peer, tag, comm, request, mode, part,
-        )
+        )?;
+        if peer != MPI_PROC_NULL {
+            // Counted once the request exists: a refused call does not count.
+            let lib = g.lib()?;
+            let wire = lib.comm_mut(comm)?.part_seqs.next(send, peer, tag);
+            // SAFETY: `init` wrote the new request's handle there.
+            let h = unsafe { *request };
+            let r = lib.requests.get_mut(&h);
+            if let Some(part) = r.and_then(|r| r.persistent.as_mut()?.part.as_mut()) {
+                part.wire_tag = Some(wire);
+            }
+        }
+        Ok(())
     })
 }
 
@@ -257,5 +318,35 @@ crate::mpi_fn! {
             *flag = c_int::from(!active || r.test().is_some());
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initializations_of_a_pair_and_tag_get_distinct_tags_above_the_collectives() {
+        // The collectives take the tags up to 0xf_ffff.
+        const { assert!(WIRE_BASE > 0xf_ffff) };
+        let mut seqs = Seqs::default();
+        let sends: Vec<u32> = (0..SLOTS).map(|_| seqs.next(true, 1, 7)).collect();
+        let mut sorted = sends.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), SLOTS as usize);
+        // The receiving side counts the same way: its k-th receive has the k-th tag.
+        let mut peer = Seqs::default();
+        let recvs: Vec<u32> = (0..SLOTS).map(|_| peer.next(false, 0, 7)).collect();
+        assert_eq!(sends, recvs);
+        // Directions, peers and tags count apart.
+        assert_eq!(seqs.next(false, 1, 7), sends[0]);
+        assert_eq!(seqs.next(true, 2, 7), sends[0]);
+        assert_ne!(seqs.next(true, 1, 8), sends[0]);
+        for t in [0, 1, 98_302, crate::consts::TAG_UB] {
+            let w = wire_tag(t, 63);
+            assert!(w >= WIRE_BASE, "{t}: {w}");
+            assert!(w <= sf::world::tags::MAX_TAG - 3, "{t}: {w}");
+        }
     }
 }

@@ -49,6 +49,12 @@ pub(crate) struct Persistent {
 }
 
 impl Persistent {
+    /// The tag a completed partitioned receive reports: the program's, not the one
+    /// its message travelled with.
+    pub(crate) fn status_tag(&self) -> Option<c_int> {
+        (self.send.is_none() && self.part.as_ref()?.wire_tag.is_some()).then_some(self.tag)
+    }
+
     /// A persistent collective, inactive, started by `start`.
     pub(crate) fn collective(start: CollStart) -> Persistent {
         Persistent {
@@ -149,6 +155,7 @@ fn operate(lib: &mut Lib, h: Handle) -> R<()> {
     let comm = r.comm;
     let p = r.persistent.as_deref().ok_or_else(gone)?;
     let (send, buf, buffer, peer, tag) = (p.send, p.buf, p.buffer.clone(), p.peer, p.tag);
+    let wire = p.part.as_ref().and_then(|part| part.wire_tag);
     let started = if peer == MPI_PROC_NULL {
         // A send's status says nothing; a receive's names `MPI_PROC_NULL`.
         let o = if send.is_some() {
@@ -159,11 +166,15 @@ fn operate(lib: &mut Lib, h: Handle) -> R<()> {
         Req::finished(comm, o)
     } else {
         let e = lib.comm(comm)?;
-        let (c, offset) = peers(&e.kind);
+        let (mut c, offset) = peers(&e.kind);
+        if wire.is_some() {
+            // A partitioned message: on the collective half (`partitioned.rs`).
+            c = e.halves().1;
+        }
         match send {
             Some(mode) => {
                 let dest = rank_arg(peer, e.size)?;
-                let tag = tag_arg(tag)?;
+                let tag = wire.map_or_else(|| tag_arg(tag), Ok)?;
                 let mut packed = None;
                 // SAFETY: MPI's contract: `buf` holds the items, valid and unchanged
                 // until the request completes or is freed (persistent or not).
@@ -183,7 +194,7 @@ fn operate(lib: &mut Lib, h: Handle) -> R<()> {
             }
             None => {
                 let source = recv_source(peer, e.size)?.map(|s| offset + s);
-                let tag = recv_tag_arg(tag)?;
+                let tag = wire.map_or_else(|| recv_tag_arg(tag), |w| Ok(Some(w)))?;
                 match Unpack::of(&buffer, buf.cast()) {
                     None => irecv_req_at(c, offset, comm, source, tag, buf, buffer.len())?,
                     Some(mut u) => {

@@ -302,7 +302,10 @@ impl Req {
         }
     }
 
-    fn finish(&mut self, o: Outcome) -> Outcome {
+    fn finish(&mut self, mut o: Outcome) -> Outcome {
+        if let Some(tag) = self.persistent.as_deref().and_then(|p| p.status_tag()) {
+            o.tag = tag;
+        }
         self.done = Some(o);
         // A collective's outcome counts no bytes: a packed receive of one (`nbc_packed`)
         // unpacks whole.

@@ -189,6 +189,8 @@ pub(crate) struct CommEntry {
     pub graph: Option<Box<crate::graph::Graph>>,
     /// Its distributed graph, if it has one (`dist_graph.rs`).
     pub dist_graph: Option<Box<crate::dist_graph::DistGraph>>,
+    /// Its partitioned initializations, counted (`partitioned.rs`).
+    pub part_seqs: crate::partitioned::Seqs,
 }
 
 /// A communicator's topology, as a dup copies it (MPI 4.1 §8.4).
@@ -229,6 +231,7 @@ impl CommEntry {
             cart: None,
             graph: None,
             dist_graph: None,
+            part_seqs: Default::default(),
         }
     }
 

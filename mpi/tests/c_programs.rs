@@ -1290,3 +1290,12 @@ fn sessions_beside_mpi_init_in_both_orders() {
         sessions_run("sessions_mix", "3", order, TCP, "SESSIONS MIX OK");
     }
 }
+
+#[test]
+fn partitioned_messages_match_by_initialization_order_and_never_ordinary_receives() {
+    for np in ["2", "4"] {
+        every_rank_prints("partitioned_match", np, "intra", &[], "PMATCH OK");
+    }
+    every_rank_prints("partitioned_match", "4", "inter", &[], "PMATCH OK");
+    every_rank_prints("partitioned_match", "2", "intra", TCP, "PMATCH OK");
+}

@@ -1,5 +1,5 @@
 /*
- * Partitioned point-to-point (MPI 4.1, chapter 4) between rank pairs (r, r^1), each
+ * Partitioned point-to-point (MPI 4.1, chapter 5) between rank pairs (r, r^1), each
  * rank sending to and receiving from its partner at once:
  * - equal partition counts (8 x 4 ints), the same two requests started five times with
  *   new data each time, the partitions readied in a shuffled order: before the last
