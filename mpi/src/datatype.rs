@@ -197,6 +197,16 @@ impl Lib {
     #[inline]
     pub fn byte_len(&self, count: c_int, dt: Handle) -> R<(usize, TypeEntry)> {
         let n = crate::util::count_arg(count)?;
+        if n == 0 && dt == MPI_DATATYPE_NULL {
+            // No items: the type is never looked at (as `Lib::buffer_of`).
+            let none = TypeEntry {
+                size: 0,
+                elem: Elem::U8,
+                elems: 0,
+                committed: true,
+            };
+            return Ok((0, none));
+        }
         let t = self.datatype(dt)?;
         if self.layouts.contains_key(&dt) {
             return Err(Fail::new(

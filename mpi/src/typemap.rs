@@ -502,6 +502,11 @@ impl Lib {
         if let Some(len) = crate::datatype::basic_bytes(count, dt) {
             return Ok(Buffer::Contig(len));
         }
+        if count == 0 && dt == MPI_DATATYPE_NULL {
+            // No items: the type is never looked at (MPICH accepts this too, and
+            // programs pass it for the ranks that send or receive nothing).
+            return Ok(Buffer::Contig(0));
+        }
         match self.layouts.get(&dt) {
             None => self.byte_count(count, dt).map(Buffer::Contig),
             Some(l) => {

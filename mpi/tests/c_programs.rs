@@ -1299,3 +1299,11 @@ fn partitioned_messages_match_by_initialization_order_and_never_ordinary_receive
     every_rank_prints("partitioned_match", "4", "inter", &[], "PMATCH OK");
     every_rank_prints("partitioned_match", "2", "intra", TCP, "PMATCH OK");
 }
+
+#[test]
+fn a_null_datatype_with_no_items_moves_nothing() {
+    for np in ["1", "2", "3"] {
+        every_rank_prints("null_type", np, "", &[], "NULL TYPE OK");
+    }
+    every_rank_prints("null_type", "2", "", TCP, "NULL TYPE OK");
+}
