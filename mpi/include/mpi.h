@@ -711,16 +711,19 @@ int MPI_Buffer_detach(void *buffer_addr, int *size);
 int MPI_Buffer_attach_c(void *buffer, MPI_Count size);
 int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
 int MPI_Buffer_flush(void);
+int MPI_Buffer_iflush(MPI_Request *request);
 int MPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size);
 int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
 int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size);
 int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
 int MPI_Comm_flush_buffer(MPI_Comm comm);
+int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request);
 int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size);
 int MPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size);
 int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size);
 int MPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size);
 int MPI_Session_flush_buffer(MPI_Session session);
+int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request);
 
 /* Memory and addresses */
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);

@@ -16,7 +16,7 @@
 //! (a group derived from such a group, by `MPI_Group_incl` say, is not followed).
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use sf::comm::SendRequest;
 
@@ -122,6 +122,31 @@ pub(crate) struct Buffered {
     req: SendRequest<'static>,
     copy: Box<[u8]>,
     pool: Pool,
+    /// Dropped with the message once it has left: what a non-blocking flush watches.
+    alive: Arc<()>,
+}
+
+/// A non-blocking flush (`MPI_Buffer_iflush`...): the buffered messages of its pool in
+/// flight at the call, each seen through the token it drops once it has left.
+pub(crate) struct Flush(Vec<Weak<()>>);
+
+impl Flush {
+    /// Whether every message it waits for has left. The requests freed while active,
+    /// those messages among them, are progressed by every completion call before it
+    /// tests its requests (`request::progress_detached`).
+    pub fn test(&self) -> bool {
+        self.0.iter().all(|w| w.strong_count() == 0)
+    }
+}
+
+/// The flush of the messages now counted against `pool`.
+pub(crate) fn iflush(lib: &mut Lib, pool: Pool) -> Flush {
+    progress_detached(lib);
+    let pending = lib.detached.iter().filter_map(|r| match &r.op {
+        Op::Buffered(b) if b.pool == pool => Some(Arc::downgrade(&b.alive)),
+        _ => None,
+    });
+    Flush(pending.collect())
 }
 
 impl Buffered {
@@ -216,7 +241,12 @@ fn bsend(
     let lib = g.lib()?;
     lib.detached.push(Req::new(
         comm,
-        Op::Buffered(Box::new(Buffered { req, copy, pool })),
+        Op::Buffered(Box::new(Buffered {
+            req,
+            copy,
+            pool,
+            alive: Arc::new(()),
+        })),
     ));
     Ok(())
 }

@@ -1,15 +1,21 @@
 //! MPI 4.1's buffers of a communicator and of a session (§3.6.1):
 //! `MPI_Comm_attach_buffer`, `MPI_Session_attach_buffer`, their `detach` and `flush`,
-//! `MPI_Buffer_flush`, and the `_c` forms of every attach and detach. Which buffer a
-//! buffered send draws on is `bsend::Buffers::pool_for`; a detach or a flush waits
-//! until the messages counted against that buffer have left (`bsend::flush`).
+//! `MPI_Buffer_flush`, the non-blocking flushes (`MPI_Buffer_iflush`,
+//! `MPI_Comm_iflush_buffer`, `MPI_Session_iflush_buffer`), and the `_c` forms of every
+//! attach and detach. Which buffer a buffered send draws on is
+//! `bsend::Buffers::pool_for`; a detach or a flush waits until the messages counted
+//! against that buffer have left (`bsend::flush`); a non-blocking flush's request
+//! completes once the messages counted against it at the call have (`bsend::iflush`).
 
 use std::ffi::c_void;
 
-use crate::bsend::{attach, detach, flush, give_back, Pool};
+use crate::bsend::{attach, detach, flush, give_back, iflush, Pool};
 use crate::consts::*;
+use crate::error::R;
+use crate::request::{Op, Req};
 use crate::session::{entry, session_call};
-use crate::state::{call, NO_OBJECT};
+use crate::state::{call, Lib, NO_OBJECT};
+use crate::util::new_request_out;
 
 /// `MPI_Count` of the header.
 type Count = i64;
@@ -149,6 +155,45 @@ crate::mpi_fn! {
         session_call(session, |g| {
             entry(g.lib()?, session)?;
             flush(g, Pool::Session(session))
+        })
+    }
+}
+
+/// Starts the flush of `pool` as a request (reported on `comm`) written to `request`.
+fn start_iflush(lib: &mut Lib, pool: Pool, comm: Handle, request: *mut Handle) -> R<()> {
+    // SAFETY: MPI's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let f = iflush(lib, pool);
+    *slot = lib.add_request(Req::new(comm, Op::Flush(Box::new(f))))?;
+    Ok(())
+}
+
+crate::mpi_fn! {
+    /// `MPI_Buffer_iflush`: a request that completes once the messages counted against
+    /// the process's buffer now have left.
+    fn MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut Handle) {
+        call(NO_OBJECT, |g| start_iflush(g.lib()?, Pool::Process, MPI_COMM_SELF, request))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Comm_iflush_buffer`: as `MPI_Comm_flush_buffer`, as a request.
+    fn MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: Handle, request: *mut Handle) {
+        call(comm, |g| {
+            let lib = g.lib()?;
+            lib.comm(comm)?;
+            start_iflush(lib, Pool::Comm(comm), comm, request)
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Session_iflush_buffer`: as `MPI_Session_flush_buffer`, as a request.
+    fn MPI_Session_iflush_buffer / PMPI_Session_iflush_buffer(session: Handle, request: *mut Handle) {
+        session_call(session, |g| {
+            let lib = g.lib()?;
+            entry(lib, session)?;
+            start_iflush(lib, Pool::Session(session), MPI_COMM_SELF, request)
         })
     }
 }

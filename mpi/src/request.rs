@@ -108,6 +108,8 @@ pub(crate) enum Op {
     Nbc(Box<crate::nbc::Nbc>),
     /// A buffered send's copy in flight (`bsend.rs`), in `Lib::detached`.
     Buffered(Box<crate::bsend::Buffered>),
+    /// `MPI_Buffer_iflush` and the like (`buffer_attach.rs`).
+    Flush(Box<crate::bsend::Flush>),
     /// `MPIX_Comm_irestart_rank`.
     Restart(sf::comm::RestartRequest),
     /// `MPI_Comm_idup` (`idup.rs`): registered by [`attempt`] when it completes.
@@ -240,6 +242,10 @@ impl Req {
                 // A wildcard receive's pending failure: reported, the pair goes on.
                 Some(o) if o.keep => return Some(o),
                 Some(o) => o,
+            },
+            Op::Flush(f) => match f.test() {
+                false => return None,
+                true => Outcome::empty(),
             },
             Op::Closing(c) => match c.test() {
                 false => return None,

@@ -12,11 +12,18 @@
  *   session's group, not on MPI_COMM_WORLD; an automatic buffer attached to that
  *   communicator then takes it (before the session's);
  * - the flushes return once the messages left; a second attach is MPI_ERR_BUFFER, a
- *   bad session MPI_ERR_SESSION; the _c forms give back the same.
+ *   bad session MPI_ERR_SESSION; the _c forms give back the same;
+ * - MPI_Buffer_iflush's request waits for the messages buffered before the call: a
+ *   1 MiB message rank 1 has not received keeps it pending (MPI_Test), and it
+ *   completes once rank 1 took that message, while a second one, buffered after the
+ *   call, is taken only after the flush completed (a flush waiting for it hangs);
+ *   MPI_Comm_iflush_buffer and MPI_Session_iflush_buffer with nothing in flight
+ *   complete, a bad session is MPI_ERR_SESSION.
  * Each rank prints "rank R: BSEND POOLS OK".
  */
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
 static int me = -1;
 
@@ -52,6 +59,39 @@ static void bsend_big(MPI_Comm comm, int accepted) {
         for (int i = 0; i < BIG; i++) CHECK(in[i] == seq * 100000 + i);
     }
     if (accepted) seq++;
+}
+
+/* The non-blocking flushes (see the top). */
+static void iflushes(MPI_Session s, MPI_Comm sc) {
+    static char a[1 << 20], b[1 << 20];
+    MPI_Request r;
+    int flag = -1;
+    if (me == 0) {
+        memset(a, 'a', sizeof a);
+        memset(b, 'b', sizeof b);
+        OK(MPI_Bsend(a, sizeof a, MPI_CHAR, 1, 101, MPI_COMM_WORLD));
+        OK(MPI_Buffer_iflush(&r));
+        OK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+        CHECK(!flag);
+        OK(MPI_Bsend(b, sizeof b, MPI_CHAR, 1, 102, MPI_COMM_WORLD));
+        OK(MPI_Send(NULL, 0, MPI_CHAR, 1, 103, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        CHECK(r == MPI_REQUEST_NULL);
+        OK(MPI_Send(NULL, 0, MPI_CHAR, 1, 104, MPI_COMM_WORLD));
+    } else {
+        static char in[1 << 20];
+        OK(MPI_Recv(NULL, 0, MPI_CHAR, 0, 103, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(in, sizeof in, MPI_CHAR, 0, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (size_t i = 0; i < sizeof in; i++) CHECK(in[i] == 'a');
+        OK(MPI_Recv(NULL, 0, MPI_CHAR, 0, 104, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(in, sizeof in, MPI_CHAR, 0, 102, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (size_t i = 0; i < sizeof in; i++) CHECK(in[i] == 'b');
+    }
+    OK(MPI_Comm_iflush_buffer(sc, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    OK(MPI_Session_iflush_buffer(s, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(class_of(MPI_Session_iflush_buffer(MPI_SESSION_NULL, &r)) == MPI_ERR_SESSION);
 }
 
 int main(int argc, char **argv) {
@@ -114,6 +154,7 @@ int main(int argc, char **argv) {
     CHECK(class_of(MPI_Session_attach_buffer(MPI_SESSION_NULL, small, SMALL)) ==
           MPI_ERR_SESSION);
 
+    iflushes(s, sc);
     OK(MPI_Buffer_flush());
     OK(MPI_Buffer_detach_c(&addr, &nc));
     CHECK(addr == MPI_BUFFER_AUTOMATIC && nc == 0);
