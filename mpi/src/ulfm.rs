@@ -209,13 +209,15 @@ crate::mpi_fn! {
 
 crate::mpi_fn! {
     /// `MPIX_Comm_get_failed`: the group of the processes of `comm` known failed here
-    /// (acknowledged or not).
+    /// (acknowledged or not), in the order their failures were learnt, so a later
+    /// call's group starts with an earlier one's and `MPIX_Comm_ack_failed` counts
+    /// along it.
     fn MPIX_Comm_get_failed / PMPIX_Comm_get_failed(comm: Handle, failedgrp: *mut Handle) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `failedgrp` is valid for a write.
             let slot = unsafe { out(failedgrp) }?;
             let lib = g.lib()?;
-            let failed = p2p_of(lib, comm)?.failed_ranks();
+            let failed = p2p_of(lib, comm)?.failed_in_order();
             *slot = failed_group(lib, comm, failed)?;
             Ok(())
         })
@@ -223,9 +225,10 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPIX_Comm_ack_failed`: with `num_to_ack` > 0, acknowledges the failures known
-    /// now (all of them: the runtime acknowledges as a whole, so possibly more than
-    /// `num_to_ack`); `*num_acked` is how many are acknowledged. With 0 it only reports.
+    /// `MPIX_Comm_ack_failed`: acknowledges the first `num_to_ack` processes of the
+    /// group `MPIX_Comm_get_failed` gives (all of them when it has fewer); `*num_acked`
+    /// is how many are acknowledged (more when earlier calls acknowledged more). With 0
+    /// it only reports. On an inter-communicator every failure known is acknowledged.
     fn MPIX_Comm_ack_failed / PMPIX_Comm_ack_failed(comm: Handle, num_to_ack: c_int, num_acked: *mut c_int) {
         call(comm, |g| {
             // SAFETY: MPI's contract: `num_acked` is valid for a write.
@@ -234,10 +237,14 @@ crate::mpi_fn! {
                 return Err(Fail::new(MPI_ERR_ARG, format!("num_to_ack {num_to_ack} is negative")));
             }
             let lib = g.lib()?;
-            let n = if num_to_ack > 0 {
-                ack(lib, comm)?
-            } else {
-                p2p_of(lib, comm)?.get_failed().len()
+            let k = num_to_ack as usize;
+            let n = match &lib.comm(comm)?.kind {
+                CommKind::Intra { p2p, coll } => {
+                    coll.ack_failed_first(k);
+                    p2p.ack_failed_first(k)
+                }
+                CommKind::Inter { .. } if k > 0 => ack(lib, comm)?,
+                CommKind::Inter { p2p, .. } => p2p.union().get_failed().len(),
             };
             *slot = n as c_int;
             Ok(())

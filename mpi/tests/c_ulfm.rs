@@ -128,3 +128,16 @@ fn a_partitioned_receive_whose_sender_dies_before_its_last_partition_fails() {
         );
     }
 }
+
+#[test]
+fn failures_are_listed_and_acknowledged_in_the_order_they_were_learnt() {
+    let (status, out, err) = run_ulfm_with(4, "ack_order", &[], &[]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out.matches("ACK ORDER OK").count(), 2, "{out}\n{err}");
+    for victim in ["1", "3"] {
+        assert!(
+            err.contains(&format!("rank {victim}: killed by signal 9")),
+            "{out}\n{err}"
+        );
+    }
+}

@@ -118,6 +118,42 @@ impl Comm {
         }
     }
 
+    /// The ranks of this communicator known failed here, in the order their failures
+    /// were learnt (`MPIX_Comm_get_failed`): a later call's list starts with an
+    /// earlier one's (unless a restart in place readmitted a rank since).
+    pub fn failed_in_order(&self) -> Vec<u32> {
+        let board = self.engine.board();
+        let known = board.known();
+        let order = self.facts.failures_in_order(board, known);
+        order.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// Acknowledges the first `k` failures of this communicator in the order of
+    /// [`failed_in_order`](Self::failed_in_order) (`MPIX_Comm_ack_failed(comm, k)`),
+    /// all of them when `k` is at least their count, and returns how many are
+    /// acknowledged: more than `k` when a longer prefix already was (an
+    /// acknowledgement is never taken back). With `k` = 0 it only counts. Never waits
+    /// for another thread (as [`ack_failed`](Self::ack_failed)).
+    pub fn ack_failed_first(&self, k: usize) -> usize {
+        let board = self.engine.board();
+        let order = self.facts.failures_in_order(board, board.known());
+        if k >= order.len() && k > 0 {
+            return self.ack_failed();
+        }
+        // The position of the k-th failure: acknowledging the prefix of the failure
+        // order up to it acknowledges exactly this communicator's first k.
+        let n = k.checked_sub(1).map_or(0, |i| order[i].0);
+        match self.engine.try_lock() {
+            Some(mut e) => e.ack_up_to(self.id, n).unwrap_or(0),
+            None => {
+                let n = n.max(self.facts.flags.acked());
+                let count = self.facts.failed_within(board, n).count();
+                self.post_or_apply(Post::AckUpTo { id: self.id, n });
+                count
+            }
+        }
+    }
+
     /// Acknowledges every failure known now, as [`ack_failed`](Self::ack_failed)
     /// without the count (`MPIX_Comm_failure_ack`).
     ///

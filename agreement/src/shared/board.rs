@@ -85,6 +85,17 @@ impl FailureBoard {
         })
     }
 
+    /// The position of world rank `w`'s current failure when it is among the first `n`
+    /// learnt (as [`failed_within`](Self::failed_within), for any reader): what orders
+    /// a communicator's failures as they were learnt.
+    pub fn failed_at(&self, w: u32, n: usize) -> Option<usize> {
+        let slot = self.at.get(w as usize)?;
+        // ORDERING: Acquire, as `failed_within`: the caller's `n` came from an Acquire
+        // load of a count stored after this slot's position.
+        let at = slot.load(Ordering::Acquire);
+        (at != 0 && at <= n).then_some(at)
+    }
+
     /// The position of world rank `w`'s current failure in the order, 0 when it is not
     /// failed (or out of range). For the token holder, which wrote it.
     pub fn position(&self, w: u32) -> usize {
@@ -213,6 +224,10 @@ mod tests {
         assert_eq!(b.known(), 2);
         assert!(b.failed_within(2, 1));
         assert!(!b.failed_within(0, 1), "learnt second");
+        assert_eq!(b.failed_at(2, 2), Some(1));
+        assert_eq!(b.failed_at(0, 2), Some(2));
+        assert_eq!(b.failed_at(0, 1), None, "beyond the prefix");
+        assert_eq!(b.failed_at(1, 2), None, "not failed");
         assert_eq!((0..4).filter(|&w| b.failed_within(w, 2)).count(), 2);
         b.readmitted(2);
         assert!(!b.failed_within(2, 2));

@@ -50,6 +50,19 @@ impl CommFacts {
             .enumerate()
             .filter_map(move |(r, &w)| board.failed_within(w, n).then_some(r as u32))
     }
+
+    /// Its ranks failed among the first `n` failures of `board`, with each one's
+    /// position, in the order the failures were learnt.
+    pub fn failures_in_order(&self, board: &FailureBoard, n: usize) -> Vec<(usize, u32)> {
+        let mut v: Vec<(usize, u32)> = self
+            .group
+            .iter()
+            .enumerate()
+            .filter_map(|(r, &w)| board.failed_at(w, n).map(|at| (at, r as u32)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
 }
 
 /// The published state: the failure board and each registered communicator's facts.
