@@ -1098,6 +1098,15 @@ fn what_the_fourth_mpich_sweep_found() {
     every_rank_prints("mpich_found4", "3", "all", TCP, "MPICH FOUND4 OK");
 }
 
+/// `mt_comms.c`: threads of every rank dup inter-communicators without blocking and
+/// wait for one dup alone (hung when the dup's second half was made by agreements
+/// inside that wait, holding the library's lock).
+#[test]
+fn threads_idup_inter_communicators_at_once() {
+    every_rank_prints("mt_comms", "4", "inter_idup", &[], "MT COMMS OK");
+    every_rank_prints("mt_comms", "2", "inter_idup", TCP, "MT COMMS OK");
+}
+
 /// `MPI_ERRORS_ARE_FATAL` with an error class the program added (0x4000, whose low
 /// byte is 0) still fails the job: the process exits with status 1, not 0.
 #[test]
