@@ -1107,6 +1107,15 @@ fn threads_idup_inter_communicators_at_once() {
     every_rank_prints("mt_comms", "2", "inter_idup", TCP, "MT COMMS OK");
 }
 
+/// `mt_comms.c`: threads of every rank create communicators on `MPI_COMM_WORLD` at once
+/// with `MPI_Comm_create_group` (a tag per thread, over overlapping groups) and
+/// `MPI_Comm_create_from_group` (hung when their exchanges shared one tag per parent).
+#[test]
+fn threads_create_group_with_their_own_tags_at_once() {
+    every_rank_prints("mt_comms", "4", "group_tags", &[], "MT COMMS OK");
+    every_rank_prints("mt_comms", "3", "group_tags", TCP, "MT COMMS OK");
+}
+
 /// `MPI_ERRORS_ARE_FATAL` with an error class the program added (0x4000, whose low
 /// byte is 0) still fails the job: the process exits with status 1, not 0.
 #[test]
