@@ -10,11 +10,16 @@
 //! (`comm::collective_half` says why). Their messages use [`SPARE_TAG`], above the
 //! collective sequence's 20 bits, on communicators nobody else uses yet.
 //!
-//! An inter-communicator's dup makes its point-to-point half without blocking
-//! (`InterComm::idup_on_tag` over the union of both groups); its collective half, the
-//! twin (`comm::inter_half`), is made when that completes, by agreements over the new
-//! union inside the test that sees it (they wait only for members that have started
-//! the dup, which MPI requires to complete it).
+//! An inter-communicator's dup takes the same three steps over the union of both groups
+//! (`InterComm::idup_on_tag`): its point-to-point half over the parent's collective
+//! half, its collective half over the new point-to-point half (on [`SPARE_TAG`]), a
+//! barrier over the new unions. It used to make its collective half as the blocking
+//! `MPI_Comm_dup` does, by agreements over the new union (`comm::inter_half`), inside
+//! the test that saw the first half done: that test then waited, holding the library's
+//! lock, for every other member to reach the same test, and two threads of two
+//! processes each waiting so for a dup the other's blocked thread had to advance hung
+//! (MPICH's `threads/comm/idup_nb`: three threads, each `MPI_Wait` on the first of
+//! three idups of its own inter-communicator). No step waits now.
 //!
 //! The handle is chosen, written to `newcomm`, and the attributes copied (their copy
 //! callbacks run) at the call; the communicator is registered under that handle when a
@@ -47,6 +52,17 @@ enum Stage {
     Barrier(Box<Ibarrier>),
     /// An inter-communicator's point-to-point half.
     InterP2p(InterDupRequest),
+    /// Its collective half, over the new point-to-point half.
+    InterColl {
+        p2p: InterComm,
+        req: InterDupRequest,
+    },
+    /// The barrier over both unions.
+    InterBarrier {
+        p2p: InterComm,
+        coll: InterComm,
+        barrier: Box<Ibarrier>,
+    },
     /// Both halves, to be registered.
     Intra(Comm, Comm),
     Inter(InterComm, InterComm),
@@ -105,9 +121,35 @@ impl Idup {
                         self.stage = Stage::InterP2p(req);
                         return Ok(false);
                     }
-                    let (p2p, coll) = crate::comm::inter_half(req.wait()?)?;
-                    Stage::Inter(p2p, coll)
+                    let p2p = req.wait()?;
+                    let req = p2p.idup_on_tag(SPARE_TAG)?;
+                    Stage::InterColl { p2p, req }
                 }
+                Stage::InterColl { p2p, mut req } => {
+                    if !req.test()? {
+                        self.stage = Stage::InterColl { p2p, req };
+                        return Ok(false);
+                    }
+                    let coll = req.wait()?;
+                    let (u, c) = (p2p.union().clone(), coll.union().clone());
+                    let (me, n) = (u.rank(), u.size());
+                    let barrier = Box::new(Ibarrier::new(Coll::new(u, c, SPARE_TAG, me, n)));
+                    Stage::InterBarrier { p2p, coll, barrier }
+                }
+                Stage::InterBarrier {
+                    p2p,
+                    coll,
+                    mut barrier,
+                } => match barrier.test() {
+                    Ok(false) => {
+                        self.stage = Stage::InterBarrier { p2p, coll, barrier };
+                        return Ok(false);
+                    }
+                    // As the intra-communicator's barrier.
+                    Ok(true) => Stage::Inter(p2p, coll),
+                    Err(f) if f.class == MPI_ERR_REVOKED => Stage::Inter(p2p, coll),
+                    Err(f) => return Err(f),
+                },
                 done @ (Stage::Intra(..) | Stage::Inter(..)) => {
                     self.stage = done;
                     return Ok(true);

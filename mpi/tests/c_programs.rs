@@ -1098,6 +1098,24 @@ fn what_the_fourth_mpich_sweep_found() {
     every_rank_prints("mpich_found4", "3", "all", TCP, "MPICH FOUND4 OK");
 }
 
+/// `mt_comms.c`: threads of every rank dup inter-communicators without blocking and
+/// wait for one dup alone (hung when the dup's second half was made by agreements
+/// inside that wait, holding the library's lock).
+#[test]
+fn threads_idup_inter_communicators_at_once() {
+    every_rank_prints("mt_comms", "4", "inter_idup", &[], "MT COMMS OK");
+    every_rank_prints("mt_comms", "2", "inter_idup", TCP, "MT COMMS OK");
+}
+
+/// `mt_comms.c`: threads of every rank create communicators on `MPI_COMM_WORLD` at once
+/// with `MPI_Comm_create_group` (a tag per thread, over overlapping groups) and
+/// `MPI_Comm_create_from_group` (hung when their exchanges shared one tag per parent).
+#[test]
+fn threads_create_group_with_their_own_tags_at_once() {
+    every_rank_prints("mt_comms", "4", "group_tags", &[], "MT COMMS OK");
+    every_rank_prints("mt_comms", "3", "group_tags", TCP, "MT COMMS OK");
+}
+
 /// `MPI_ERRORS_ARE_FATAL` with an error class the program added (0x4000, whose low
 /// byte is 0) still fails the job: the process exits with status 1, not 0.
 #[test]

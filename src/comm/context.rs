@@ -5,12 +5,15 @@
 //! reserved for the detector and the world). A creation ANDs the members' proposals of
 //! free ids and every member takes the lowest id free at all of them, so the id is the
 //! same everywhere and unused everywhere (`docs/matching.md`, section 3). The AND travels
-//! in one of two ways:
+//! in one of these ways:
 //!
 //! - [`Comm::dup`]: one `allreduce(And)` of the proposal's words over the parent (a
 //!   second one only when a window of 4096 ids has no common free id);
 //! - [`Comm::split`]: one more round of the pairwise exchange it makes for (color, key),
 //!   among the same ranks (those not acknowledged failed);
+//! - [`Comm::create_group`]: the same pairwise exchange among the group's members, on
+//!   the creation's key (`keyed.rs`), since other threads may be creating over other
+//!   groups of the same parent at the same time;
 //! - [`Comm::shrink`] and inter-communicators: the parent cannot carry a collective (it
 //!   is broken, or the two groups have none in common), so the new communicator is
 //!   registered first with no context and its own agreement (ERA over control messages,
@@ -49,6 +52,9 @@ pub(super) enum Over<'a> {
     /// A pairwise exchange among these ranks of the parent (a split leaves out the
     /// ranks acknowledged failed, which an allreduce could not).
     Live(&'a Comm, &'a [u32]),
+    /// A keyed exchange among these ranks of the parent, under this creation key
+    /// (`create_group`: creations with other keys may run at once on the parent).
+    Keyed(&'a Comm, &'a [u32], u64),
     /// Agreements over the new communicator itself, already registered.
     Own(&'a Comm),
 }
@@ -66,7 +72,7 @@ pub(super) fn op_key(parent_ctx: u64, child: u64) -> OpKey {
 /// the collective carrying the AND (`ProcFailed`, `Revoked`, `Excluded`).
 pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError> {
     let comm = match over {
-        Over::Parent(c) | Over::Live(c, _) | Over::Own(c) => c,
+        Over::Parent(c) | Over::Live(c, _) | Over::Keyed(c, ..) | Over::Own(c) => c,
     };
     if let Some(ctx) = solo_context(&over)? {
         return Ok(ctx);
@@ -78,6 +84,7 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
         let words = match over {
             Over::Parent(parent) => and_over_parent(parent, &mine),
             Over::Live(parent, live) => and_over_live(parent, live, &mine),
+            Over::Keyed(parent, live, key) => and_over_keyed(parent, live, key, &mine),
             Over::Own(own) => and_over_agreements(own, &mine),
         };
         let words = match words {
@@ -134,7 +141,7 @@ pub(super) fn agree_context(over: Over<'_>, op: OpKey) -> Result<u64, CommError>
 fn solo_context(over: &Over<'_>) -> Result<Option<u64>, CommError> {
     let (comm, solo) = match over {
         Over::Parent(c) | Over::Own(c) => (c, c.size() == 1),
-        Over::Live(c, live) => (c, live.len() == 1),
+        Over::Live(c, live) | Over::Keyed(c, live, _) => (c, live.len() == 1),
     };
     if !solo {
         return Ok(None);
@@ -181,11 +188,36 @@ fn and_over_live(parent: &Comm, live: &[u32], mine: &Proposal) -> Result<Vec<u64
         EXCHANGE_TAG,
         &bytes,
         "a context proposal of the wrong length",
-        |_, theirs| {
-            for (w, c) in words.iter_mut().zip(theirs.chunks_exact(8)) {
-                *w &= u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            }
-        },
+        |_, theirs| and_into(&mut words, theirs),
+    )?;
+    Ok(words)
+}
+
+/// ANDs a member's proposal, as bytes, into `words`.
+fn and_into(words: &mut [u64], theirs: &[u8]) {
+    for (w, c) in words.iter_mut().zip(theirs.chunks_exact(8)) {
+        *w &= u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+}
+
+/// The step of a context round in a creation's key (`keyed.rs`); the attempt exchange
+/// of `create_group` is step 0.
+pub(super) const KEYED_PROPOSAL: u64 = 1;
+
+fn and_over_keyed(
+    parent: &Comm,
+    live: &[u32],
+    key: u64,
+    mine: &Proposal,
+) -> Result<Vec<u64>, CommError> {
+    let mut words = mine.to_words();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    parent.exchange_keyed(
+        live,
+        (key, KEYED_PROPOSAL),
+        &bytes,
+        "a context proposal of the wrong length",
+        |_, theirs| and_into(&mut words, theirs),
     )?;
     Ok(words)
 }

@@ -10,8 +10,11 @@
 //! repeated creation with the same group and tag gets a new id, whether the earlier one
 //! lives or was freed (ids are never reused: the control plane drops the late messages
 //! of a removed communicator, and would drop a new one's under the same id). The context is agreed among the members only
-//! (`context::Over::Live`). Every exchange is point to point between members, naming
-//! its source, so the parent's other traffic never mixes in.
+//! (`context::Over::Keyed`). Every exchange is point to point between members, naming
+//! its source, so the parent's other traffic never mixes in, and carries the creation's
+//! key (`keyed.rs`: a hash of the members and the tag), so creations with different
+//! tags may run at once on one parent from several threads (MPI 4.1, 7.4.2), each
+//! exchange taking only its own messages.
 
 use std::sync::Arc;
 
@@ -21,9 +24,9 @@ use super::{context, derive, Comm, CommError};
 
 /// The `derive` kind of these communicators (dup 1, shrink 3, split 5).
 const KIND: u8 = 7;
-/// Tag of the attempt exchange (shared with split's, whose messages are also 8 bytes
-/// and never cross these: both name their source and run in program order).
-const TAG: u32 = crate::world::tags::MAX_TAG - 1;
+/// The step of the attempt exchange in the creation's key (the context rounds are
+/// `context::KEYED_PROPOSAL`).
+const ATTEMPT_STEP: u64 = 0;
 /// Live communicators from earlier creations with the same group and tag that one
 /// creation steps over at most.
 const MAX_ATTEMPTS: u64 = 1 << 16;
@@ -85,9 +88,9 @@ impl Comm {
         let mut sorted = members.to_vec();
         sorted.sort_unstable();
         let mut attempt = mine;
-        self.exchange_live(
+        self.exchange_keyed(
             &sorted,
-            TAG,
+            (salt, ATTEMPT_STEP),
             &mine.to_le_bytes(),
             "create_group: an attempt message that is not 8 bytes",
             |_, b| attempt = attempt.max(u64::from_le_bytes(b.try_into().expect("8 bytes"))),
@@ -106,7 +109,7 @@ impl Comm {
         }
         // Numbered apart from dup/split (whose creation numbers count from 0).
         let op = context::op_key(parent_ctx, (1 << 31) | (id.0 & 0x7fff_ffff));
-        let ctx = context::agree_context(context::Over::Live(self, &sorted), op)?;
+        let ctx = context::agree_context(context::Over::Keyed(self, &sorted, salt), op)?;
         let key = CommKey {
             comm: id,
             epoch: Default::default(),

@@ -21,6 +21,7 @@ mod create_group;
 mod give_up;
 mod idup;
 mod inter;
+pub(crate) mod keyed;
 mod merge;
 mod mprobe;
 mod nonblocking;

@@ -165,6 +165,8 @@ pub(crate) struct Engine {
     /// Inter-communicators made here so far per (union group, tag) hash: the next one's
     /// number, part of its id (`Engine::next_intercomm`).
     intercomms: std::collections::HashMap<u64, u64>,
+    /// Messages of keyed exchanges taken by another exchange (`comm/keyed.rs`).
+    keyed_mail: crate::comm::keyed::Mail,
 }
 
 /// What [`Engine::new`] needs.
@@ -233,6 +235,7 @@ impl Engine {
             world_restored: false,
             published: published::Published::new(parts.size),
             intercomms: std::collections::HashMap::new(),
+            keyed_mail: Default::default(),
         };
         e.world_restored = e.generation() > 0;
         for (w, &g) in e.generations.iter().enumerate() {
@@ -423,6 +426,11 @@ impl Engine {
         &mut self.contexts
     }
 
+    /// The messages keyed exchanges set aside for each other (`comm/keyed.rs`).
+    pub fn keyed_mail_mut(&mut self) -> &mut crate::comm::keyed::Mail {
+        &mut self.keyed_mail
+    }
+
     /// Forgets a freed communicator: its control-plane state and its matching context;
     /// messages waiting on it that nobody received are dropped (returned: the caller
     /// logs them). `retire` when its context is never reused here (messages still
@@ -430,6 +438,7 @@ impl Engine {
     pub fn remove_comm(&mut self, id: CommId, ctx: u64, retire: bool) -> usize {
         self.control.remove_comm(id);
         self.unpublish_comm(id);
+        self.keyed_mail.forget(id);
         let dropped = if ctx != 0 {
             self.matching.close(ctx, retire)
         } else {
