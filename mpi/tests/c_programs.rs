@@ -1116,6 +1116,17 @@ fn threads_create_group_with_their_own_tags_at_once() {
     every_rank_prints("mt_comms", "3", "group_tags", TCP, "MT COMMS OK");
 }
 
+#[test]
+fn what_the_osu_and_imb_probe_found() {
+    // Without the progress thread, which drains the rings while the receiver naps (the
+    // overtaking then needs a race to show).
+    let quiet = &[("STEADFAST_PROGRESS_THREAD", "0")];
+    for np in ["2", "4"] {
+        every_rank_prints("osu_found", np, "all", quiet, "OSU FOUND OK");
+    }
+    every_rank_prints("osu_found", "2", "all", TCP, "OSU FOUND OK");
+}
+
 /// `MPI_ERRORS_ARE_FATAL` with an error class the program added (0x4000, whose low
 /// byte is 0) still fails the job: the process exits with status 1, not 0.
 #[test]

@@ -365,7 +365,7 @@ impl Engine {
     fn drain_shm(
         &mut self,
         stop_at_placed: bool,
-        direct: Option<&DirectRecv>,
+        mut direct: Option<&DirectRecv>,
     ) -> (usize, bool, Option<Outcome>) {
         if self.shm.is_none() {
             return (0, false, None);
@@ -437,6 +437,19 @@ impl Engine {
                     break;
                 }
             } else {
+                // A message from the direct receive's peer on its context that waits
+                // in the matcher (an RTS: a large message is never copied by the
+                // drain, even one that fits) ends the quiet the direct receive relies
+                // on: a later message from that peer must not overtake it into the
+                // receive's buffer (MPI 4.1 §3.5, non-overtaking). The rest of this
+                // drain goes to the matcher; the caller finds the context no longer
+                // quiet and posts the receive, which takes the waiting message first.
+                if let Some(d) = direct {
+                    let ctx = ((arrival.tag >> USER_TAG_BITS) & CONTEXT_MASK) as u32;
+                    if arrival.source == d.local && ctx == d.ctx {
+                        direct = None;
+                    }
+                }
                 self.on_user_arrival(arrival);
             }
         }
