@@ -83,6 +83,7 @@ mod neighbor;
 mod neighbor_packed;
 mod op;
 mod op_deferred;
+mod outcome;
 mod p2p;
 mod p2p_fast;
 mod partitioned;

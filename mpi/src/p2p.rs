@@ -329,8 +329,11 @@ pub(crate) fn recv(
                 unsafe { write_status_ok(status, st.source - offset, st.tag, st.len) };
                 return Ok(());
             }
-            // SAFETY: as above.
-            Err(err) => return Err(unsafe { recv_error(err, len, status) }),
+            Err(err) => {
+                let posted = posted(source, tag, offset);
+                // SAFETY: as above.
+                return Err(unsafe { recv_error(err, len, posted, status) });
+            }
         }
     };
     let outcome = blocking(outcome);
@@ -386,8 +389,20 @@ fn recv_on(
     let len = data.len();
     match c.recv(source, tag, data) {
         Ok(st) => Outcome::ok((st.source - offset) as c_int, st.tag as c_int, st.len),
-        Err(e) => recv_failed(e, len),
+        Err(e) => recv_failed(e, len, posted(source, tag, offset)),
     }
+}
+
+/// What a truncated receive's status names (`MPI_SOURCE`, `MPI_TAG`): the posted
+/// source (less `offset`, [`peers`]) and tag where the receive named them, since the
+/// message matched them; the wildcards where it did not (the runtime's truncation
+/// error does not carry the message's envelope).
+#[inline(always)]
+pub(crate) fn posted(source: Option<u32>, tag: Option<u32>, offset: u32) -> (c_int, c_int) {
+    (
+        source.map_or(MPI_ANY_SOURCE, |s| (s - offset) as c_int),
+        tag.map_or(MPI_ANY_TAG, |t| t as c_int),
+    )
 }
 
 /// The failure of a blocking receive into a buffer of `len` bytes, its status written.
@@ -396,24 +411,33 @@ fn recv_on(
 /// `status` is null or valid for a write.
 #[cold]
 #[inline(never)]
-pub(crate) unsafe fn recv_error(e: sf::CommError, len: usize, status: *mut MPI_Status) -> Fail {
-    let outcome = blocking(recv_failed(e, len));
+pub(crate) unsafe fn recv_error(
+    e: sf::CommError,
+    len: usize,
+    posted: (c_int, c_int),
+    status: *mut MPI_Status,
+) -> Fail {
+    let outcome = blocking(recv_failed(e, len, posted));
     // SAFETY: the caller's contract.
     unsafe { write_status(status, &outcome, false) };
     Fail::new(outcome.error, "receive failed")
 }
 
-/// The outcome of a failed receive into a buffer of `len` bytes.
+/// The outcome of a failed receive into a buffer of `len` bytes; a truncated one's
+/// status names `posted` ([`posted`]).
 #[cold]
 #[inline(never)]
-fn recv_failed(e: sf::CommError, len: usize) -> Outcome {
-    Outcome {
-        bytes: if matches!(e, sf::CommError::Truncated { .. }) {
-            len
-        } else {
-            0
-        },
-        ..Outcome::failed(crate::error::class_of(&e))
+fn recv_failed(e: sf::CommError, len: usize, posted: (c_int, c_int)) -> Outcome {
+    let failed = Outcome::failed(crate::error::class_of(&e));
+    if matches!(e, sf::CommError::Truncated { .. }) {
+        Outcome {
+            bytes: len,
+            source: posted.0,
+            tag: posted.1,
+            ..failed
+        }
+    } else {
+        failed
     }
 }
 

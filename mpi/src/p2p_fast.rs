@@ -27,7 +27,7 @@ use crate::comm_table::CommTable;
 use crate::consts::*;
 use crate::datatype::basic_bytes;
 use crate::error::Fail;
-use crate::p2p::{irecv_req, recv_error, Mode};
+use crate::p2p::{irecv_req, posted, recv_error, Mode};
 use crate::reqtable::Requests;
 use crate::request::{write_status_ok, MPI_Status, Op, Req};
 use crate::state::{boxed, call, failed, too_many_requests, CommEntry, CommKind, Guard};
@@ -146,7 +146,9 @@ pub(crate) unsafe fn recv(
                                 MPI_SUCCESS
                             }
                             // SAFETY: as above.
-                            other => unsafe { recv_failed(other, len, status) },
+                            other => unsafe {
+                                recv_failed(other, len, posted(source, tag, 0), status)
+                            },
                         };
                     }
                 }
@@ -179,7 +181,12 @@ fn recv_general(
 /// `status` is null or valid for a write.
 #[cold]
 #[inline(never)]
-unsafe fn recv_failed(r: Caught<sf::comm::Status>, len: usize, status: *mut MPI_Status) -> c_int {
+unsafe fn recv_failed(
+    r: Caught<sf::comm::Status>,
+    len: usize,
+    posted: (c_int, c_int),
+    status: *mut MPI_Status,
+) -> c_int {
     let fail = match r {
         Ok(Ok(st)) => {
             // SAFETY: the caller's contract.
@@ -187,7 +194,7 @@ unsafe fn recv_failed(r: Caught<sf::comm::Status>, len: usize, status: *mut MPI_
             return MPI_SUCCESS;
         }
         // SAFETY: the caller's contract.
-        Ok(Err(e)) => unsafe { recv_error(e, len, status) },
+        Ok(Err(e)) => unsafe { recv_error(e, len, posted, status) },
         Err(_) => panicked(),
     };
     fail_on_world(fail)

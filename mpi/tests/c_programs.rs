@@ -1336,3 +1336,9 @@ fn a_null_datatype_with_no_items_moves_nothing() {
     }
     every_rank_prints("null_type", "2", "", TCP, "NULL TYPE OK");
 }
+
+#[test]
+fn a_truncated_receive_reports_its_source_and_tag() {
+    every_rank_prints("trunc_status", "2", "", &[], "TRUNC STATUS OK");
+    every_rank_prints("trunc_status", "2", "", TCP, "TRUNC STATUS OK");
+}
