@@ -713,6 +713,13 @@ fn spawned_children_and_their_parents_world_bridge_an_intercomm_create() {
 }
 
 #[test]
+fn spawn_finds_a_command_in_the_path_info_key() {
+    let mut m = vec!["rank 0: PATH PARENT OK".to_string()];
+    m.extend(["child 1: PATH CHILD OK".to_string()]);
+    dynamic("spawn_found", &["-np", "1", "--universe", "4"], "path", &m);
+}
+
+#[test]
 fn two_halves_of_a_world_meet_through_a_published_port() {
     let m: Vec<String> = (0..4)
         .map(|r| format!("rank {r}: PORTS HALVES OK"))
