@@ -473,15 +473,18 @@ crate::mpi_fn! {
             let ll = crate::util::rank_arg(local_leader, local.size())?;
             let tag = crate::util::tag_arg(tag)?;
             // Only the leaders use the bridge; elsewhere `peer_comm` may be anything.
-            let bridge = if local.rank() == ll {
-                lib.intra(peer_comm)?.0
+            // An inter-communicator bridges too (MPI 4.1 §7.6.2 asks only that
+            // `remote_leader` be a rank of `peer_comm`: there, of its remote group):
+            // the leaders meet on the union under its point-to-point half.
+            let (bridge, rl) = if local.rank() != ll {
+                (local.clone(), 0)
+            } else if let CommKind::Inter { p2p, .. } = &lib.comm(peer_comm)?.kind {
+                let rl = crate::util::rank_arg(remote_leader, p2p.remote_size())?;
+                (p2p.union().clone(), p2p.remote_offset() + rl)
             } else {
-                local.clone()
-            };
-            let rl = if local.rank() == ll {
-                crate::util::rank_arg(remote_leader, bridge.size())?
-            } else {
-                0
+                let bridge = lib.intra(peer_comm)?.0;
+                let rl = crate::util::rank_arg(remote_leader, bridge.size())?;
+                (bridge, rl)
             };
             // The creation's rounds run without the lock, as the intra-communicators'
             // constructors do (see above them).

@@ -16,8 +16,8 @@ use sf::comm::SpawnApps;
 
 use crate::consts::*;
 use crate::error::{class_of, Fail};
-use crate::state::call;
 use crate::state::NO_OBJECT;
+use crate::state::{call, Lib};
 use crate::util::{out, rank_arg};
 
 /// Most arguments `argv` may hold (it must end with a null pointer).
@@ -32,8 +32,9 @@ fn executable(p: &Path) -> bool {
 
 /// Where `command` leads, as `execvp` finds it: a path with a slash as given, relative
 /// to the working directory (made absolute: the launcher's may differ), else the first
-/// executable match in `PATH`.
-fn resolve(command: &OsStr) -> Result<PathBuf, String> {
+/// executable match in `search` (the `path` info key: directories separated by `:`,
+/// relative ones to the working directory), then in `PATH`.
+fn resolve(command: &OsStr, search: Option<&str>) -> Result<PathBuf, String> {
     if command.is_empty() {
         return Err("an empty command".into());
     }
@@ -52,7 +53,12 @@ fn resolve(command: &OsStr) -> Result<PathBuf, String> {
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
-    std::env::split_paths(&path)
+    let info_dirs = search.map(|s| std::env::split_paths(s).collect::<Vec<_>>());
+    info_dirs
+        .iter()
+        .flatten()
+        .cloned()
+        .chain(std::env::split_paths(&path))
         .map(|d| {
             let d = if d.as_os_str().is_empty() {
                 PathBuf::from(".")
@@ -64,8 +70,11 @@ fn resolve(command: &OsStr) -> Result<PathBuf, String> {
         .find(|p| executable(p))
         .map(|p| std::path::absolute(&p).unwrap_or(p))
         .ok_or_else(|| {
+            let info = search
+                .map(|s| format!("the path info ({s}) or "))
+                .unwrap_or_default();
             format!(
-                "command {:?} not found in PATH ({})",
+                "command {:?} not found in {info}PATH ({})",
                 command.to_string_lossy(),
                 path.to_string_lossy()
             )
@@ -96,8 +105,19 @@ unsafe fn read_argv(argv: *const *const c_char) -> Result<Vec<OsString>, String>
     ))
 }
 
+/// The value of `key` in info object `info` (none for `MPI_INFO_NULL` or a handle that
+/// is no info object: `info` is a hint).
+fn info_value(lib: &Lib, info: Handle, key: &str) -> Option<String> {
+    let entries = lib.infos.get(&info)?;
+    entries
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
 /// What the root asks for: the count and the command (`argv[0]` of the children is
-/// `command` as given), or why it refuses.
+/// `command` as given; `path`, the info key, where to look for it first), or why it
+/// refuses.
 ///
 /// # Safety
 /// `command` is a C string; `argv` as [`read_argv`].
@@ -105,6 +125,7 @@ unsafe fn ask(
     command: *const c_char,
     argv: *const *const c_char,
     maxprocs: c_int,
+    path: Option<&str>,
 ) -> Result<(u32, Option<SpawnCommand>), String> {
     let count = u32::try_from(maxprocs).map_err(|_| format!("maxprocs {maxprocs}"))?;
     if command.is_null() {
@@ -112,7 +133,7 @@ unsafe fn ask(
     }
     // SAFETY: the caller's contract.
     let given = OsStr::from_bytes(unsafe { CStr::from_ptr(command) }.to_bytes());
-    let program = resolve(given)?;
+    let program = resolve(given, path)?;
     // SAFETY: the caller's contract.
     let args = unsafe { read_argv(argv) }?;
     Ok((
@@ -141,7 +162,7 @@ fn spawn_over(
     intercomm: *mut Handle,
     errcodes: *mut c_int,
     room: c_int,
-    asked: impl FnOnce() -> Result<SpawnApps, String>,
+    asked: impl FnOnce(&Lib) -> Result<SpawnApps, String>,
 ) -> c_int {
     call(comm, |g| {
         // SAFETY: MPI's contract: `intercomm` is valid for a write.
@@ -152,7 +173,7 @@ fn spawn_over(
         let errh = lib.comm(comm)?.errhandler;
         let root = rank_arg(root, coll.size())?;
         let asked = if coll.rank() == root {
-            let asked = asked();
+            let asked = asked(lib);
             if let Err(why) = &asked {
                 log::warn!("MPI_Comm_spawn: {why}");
             }
@@ -200,7 +221,8 @@ crate::mpi_fn! {
     /// The children run `command` (resolved at the root as `execvp` does: with a slash,
     /// relative to the working directory, else through `PATH`) with `argv[0]` =
     /// `command` and then exactly `argv` (null-terminated; `MPI_ARGV_NULL`: none), and
-    /// the job's environment; `info` is ignored. `array_of_errcodes` (unless
+    /// the job's environment; of `info`, the key `path` is read (directories, separated
+    /// by `:`, searched for a `command` without a slash before `PATH`). `array_of_errcodes` (unless
     /// `MPI_ERRCODES_IGNORE`): `MPI_SUCCESS` or `MPI_ERR_SPAWN` per child. Returns
     /// `MPI_ERR_SPAWN` when no child started (a command not found, no free slot, no
     /// spawner, children that ended before they joined), never waiting for a child
@@ -209,16 +231,18 @@ crate::mpi_fn! {
         command: *const c_char,
         argv: *mut *mut c_char,
         maxprocs: c_int,
-        _info: Handle,
+        info: Handle,
         root: c_int,
         comm: Handle,
         intercomm: *mut Handle,
         array_of_errcodes: *mut c_int
     ) {
-        spawn_over(comm, root, intercomm, array_of_errcodes, maxprocs, || {
+        spawn_over(comm, root, intercomm, array_of_errcodes, maxprocs, |lib| {
+            let path = info_value(lib, info, "path");
             // SAFETY: MPI's contract: at the root, `command` is a C string and `argv`
             // null or a null-terminated array of C strings.
-            let (n, c) = unsafe { ask(command, argv.cast_const().cast(), maxprocs) }?;
+            let (n, c) =
+                unsafe { ask(command, argv.cast_const().cast(), maxprocs, path.as_deref()) }?;
             Ok(vec![(n, c)])
         })
     }
@@ -231,12 +255,15 @@ const MAX_COMMANDS: c_int = 4096;
 ///
 /// # Safety
 /// `commands` and `maxprocs` hold `count` entries, `argvs` is null
-/// (`MPI_ARGVS_NULL`) or holds `count` entries each as `argv` of [`read_argv`].
+/// (`MPI_ARGVS_NULL`) or holds `count` entries each as `argv` of [`read_argv`];
+/// `infos` is null or holds `count` handles.
 unsafe fn ask_multiple(
+    lib: &Lib,
     count: c_int,
     commands: *const *const c_char,
     argvs: *const *const *const c_char,
     maxprocs: *const c_int,
+    infos: *const Handle,
 ) -> Result<SpawnApps, String> {
     if !(0..=MAX_COMMANDS).contains(&count) {
         return Err(format!("count {count} outside 0..={MAX_COMMANDS}"));
@@ -258,8 +285,15 @@ unsafe fn ask_multiple(
                 // SAFETY: as above.
                 unsafe { *argvs.add(i) }
             };
+            let path = if infos.is_null() {
+                None
+            } else {
+                // SAFETY: as above.
+                info_value(lib, unsafe { *infos.add(i) }, "path")
+            };
             // SAFETY: the caller's contract: a C string and an argv.
-            unsafe { ask(command, argv, n) }.map_err(|why| format!("command {i}: {why}"))
+            unsafe { ask(command, argv, n, path.as_deref()) }
+                .map_err(|why| format!("command {i}: {why}"))
         })
         .collect()
 }
@@ -285,28 +319,31 @@ crate::mpi_fn! {
     /// parents; `MPI_APPNUM` in each child is its command's index.
     /// `array_of_errcodes` holds one code per child asked for, in that order. A
     /// command not found refuses the whole spawn (`MPI_ERR_SPAWN` everywhere; one
-    /// asked for no process is not looked for); `info` is ignored.
+    /// asked for no process is not looked for); of each info, `path` is read, as by
+    /// `MPI_Comm_spawn`.
     fn MPI_Comm_spawn_multiple / PMPI_Comm_spawn_multiple(
         count: c_int,
         array_of_commands: *mut *mut c_char,
         array_of_argv: *mut *mut *mut c_char,
         array_of_maxprocs: *const c_int,
-        _array_of_info: *const Handle,
+        array_of_info: *const Handle,
         root: c_int,
         comm: Handle,
         intercomm: *mut Handle,
         array_of_errcodes: *mut c_int
     ) {
         let room = room_of(count, array_of_maxprocs);
-        spawn_over(comm, root, intercomm, array_of_errcodes, room, || {
-            // SAFETY: MPI's contract: at the root, `count` commands, maxprocs and
-            // argvs (or `MPI_ARGVS_NULL`).
+        spawn_over(comm, root, intercomm, array_of_errcodes, room, |lib| {
+            // SAFETY: MPI's contract: at the root, `count` commands, maxprocs, infos
+            // and argvs (or `MPI_ARGVS_NULL`).
             unsafe {
                 ask_multiple(
+                    lib,
                     count,
                     array_of_commands.cast_const().cast(),
                     array_of_argv.cast_const().cast(),
                     array_of_maxprocs,
+                    array_of_info,
                 )
             }
         })
@@ -335,22 +372,43 @@ mod tests {
     #[test]
     fn commands_resolve_as_execvp_finds_them() {
         let own = std::fs::canonicalize("/proc/self/exe").expect("own path");
-        assert_eq!(resolve(own.as_os_str()), Ok(own.clone()));
-        let sh = resolve(OsStr::new("sh")).expect("sh is in PATH");
+        assert_eq!(resolve(own.as_os_str(), None), Ok(own.clone()));
+        let sh = resolve(OsStr::new("sh"), None).expect("sh is in PATH");
         assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
-        let missing = resolve(OsStr::new("no-such-program-here"));
+        let missing = resolve(OsStr::new("no-such-program-here"), None);
         assert!(missing.is_err_and(|w| w.contains("not found in PATH")));
-        assert!(resolve(OsStr::new("./no-such-program")).is_err_and(|w| w.contains("not found")));
+        assert!(
+            resolve(OsStr::new("./no-such-program"), None).is_err_and(|w| w.contains("not found"))
+        );
         // A directory is no program.
-        assert!(resolve(OsStr::new("/tmp/")).is_err());
-        assert!(resolve(OsStr::new("")).is_err());
+        assert!(resolve(OsStr::new("/tmp/"), None).is_err());
+        assert!(resolve(OsStr::new(""), None).is_err());
         let rel = own.strip_prefix("/").expect("absolute");
         let cwd = std::env::current_dir().expect("cwd");
         let up = cwd.components().skip(1).map(|_| "..").collect::<PathBuf>();
         assert_eq!(
-            resolve(up.join(rel).as_os_str()).map(|p| std::fs::canonicalize(p).ok()),
+            resolve(up.join(rel).as_os_str(), None).map(|p| std::fs::canonicalize(p).ok()),
             Ok(Some(own))
         );
+    }
+
+    #[test]
+    fn the_path_info_is_searched_before_path() {
+        let own = std::fs::canonicalize("/proc/self/exe").expect("own path");
+        let (dir, name) = (
+            own.parent().expect("a directory"),
+            own.file_name().expect("a name"),
+        );
+        assert!(
+            resolve(name, None).is_err(),
+            "the test binary is not in PATH"
+        );
+        let search = format!("/no-such-dir:{}", dir.display());
+        let found = resolve(name, Some(&search)).map(|p| std::fs::canonicalize(p).ok());
+        assert_eq!(found, Ok(Some(own.clone())));
+        assert!(resolve(name, Some("/no-such-dir")).is_err_and(|w| w.contains("path info")));
+        // The info's directories do not shadow a command with a slash.
+        assert!(resolve(OsStr::new("./sh"), Some("/bin")).is_err());
     }
 
     #[test]
@@ -364,11 +422,11 @@ mod tests {
         assert_eq!(got, Ok(vec!["one".into(), "two words".into()]));
         let given = c"sh";
         // SAFETY: a C string and the null-terminated argv.
-        let (n, c) = unsafe { ask(given.as_ptr(), argv.as_ptr(), 3) }.expect("sh found");
+        let (n, c) = unsafe { ask(given.as_ptr(), argv.as_ptr(), 3, None) }.expect("sh found");
         let c = c.expect("a command");
         assert_eq!((n, c.argv0(), c.get_args().len()), (3, OsStr::new("sh"), 2));
         // SAFETY: as above.
-        assert!(unsafe { ask(given.as_ptr(), argv.as_ptr(), -1) }.is_err());
+        assert!(unsafe { ask(given.as_ptr(), argv.as_ptr(), -1, None) }.is_err());
     }
 
     #[test]

@@ -704,6 +704,22 @@ fn spawn_multiple_starts_two_commands_into_one_world_with_their_appnums() {
 }
 
 #[test]
+fn spawned_children_and_their_parents_world_bridge_an_intercomm_create() {
+    let mut m: Vec<String> = (0..2)
+        .map(|r| format!("rank {r}: PEER PARENT OK"))
+        .collect();
+    m.extend((0..2).map(|r| format!("child {r}: PEER CHILD OK")));
+    dynamic("spawn_found", &["-np", "2", "--universe", "4"], "peer", &m);
+}
+
+#[test]
+fn spawn_finds_a_command_in_the_path_info_key() {
+    let mut m = vec!["rank 0: PATH PARENT OK".to_string()];
+    m.extend(["child 1: PATH CHILD OK".to_string()]);
+    dynamic("spawn_found", &["-np", "1", "--universe", "4"], "path", &m);
+}
+
+#[test]
 fn two_halves_of_a_world_meet_through_a_published_port() {
     let m: Vec<String> = (0..4)
         .map(|r| format!("rank {r}: PORTS HALVES OK"))
