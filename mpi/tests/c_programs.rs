@@ -1307,3 +1307,11 @@ fn a_null_datatype_with_no_items_moves_nothing() {
     }
     every_rank_prints("null_type", "2", "", TCP, "NULL TYPE OK");
 }
+
+#[test]
+fn mpi_io_opens_views_reads_and_writes_posix_files() {
+    for np in ["1", "2", "4"] {
+        every_rank_prints("file_io", np, "", &[], "FILE IO OK");
+    }
+    every_rank_prints("file_io", "2", "", TCP, "FILE IO OK");
+}
