@@ -258,7 +258,15 @@ pub(crate) fn elsewhere(class: c_int, what: &str) -> Fail {
 /// others; every member gets the same outcome.
 fn open_all(fc: &Comm, path: &str, amode: c_int) -> R<File> {
     let first = if fc.rank() == 0 {
-        Some(open_posix(path, amode, true))
+        let opened = open_posix(path, amode, true);
+        if let Ok(f) = &opened {
+            // A shared pointer left by an earlier open (a crash) goes; APPEND starts
+            // it at the end. A failure here (a read-only directory) leaves it absent.
+            let end = f.metadata().map_or(0, |m| m.len());
+            let at = if amode & MPI_MODE_APPEND != 0 { end } else { 0 };
+            let _ = crate::file_shared::reset(std::path::Path::new(path), at);
+        }
+        Some(opened)
     } else {
         None
     };
@@ -358,6 +366,9 @@ crate::mpi_fn! {
             g.unlocked(|| -> R<()> {
                 comm.barrier()?;
                 let mut class = 0;
+                if comm.rank() == 0 {
+                    let _ = crate::file_shared::reset(&path, 0);
+                }
                 if amode & MPI_MODE_DELETE_ON_CLOSE != 0 && comm.rank() == 0 {
                     if let Err(err) = std::fs::remove_file(&path) {
                         class = io_fail(&err, "unlink").class;

@@ -25,17 +25,20 @@ use crate::util::{bytes_mut, new_request_out};
 
 /// Where an access starts.
 #[derive(Clone, Copy)]
-enum At {
+pub(crate) enum At {
     /// An explicit offset (etypes of the view).
     Offset(i64),
     /// The individual file pointer, which the access moves on.
     Pointer,
+    /// A place the shared file pointer gave (`file_shared`), which moved it already.
+    Shared(u64),
 }
 
 /// The view position an access starts at.
 fn start_of(pos: u64, at: At) -> R<u64> {
     match at {
         At::Pointer => Ok(pos),
+        At::Shared(p) => Ok(p),
         At::Offset(o) => {
             u64::try_from(o).map_err(|_| Fail::new(MPI_ERR_ARG, format!("offset {o}: negative")))
         }
@@ -58,7 +61,7 @@ fn whole_etypes(buffer: &Buffer, es: usize) -> R<usize> {
 ///
 /// # Safety
 /// MPI's contract: `buf` holds `count` items of `datatype`, writable.
-unsafe fn read(
+pub(crate) unsafe fn read(
     g: &mut Guard,
     fh: Handle,
     at: At,
@@ -70,7 +73,9 @@ unsafe fn read(
     let buffer = lib.buffer_of(count, datatype)?;
     let e = entry(lib, fh)?;
     e.readable()?;
-    e.not_sequential()?;
+    if !matches!(at, At::Shared(_)) {
+        e.not_sequential()?;
+    }
     let es = e.view.es;
     let len = whole_etypes(&buffer, es)?;
     let start = start_of(e.pos, at)?;
@@ -115,7 +120,7 @@ unsafe fn read(
 ///
 /// # Safety
 /// MPI's contract: `buf` holds `count` items of `datatype`, readable.
-unsafe fn write(
+pub(crate) unsafe fn write(
     g: &mut Guard,
     fh: Handle,
     at: At,
@@ -127,7 +132,9 @@ unsafe fn write(
     let buffer = lib.buffer_of(count, datatype)?;
     let e = entry(lib, fh)?;
     e.writable()?;
-    e.not_sequential()?;
+    if !matches!(at, At::Shared(_)) {
+        e.not_sequential()?;
+    }
     let es = e.view.es;
     let len = whole_etypes(&buffer, es)?;
     let start = start_of(e.pos, at)?;
@@ -151,7 +158,7 @@ unsafe fn write(
 }
 
 /// The status of an access of `bytes` bytes.
-fn done(bytes: usize) -> Outcome {
+pub(crate) fn done(bytes: usize) -> Outcome {
     Outcome::ok(MPI_ANY_SOURCE, MPI_ANY_TAG, bytes)
 }
 

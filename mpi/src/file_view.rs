@@ -235,8 +235,19 @@ crate::mpi_fn! {
             let disp = u64::try_from(disp)
                 .map_err(|_| Fail::new(MPI_ERR_ARG, format!("displacement {disp}: negative")))?;
             let (es, layout, tsize) = view_types(g, etype, filetype)?;
-            let comm = entry(g.lib()?, fh)?.comm.clone();
-            g.unlocked(|| comm.barrier())?;
+            let e = entry(g.lib()?, fh)?;
+            let (comm, path) = (e.comm.clone(), e.path.clone());
+            g.unlocked(|| -> R<()> {
+                comm.barrier()?;
+                let mut class = 0;
+                if comm.rank() == 0 {
+                    class = crate::file_shared::reset(&path, 0).err().map_or(0, |f| f.class);
+                }
+                match crate::file::agree(&comm, class)? {
+                    0 => Ok(()),
+                    c => Err(crate::file::elsewhere(c, "the shared file pointer's reset")),
+                }
+            })?;
             let etype = keep_type(g, etype)?;
             let filetype = keep_type(g, filetype)?;
             let view = View { disp, etype, filetype, es, layout: Arc::new(layout), tsize };

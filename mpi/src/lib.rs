@@ -64,6 +64,7 @@ mod dist_graph;
 mod error;
 mod file;
 mod file_io;
+mod file_shared;
 mod file_view;
 mod fint;
 mod graph;

@@ -3,8 +3,8 @@
  * and existing files, EXCL, APPEND, DELETE_ON_CLOSE), sizes, explicit offsets, a view
  * whose filetype has gaps interleaving the ranks (checked byte by byte through a
  * second, plain handle), individual pointers (seek, get_position, get_byte_offset),
- * short reads at the end of the file, the non-blocking forms, error handlers and the
- * handle conversions. Files live in a directory rank 0 makes with mkdtemp under
+ * short reads at the end of the file, the non-blocking forms, shared file pointers,
+ * error handlers and the handle conversions. Files live in a directory rank 0 makes with mkdtemp under
  * $TMPDIR (or /tmp) and removes at the end.
  * Each rank prints "rank R: FILE IO OK" at the end.
  */
@@ -391,6 +391,68 @@ static void nonblocking(void) {
     if (me == 0) OK(MPI_File_delete(p, MPI_INFO_NULL));
 }
 
+/* Shared pointers: one pointer for all ranks, in a side file rank 0 removes at close. */
+static void shared_pointers(void) {
+    char p[600], side[600];
+    MPI_File fh;
+    MPI_Status st;
+    path(p, "shared");
+    path(side, ".shared.shfp");
+    OK(MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    int two[2] = {me * 10, me * 10 + 1}, in[2] = {-1, -1};
+    OK(MPI_File_write_ordered(fh, two, 2, MPI_INT, &st));
+    CHECK(count_of(&st, MPI_INT) == 2);
+    MPI_Offset pos = -1;
+    OK(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == 2 * np);
+    OK(MPI_File_get_position(fh, &pos)); /* the individual pointer did not move */
+    CHECK(pos == 0);
+    OK(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET));
+    OK(MPI_File_read_ordered(fh, in, 2, MPI_INT, &st));
+    CHECK(in[0] == me * 10 && in[1] == me * 10 + 1);
+    /* Each rank reads one int at the shared pointer: all different places. */
+    OK(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET));
+    OK(MPI_File_read_shared(fh, in, 1, MPI_INT, &st));
+    CHECK(count_of(&st, MPI_INT) == 1);
+    int *seen = calloc((size_t)np, sizeof(int)), *got = malloc(sizeof(int) * (size_t)np);
+    OK(MPI_Allgather(in, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD));
+    for (int r = 0; r < np; r++) {
+        int at = (got[r] / 10) * 2 + got[r] % 10; /* the place it was read from */
+        CHECK(got[r] % 10 < 2 && at >= 0 && at < np && !seen[at]);
+        seen[at] = 1;
+    }
+    OK(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == np);
+    /* Each rank appends one int at the shared pointer, past the ordered part. */
+    OK(MPI_File_seek_shared(fh, 0, MPI_SEEK_END));
+    int mark = 100 + me;
+    OK(MPI_File_write_shared(fh, &mark, 1, MPI_INT, &st));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == 3 * np);
+    OK(MPI_File_read_at(fh, 2 * np, got, np, MPI_INT, &st));
+    CHECK(count_of(&st, MPI_INT) == np);
+    for (int r = 0; r < np; r++) seen[r] = 0;
+    for (int r = 0; r < np; r++) {
+        CHECK(got[r] >= 100 && got[r] < 100 + np && !seen[got[r] - 100]);
+        seen[got[r] - 100] = 1;
+    }
+    free(seen);
+    free(got);
+    OK(MPI_File_seek_shared(fh, -1, MPI_SEEK_CUR));
+    OK(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == 3 * np - 1);
+    CHECK(class_of(MPI_File_seek_shared(fh, -4 * np, MPI_SEEK_CUR)) == MPI_ERR_ARG);
+    OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    OK(MPI_File_get_position_shared(fh, &pos));
+    CHECK(pos == 0);
+    OK(MPI_File_close(&fh));
+    CHECK(access(side, F_OK) != 0);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 0) OK(MPI_File_delete(p, MPI_INFO_NULL));
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     (void)argv;
@@ -409,6 +471,7 @@ int main(int argc, char **argv) {
     pointers_and_handlers();
     delete_on_close();
     nonblocking();
+    shared_pointers();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 0) {
         char p[600];
