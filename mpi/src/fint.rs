@@ -72,6 +72,7 @@ same_number! {
     MPI_Errhandler_c2f / PMPI_Errhandler_c2f, MPI_Errhandler_f2c / PMPI_Errhandler_f2c;
     MPI_Message_c2f / PMPI_Message_c2f, MPI_Message_f2c / PMPI_Message_f2c;
     MPI_Session_c2f / PMPI_Session_c2f, MPI_Session_f2c / PMPI_Session_f2c;
+    MPI_File_c2f / PMPI_File_c2f, MPI_File_f2c / PMPI_File_f2c;
 }
 
 /// `MPI_Request_c2f`: `MPI_REQUEST_NULL` as itself, a request as 0x10000 plus its slot.

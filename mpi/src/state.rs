@@ -340,6 +340,8 @@ pub(crate) struct Lib {
     pub scratch: Vec<Option<(crate::request::Outcome, Handle)>>,
     /// One-sided communication's windows (`win.rs`).
     pub wins: Map<crate::win::WinEntry>,
+    /// Open files and `MPI_FILE_NULL`'s error handler (`file.rs`).
+    pub files: crate::file::Files,
 }
 
 impl Lib {
@@ -374,6 +376,7 @@ impl Lib {
             saved: Vec::new(),
             scratch: Vec::new(),
             wins: Map::default(),
+            files: Default::default(),
         }
     }
 

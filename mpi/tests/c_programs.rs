@@ -1358,3 +1358,11 @@ fn a_truncated_receive_reports_its_source_and_tag() {
     every_rank_prints("trunc_status", "2", "", &[], "TRUNC STATUS OK");
     every_rank_prints("trunc_status", "2", "", TCP, "TRUNC STATUS OK");
 }
+
+#[test]
+fn mpi_io_opens_views_reads_and_writes_posix_files() {
+    for np in ["1", "2", "4"] {
+        every_rank_prints("file_io", np, "", &[], "FILE IO OK");
+    }
+    every_rank_prints("file_io", "2", "", TCP, "FILE IO OK");
+}
