@@ -578,20 +578,28 @@ crate::mpi_fn! {
         function: Option<ErrFn>,
         errhandler: *mut Handle
     ) {
-        call(NO_OBJECT, |g| {
-            // SAFETY: MPI's contract: `errhandler` is valid for a write.
-            let slot = unsafe { out(errhandler) }?;
-            let f = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.errhandlers.insert(h, f);
-            *slot = h;
-            Ok(())
-        })
+        call(NO_OBJECT, |g| create_errhandler(g.lib()?, function, errhandler))
     }
 }
 
-fn check_errhandler(lib: &Lib, h: Handle) -> R<()> {
+/// The `MPI_*_create_errhandler` calls' body (communicators, windows and files keep
+/// their handlers' functions in one table): registers `function` and writes its handle.
+pub(crate) fn create_errhandler(
+    lib: &mut Lib,
+    function: Option<ErrFn>,
+    errhandler: *mut Handle,
+) -> R<()> {
+    // SAFETY: MPI's contract: `errhandler` is valid for a write.
+    let slot = unsafe { out(errhandler) }?;
+    let f = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
+    let h = lib.new_handle();
+    lib.errhandlers.insert(h, f);
+    *slot = h;
+    Ok(())
+}
+
+/// `MPI_ERR_ARG` unless `h` is a predefined or a created error handler.
+pub(crate) fn check_errhandler(lib: &Lib, h: Handle) -> R<()> {
     if matches!(
         h,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT

@@ -446,16 +446,7 @@ crate::mpi_fn! {
         function: Option<ErrFn>,
         errhandler: *mut Handle
     ) {
-        call(NO_OBJECT, |g| {
-            // SAFETY: MPI's contract: `errhandler` is valid for a write.
-            let slot = unsafe { out(errhandler) }?;
-            let f = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.errhandlers.insert(h, f);
-            *slot = h;
-            Ok(())
-        })
+        call(NO_OBJECT, |g| crate::comm::create_errhandler(g.lib()?, function, errhandler))
     }
 }
 
@@ -464,14 +455,7 @@ crate::mpi_fn! {
     fn MPI_Win_set_errhandler / PMPI_Win_set_errhandler(win: Handle, errhandler: Handle) {
         win_call(win, |g| {
             let lib = g.lib()?;
-            let known = matches!(errhandler, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT)
-                || lib.errhandlers.contains_key(&errhandler);
-            if !known {
-                return Err(Fail::new(
-                    MPI_ERR_ARG,
-                    format!("{errhandler:#x} is not an error handler"),
-                ));
-            }
+            crate::comm::check_errhandler(lib, errhandler)?;
             entry(lib, win)?.errhandler = errhandler;
             Ok(())
         })
