@@ -23,14 +23,10 @@ use crate::consts::*;
 use crate::error::{Fail, R};
 use crate::file::{agree, elsewhere, entry, file_call, file_size, io_fail};
 use crate::file_io::{read, write, At};
+use crate::file_view::seek_target;
 use crate::request::MPI_Status;
 use crate::state::Guard;
 use crate::status::write_status;
-
-/// `MPI_SEEK_SET`, `MPI_SEEK_CUR`, `MPI_SEEK_END` (the ABI's values).
-const MPI_SEEK_CUR: c_int = 601;
-const MPI_SEEK_END: c_int = 602;
-const MPI_SEEK_SET: c_int = 603;
 
 /// The side file of the file at `path`.
 fn side_path(path: &Path) -> PathBuf {
@@ -217,17 +213,7 @@ crate::mpi_fn! {
                 comm.barrier()?;
                 let mut class = 0;
                 if comm.rank() == 0 {
-                    let moved = update(&path, |p| {
-                        let from = match whence {
-                            MPI_SEEK_SET => 0,
-                            MPI_SEEK_CUR => p as i128,
-                            MPI_SEEK_END => end as i128,
-                            _ => return Err(Fail::new(MPI_ERR_ARG, format!("whence {whence}"))),
-                        };
-                        u64::try_from(from + offset as i128).map_err(|_| {
-                            Fail::new(MPI_ERR_ARG, "a seek to before the start of the view")
-                        })
-                    });
+                    let moved = update(&path, |p| seek_target(whence, offset, p, || Ok(end)));
                     class = moved.err().map_or(0, |f| f.class);
                 }
                 match agree(&comm, class)? {

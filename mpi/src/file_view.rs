@@ -25,6 +25,26 @@ const MPI_BYTE: Handle = 0x247;
 const MPI_SEEK_CUR: c_int = 601;
 const MPI_SEEK_END: c_int = 602;
 const MPI_SEEK_SET: c_int = 603;
+
+/// Where a seek by `offset` etypes from `whence` lands, the pointer at `current` and
+/// the view's end of file given by `end` (asked for `MPI_SEEK_END` only):
+/// `MPI_ERR_ARG` for another `whence` or a place before the view's start. The
+/// individual pointer's `MPI_File_seek` and the shared one's `MPI_File_seek_shared`.
+pub(crate) fn seek_target(
+    whence: c_int,
+    offset: i64,
+    current: u64,
+    end: impl FnOnce() -> R<u64>,
+) -> R<u64> {
+    let from = match whence {
+        MPI_SEEK_SET => 0,
+        MPI_SEEK_CUR => i128::from(current),
+        MPI_SEEK_END => i128::from(end()?),
+        _ => return Err(Fail::new(MPI_ERR_ARG, format!("whence {whence}"))),
+    };
+    u64::try_from(from + i128::from(offset))
+        .map_err(|_| Fail::new(MPI_ERR_ARG, "a seek to before the start of the view"))
+}
 /// `MPI_ERR_UNSUPPORTED_DATAREP`.
 const MPI_ERR_UNSUPPORTED_DATAREP: c_int = 57;
 
@@ -310,14 +330,7 @@ crate::mpi_fn! {
         file_call(fh, |g| {
             let e = entry(g.lib()?, fh)?;
             e.not_sequential()?;
-            let from = match whence {
-                MPI_SEEK_SET => 0,
-                MPI_SEEK_CUR => e.pos as i128,
-                MPI_SEEK_END => e.view.eof_pos(file_size(e)?)? as i128,
-                _ => return Err(Fail::new(MPI_ERR_ARG, format!("whence {whence}"))),
-            };
-            e.pos = u64::try_from(from + offset as i128)
-                .map_err(|_| Fail::new(MPI_ERR_ARG, "a seek to before the start of the view"))?;
+            e.pos = seek_target(whence, offset, e.pos, || e.view.eof_pos(file_size(e)?))?;
             Ok(())
         })
     }
