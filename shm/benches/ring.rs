@@ -1,5 +1,6 @@
 //! Criterion benches of the ring: push then pop of one cell in one thread (the CPU cost
-//! of both ends), and a 64-byte message copied in and out.
+//! of both ends), a 64-byte message copied in and out, and an 8-byte message in a slot
+//! of a packed cell against one in a cell of its own.
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -52,6 +53,27 @@ fn push_pop(c: &mut Criterion) {
         })
     });
     g.throughput(Throughput::Elements(1));
+    // An 8-byte message as the endpoint sends it: in a slot of a packed cell (eight
+    // to a cell), against a cell of its own.
+    let small = [0x77u8; 8];
+    let mut small_out = [0u8; 8];
+    let inline = Header::Inline { tag: 5, len: 8 };
+    g.bench_function("push_pop_8_bytes_packed", |b| {
+        b.iter(|| {
+            assert!(p.try_push_small(|cell, base| inline.write_at(cell, base, black_box(&small))));
+            q.try_pop_slot(|cell, base| cell.read_bytes(base + 2, &mut small_out))
+                .unwrap();
+            black_box(&small_out);
+        })
+    });
+    g.bench_function("push_pop_8_bytes_own_cell", |b| {
+        b.iter(|| {
+            assert!(p.try_push(|cell| inline.write(cell, black_box(&small))));
+            q.try_pop_slot(|cell, base| cell.read_bytes(base + 2, &mut small_out))
+                .unwrap();
+            black_box(&small_out);
+        })
+    });
     // Descriptor round trip: an RTS pushed and decoded one way, its FIN the other way
     // (the protocol's CPU cost per large message, without the copy).
     let back_header = RingHeader::new();

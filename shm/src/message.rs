@@ -7,13 +7,20 @@
 //! | 1 | tag | tag | tag | token |
 //! | 2.. | payload (up to 232 bytes) | first 232 bytes | sender address, length, token, split slot + 1 (0: none) | |
 //!
+//! A message of at most [`SLOT_MAX`] bytes may instead sit in a 32-byte slot of a
+//! packed cell, with the Inline layout from the slot's first data word (`ring.rs`).
+//!
 //! An eager message continues in the next `ceil((length - 232) / 248)` cells of the same
 //! ring, each carrying 248 raw bytes (a ring has one producer, so they are contiguous).
 
-use crate::ring::{Cell, DATA_WORDS};
+use crate::ring::{Cell, DATA_WORDS, SLOT_DATA_WORDS};
 
 /// Largest message carried inside one cell.
 pub const INLINE_MAX: usize = (DATA_WORDS - 2) * 8;
+
+/// Largest message carried in a slot of a packed cell (one data word after the kind
+/// and tag words; see [`crate::ring::Producer::try_push_small`]).
+pub const SLOT_MAX: usize = (SLOT_DATA_WORDS - 2) * 8;
 
 /// Bytes of an eager message in its first cell.
 pub const EAGER_FIRST: usize = INLINE_MAX;
@@ -79,12 +86,7 @@ impl Header {
     /// Writes this header (and, for Inline, `payload`) into `cell`.
     pub fn write(&self, cell: &Cell, payload: &[u8]) {
         match *self {
-            Header::Inline { tag, len } => {
-                debug_assert!(len == payload.len() && len <= INLINE_MAX);
-                cell.set(0, 1 | (len as u64) << 32);
-                cell.set(1, tag);
-                cell.write_bytes(2, payload);
-            }
+            Header::Inline { .. } => self.write_at(cell, 0, payload),
             Header::Eager { tag, len } => {
                 cell.set(0, 4 | (len as u64) << 32);
                 cell.set(1, tag);
@@ -111,8 +113,43 @@ impl Header {
         }
     }
 
+    /// Writes an Inline header and its `payload` from data word `base` of `cell` on:
+    /// at 0 in a cell of its own, at a slot's base in a packed cell (a payload of at
+    /// most [`SLOT_MAX`] bytes there).
+    ///
+    /// # Panics
+    /// (debug) If this is not an Inline header of `payload`'s length.
+    #[inline]
+    pub fn write_at(&self, cell: &Cell, base: usize, payload: &[u8]) {
+        if let Header::Inline { tag, len } = *self {
+            debug_assert!(len == payload.len() && len <= INLINE_MAX);
+            debug_assert!(base == 0 || len <= SLOT_MAX);
+            cell.set(base, 1 | (len as u64) << 32);
+            cell.set(base + 1, tag);
+            cell.write_bytes(base + 2, payload);
+        } else {
+            debug_assert!(false, "only Inline records go into slots");
+        }
+    }
+
     /// Reads a header; `None` for a cell no correct peer writes.
     pub fn read(cell: &Cell) -> Option<Header> {
+        Header::read_at(cell, 0)
+    }
+
+    /// Reads a header from data word `base` of `cell` on (a slot of a packed cell
+    /// holds only Inline records of at most [`SLOT_MAX`] bytes); `None` for one no
+    /// correct peer writes.
+    #[inline]
+    pub fn read_at(cell: &Cell, base: usize) -> Option<Header> {
+        if base != 0 {
+            let w0 = cell.get(base);
+            let len = (w0 >> 32) as usize;
+            return (w0 & 0xffff_ffff == 1 && len <= SLOT_MAX).then(|| Header::Inline {
+                tag: cell.get(base + 1),
+                len,
+            });
+        }
         let w0 = cell.get(0);
         match w0 & 0xff {
             1 => {

@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// "SFSHMSEG", little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SFSHMSEG");
 /// Layout version; a segment of another version is refused (5: the owner's
-/// generation in the header, the admitted incarnation in each ring header).
-pub const VERSION: u32 = 5;
+/// generation in the header, the admitted incarnation in each ring header; 6: packed
+/// cells in the rings, `ring.rs`).
+pub const VERSION: u32 = 6;
 /// Bytes reserved for the header.
 pub const HEADER_BYTES: usize = 4096;
 

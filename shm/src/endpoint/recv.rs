@@ -179,14 +179,14 @@ impl Endpoint {
             return self.continue_partial(ring);
         }
         let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
-        let res = c.try_pop(|cell| match Header::read(cell) {
+        let res = c.try_pop_slot(|cell, base| match Header::read_at(cell, base) {
             None => Err(format!("undecodable cell word0 {:#x}", cell.get(0))),
             Some(Header::Fin { token, status }) => Ok(Popped::Fin(token, status)),
             Some(Header::Inline { tag, len }) => match want(ring, tag, len) {
                 Some(dst) => {
                     if len <= dst.cap {
                         // SAFETY: the caller's contract on `want`'s destinations.
-                        cell.read_bytes(2, &mut unsafe { dst.slice() }[..len]);
+                        cell.read_bytes(base + 2, &mut unsafe { dst.slice() }[..len]);
                     }
                     Ok(Popped::Delivered {
                         source: ring,
@@ -197,7 +197,7 @@ impl Endpoint {
                 }
                 None => {
                     let mut bytes = vec![0u8; len];
-                    cell.read_bytes(2, &mut bytes);
+                    cell.read_bytes(base + 2, &mut bytes);
                     Ok(Popped::Queued(Unexpected {
                         source: ring,
                         tag,

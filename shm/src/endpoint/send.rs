@@ -8,6 +8,7 @@ use super::{CopyPath, Endpoint, Offer, Peer, SendRequest, Waiter, SEND_TESTS_PER
 use crate::error::ShmError;
 use crate::message::{
     eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_RESEND, INLINE_MAX,
+    SLOT_MAX,
 };
 use crate::ring::{Cell, Producer};
 use crate::split::{self, SPLIT_MIN};
@@ -143,35 +144,41 @@ impl Endpoint {
             .is_none_or(|p| p.eager_cost.wants_ring(len))
     }
 
+    /// Pushes one message to `dest`; `Ok(false)` when its ring is full. A message of
+    /// at most [`SLOT_MAX`] bytes goes into a slot of a packed cell
+    /// ([`Producer::try_push_small`]): several share a cache line.
     pub(super) fn try_push(
         &mut self,
         dest: u32,
         header: Header,
         payload: &[u8],
     ) -> Result<bool, ShmError> {
+        if matches!(header, Header::Inline { len, .. } if len <= SLOT_MAX) {
+            return Ok(self
+                .with_producer(dest, |p, _| {
+                    p.try_push_small(|cell, base| header.write_at(cell, base, payload))
+                })?
+                .unwrap_or(false));
+        }
         self.try_push_with(dest, |cell| header.write(cell, payload))
     }
 
-    /// Fills and pushes one cell to `dest`, draining our own rings while its ring is
-    /// full (so two ranks sending to each other cannot deadlock).
-    pub(super) fn push_with(&mut self, dest: u32, fill: impl Fn(&Cell)) -> Result<(), ShmError> {
-        let mut waiter = Waiter::new(self.config.operation_timeout);
-        loop {
-            if self.try_push_with(dest, &fill)? {
-                return Ok(());
-            }
-            self.progress()?;
-            waiter.wait(|| self.peer_dead(dest), dest)?;
-        }
-    }
-
+    /// Pushes one message to `dest`, draining our own rings while its ring is full (so
+    /// two ranks sending to each other cannot deadlock).
     pub(super) fn push(
         &mut self,
         dest: u32,
         header: Header,
         payload: &[u8],
     ) -> Result<(), ShmError> {
-        self.push_with(dest, |cell| header.write(cell, payload))
+        let mut waiter = Waiter::new(self.config.operation_timeout);
+        loop {
+            if self.try_push(dest, header, payload)? {
+                return Ok(());
+            }
+            self.progress()?;
+            waiter.wait(|| self.peer_dead(dest), dest)?;
+        }
     }
 
     /// Copies a medium message through consecutive cells. A message that fits the ring

@@ -149,3 +149,43 @@ fn a_run_reads_every_cell_of_its_batch_once_in_order() {
         );
     });
 }
+
+/// Two small records, a plain cell, then a small record again, on a ring of two
+/// cells (the packed cell closed by the plain push, a second packed cell after the
+/// wrap): the consumer reads every record's word as written, in order. Fails with the
+/// marks stored Relaxed (the zeroing of the next mark is held by the unit test
+/// `stale_payload_never_passes_for_a_slot_mark`).
+#[test]
+fn packed_records_and_plain_cells_arrive_in_order() {
+    loom::model(|| {
+        two_cells(
+            |p| {
+                for i in 1..=4u64 {
+                    loop {
+                        let pushed = if i == 3 {
+                            p.try_push(|cell| cell.set(0, i))
+                        } else {
+                            p.try_push_small(|cell, base| cell.set(base, i))
+                        };
+                        if pushed {
+                            break;
+                        }
+                        loom::thread::yield_now();
+                    }
+                }
+            },
+            |c| {
+                let mut next = 1u64;
+                while next <= 4 {
+                    match c.try_pop_slot(|cell, base| cell.get(base)).unwrap() {
+                        Some(v) => {
+                            assert_eq!(v, next);
+                            next += 1;
+                        }
+                        None => loom::thread::yield_now(),
+                    }
+                }
+            },
+        );
+    });
+}

@@ -1,5 +1,6 @@
 //! Unit tests of the ring (std atomics).
 
+use super::packed::slot_mark;
 use super::*;
 
 fn ring(n: usize) -> (RingHeader, Vec<Cell>) {
@@ -281,4 +282,164 @@ fn a_run_stops_at_a_corrupt_stamp_keeping_what_it_popped() {
         2,
         "the two popped are freed"
     );
+}
+
+/// Pops one record with its slot base: `(base, data word 0 of the record)`.
+fn pop_record(c: &mut Consumer<'_>) -> Option<(usize, u64)> {
+    c.try_pop_slot(|cell, base| (base, cell.get(base)))
+        .expect("not corrupted")
+}
+
+#[test]
+fn small_records_share_a_cell_until_another_push_closes_it() {
+    let (h, cells) = ring(4);
+    let mut p = Producer::new(&h, &cells);
+    let mut c = Consumer::new(&h, &cells);
+    for k in 0..3u64 {
+        assert!(p.try_push_small(|cell, base| cell.set(base, 100 + k)));
+    }
+    assert_eq!(p.in_flight(), 1, "three small records in one cell");
+    for k in 0..3u64 {
+        assert!(!c.is_empty());
+        assert_eq!(pop_record(&mut c), Some((k as usize * SLOT_WORDS, 100 + k)));
+    }
+    assert!(c.is_empty(), "slot 3 is not written");
+    assert_eq!(pop_record(&mut c), None);
+    // A plain push closes the packed cell; the consumer frees it and reads on.
+    assert!(p.try_push(|cell| cell.set(0, 7)));
+    assert!(!c.is_empty(), "closed, and the next cell is there");
+    assert_eq!(pop_record(&mut c), Some((0, 7)));
+    assert!(c.is_empty());
+    assert_eq!(h.tail.load(Ordering::Relaxed), 2, "both cells freed");
+    // A full packed cell: the ninth record opens another.
+    for k in 0..SLOTS as u64 + 1 {
+        assert!(p.try_push_small(|cell, base| cell.set(base, k)));
+    }
+    assert_eq!(h.head.load(Ordering::Relaxed), 4, "two more cells");
+    for k in 0..SLOTS as u64 + 1 {
+        assert_eq!(pop_record(&mut c).map(|r| r.1), Some(k));
+    }
+    assert_eq!(h.tail.load(Ordering::Relaxed), 3, "the full cell is freed");
+}
+
+/// A plain cell's payload words where a later lap's packed cell has its marks hold
+/// exactly the marks that lap will publish: the consumer still waits for the
+/// producer (the next mark is zeroed before each record is published). Fails when
+/// `try_push_small` does not zero the next mark.
+#[test]
+fn stale_payload_never_passes_for_a_slot_mark() {
+    let (h, cells) = ring(2);
+    let mut p = Producer::new(&h, &cells);
+    let mut c = Consumer::new(&h, &cells);
+    let capacity = cells.len() as u64;
+    for pos in 0..capacity {
+        assert!(p.try_push(|cell| {
+            for slot in 1..SLOTS {
+                // The mark of `slot` in this cell's next lap, written as payload.
+                cell.set(
+                    slot * SLOT_WORDS - 1,
+                    slot_mark(pos + capacity, slot, false),
+                );
+            }
+        }));
+        assert!(c.try_pop_slot(|_, _| ()).unwrap().is_some());
+    }
+    assert!(p.try_push_small(|cell, base| cell.set(base, 1)));
+    assert_eq!(pop_record(&mut c), Some((0, 1)));
+    assert_eq!(pop_record(&mut c), None, "slot 1 is not published");
+    assert!(c.is_empty());
+    assert!(p.try_push_small(|cell, base| cell.set(base, 2)));
+    assert_eq!(pop_record(&mut c), Some((SLOT_WORDS, 2)));
+    assert_eq!(pop_record(&mut c), None, "slot 2 is not published");
+}
+
+/// Small records, plain cells and multi-cell pushes mixed over many laps of a small
+/// ring come out in order, each exactly once.
+#[test]
+fn mixed_records_keep_their_order_over_many_laps() {
+    let (h, cells) = ring(4);
+    let mut p = Producer::new(&h, &cells);
+    let mut c = Consumer::new(&h, &cells);
+    let (mut sent, mut seen) = (0u64, 0u64);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..5000 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let pushed = match rng % 4 {
+            0 | 1 => p.try_push_small(|cell, base| cell.set(base, sent)),
+            2 => p.try_push(|cell| cell.set(0, sent)),
+            _ => p.try_push_cells(1, 1, |_, cell| cell.set(0, sent)) == 1,
+        };
+        if pushed {
+            sent += 1;
+        }
+        if rng % 3 == 0 || !pushed {
+            while let Some((_, v)) = pop_record(&mut c) {
+                assert_eq!(v, seen);
+                seen += 1;
+            }
+        }
+    }
+    while let Some((_, v)) = pop_record(&mut c) {
+        assert_eq!(v, seen);
+        seen += 1;
+    }
+    assert_eq!(seen, sent);
+    assert!(sent > 3000);
+}
+
+#[test]
+fn admitting_drops_the_rest_of_an_open_packed_cell() {
+    let (h, cells) = ring(4);
+    let mut c = Consumer::new(&h, &cells);
+    {
+        let mut dead = Producer::new(&h, &cells);
+        for k in 0..3 {
+            assert!(dead.try_push_small(|cell, base| cell.set(base, k)));
+        }
+    }
+    assert_eq!(pop_record(&mut c), Some((0, 0)));
+    c.admit(1);
+    assert!(h.admits(1));
+    assert!(c.is_empty(), "the dead incarnation's slots are dropped");
+    let mut new = Producer::new(&h, &cells);
+    assert!(new.try_push_small(|cell, base| cell.set(base, 50)));
+    assert!(new.try_push_small(|cell, base| cell.set(base, 51)));
+    assert_eq!(pop_record(&mut c), Some((0, 50)));
+    assert_eq!(pop_record(&mut c), Some((SLOT_WORDS, 51)));
+    assert_eq!(pop_record(&mut c), None);
+}
+
+#[test]
+fn a_run_refuses_a_packed_cell_and_garbage_marks_are_corruption() {
+    let (h, cells) = ring(4);
+    let mut p = Producer::new(&h, &cells);
+    let mut c = Consumer::new(&h, &cells);
+    assert!(p.try_push_small(|cell, base| cell.set(base, 1)));
+    assert!(
+        c.try_pop_run(2, |_, _| ()).is_err(),
+        "not a run of plain cells"
+    );
+    let (h, cells) = ring(4);
+    let mut p = Producer::new(&h, &cells);
+    let mut c = Consumer::new(&h, &cells);
+    assert!(p.try_push_small(|cell, base| cell.set(base, 1)));
+    assert_eq!(pop_record(&mut c), Some((0, 1)));
+    cells[0].words[SLOT_WORDS].store(12345, Ordering::Relaxed);
+    assert!(c.try_pop_slot(|_, _| ()).is_err());
+}
+
+#[test]
+fn partial_words_are_the_bytes_zero_padded() {
+    for n in 1..8 {
+        let bytes: Vec<u8> = (0..n as u8).map(|b| 0xa1 + b * 17).collect();
+        let mut padded = [0u8; 8];
+        padded[..n].copy_from_slice(&bytes);
+        assert_eq!(
+            partial_word(&bytes),
+            u64::from_le_bytes(padded),
+            "{n} bytes"
+        );
+    }
 }
