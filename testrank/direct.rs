@@ -73,7 +73,15 @@ fn receiver(world: &World, comm: &Comm) {
     assert_eq!(recv_text(comm, Some(3)), (3, "synchronous".into()));
     let mut small = [0u8; 10];
     match comm.recv(Some(1), Some(4), &mut small) {
-        Err(CommError::Truncated { len, capacity }) => assert_eq!((len, capacity), (Some(100), 10)),
+        Err(CommError::Truncated {
+            len,
+            capacity,
+            sender,
+            tag,
+        }) => assert_eq!(
+            (len, capacity, sender, tag),
+            (Some(100), 10, Some(1), Some(4))
+        ),
         other => panic!("rank 0: expected Truncated, got {other:?}"),
     }
     let mut buf = vec![0u8; 200 << 10];

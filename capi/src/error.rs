@@ -197,6 +197,8 @@ mod tests {
                 CommError::Truncated {
                     len: Some(8),
                     capacity: 4,
+                    sender: Some(1),
+                    tag: Some(3),
                 },
                 SF_ERR_TRUNCATED,
             ),

@@ -393,16 +393,41 @@ fn recv_on(
     }
 }
 
-/// What a truncated receive's status names (`MPI_SOURCE`, `MPI_TAG`): the posted
-/// source (less `offset`, [`peers`]) and tag where the receive named them, since the
-/// message matched them; the wildcards where it did not (the runtime's truncation
-/// error does not carry the message's envelope).
-#[inline(always)]
-pub(crate) fn posted(source: Option<u32>, tag: Option<u32>, offset: u32) -> (c_int, c_int) {
-    (
-        source.map_or(MPI_ANY_SOURCE, |s| (s - offset) as c_int),
-        tag.map_or(MPI_ANY_TAG, |t| t as c_int),
-    )
+/// What a receive was posted with: its source (`MPI_ANY_SOURCE` for a wildcard) and tag
+/// (`MPI_ANY_TAG`) as the program names them, and the remote group's offset among the
+/// runtime's ranks (0 on an intra-communicator).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Posted {
+    source: c_int,
+    tag: c_int,
+    offset: u32,
+}
+
+/// The [`Posted`] of a receive from runtime rank `source` (comm rank + `offset`) with
+/// `tag`, `None` for wildcards.
+#[inline]
+pub(crate) fn posted(source: Option<u32>, tag: Option<u32>, offset: u32) -> Posted {
+    Posted {
+        source: source.map_or(MPI_ANY_SOURCE, |s| (s - offset) as c_int),
+        tag: tag.map_or(MPI_ANY_TAG, |t| t as c_int),
+        offset,
+    }
+}
+
+impl Posted {
+    /// The source and tag the status of a receive that failed with `e` names: for a
+    /// truncation, the matched message's (MPI: the status describes the message
+    /// received) when the runtime reports them, else those the receive was posted with.
+    pub(crate) fn envelope(&self, e: &sf::CommError) -> (c_int, c_int) {
+        match *e {
+            sf::CommError::Truncated {
+                sender: Some(s),
+                tag: Some(t),
+                ..
+            } => (s.saturating_sub(self.offset) as c_int, t as c_int),
+            _ => (self.source, self.tag),
+        }
+    }
 }
 
 /// The failure of a blocking receive into a buffer of `len` bytes, its status written.
@@ -414,7 +439,7 @@ pub(crate) fn posted(source: Option<u32>, tag: Option<u32>, offset: u32) -> (c_i
 pub(crate) unsafe fn recv_error(
     e: sf::CommError,
     len: usize,
-    posted: (c_int, c_int),
+    posted: Posted,
     status: *mut MPI_Status,
 ) -> Fail {
     let outcome = blocking(recv_failed(e, len, posted));
@@ -424,16 +449,17 @@ pub(crate) unsafe fn recv_error(
 }
 
 /// The outcome of a failed receive into a buffer of `len` bytes; a truncated one's
-/// status names `posted` ([`posted`]).
+/// status names the message's source and tag ([`Posted::envelope`]).
 #[cold]
 #[inline(never)]
-fn recv_failed(e: sf::CommError, len: usize, posted: (c_int, c_int)) -> Outcome {
+fn recv_failed(e: sf::CommError, len: usize, posted: Posted) -> Outcome {
     let failed = Outcome::failed(crate::error::class_of(&e));
     if matches!(e, sf::CommError::Truncated { .. }) {
+        let (source, tag) = posted.envelope(&e);
         Outcome {
             bytes: len,
-            source: posted.0,
-            tag: posted.1,
+            source,
+            tag,
             ..failed
         }
     } else {

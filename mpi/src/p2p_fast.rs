@@ -27,7 +27,7 @@ use crate::comm_table::CommTable;
 use crate::consts::*;
 use crate::datatype::basic_bytes;
 use crate::error::Fail;
-use crate::p2p::{irecv_req, posted, recv_error, Mode};
+use crate::p2p::{irecv_req, posted, recv_error, Mode, Posted};
 use crate::reqtable::Requests;
 use crate::request::{write_status_ok, MPI_Status, Op, Req};
 use crate::state::{boxed, call, failed, too_many_requests, CommEntry, CommKind, Guard};
@@ -184,7 +184,7 @@ fn recv_general(
 unsafe fn recv_failed(
     r: Caught<sf::comm::Status>,
     len: usize,
-    posted: (c_int, c_int),
+    posted: Posted,
     status: *mut MPI_Status,
 ) -> c_int {
     let fail = match r {

@@ -134,7 +134,7 @@ impl Req {
                 }
                 Err(CommError::ProcFailedPending { .. }) => return Some(self.repost()),
                 Err(e @ CommError::Truncated { .. }) => {
-                    let (source, tag) = crate::p2p::posted(*source, *tag, *offset);
+                    let (source, tag) = crate::p2p::posted(*source, *tag, *offset).envelope(&e);
                     Outcome {
                         bytes: *len,
                         source,

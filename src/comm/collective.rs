@@ -214,6 +214,8 @@ fn check_len(got: usize, want: usize) -> Result<(), CommError> {
         return Err(CommError::Truncated {
             len: Some(got),
             capacity: want,
+            sender: None,
+            tag: None,
         });
     }
     Ok(())

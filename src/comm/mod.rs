@@ -118,6 +118,11 @@ pub enum CommError {
         len: Option<usize>,
         /// Buffer length.
         capacity: usize,
+        /// The message's source (comm rank), when a receive matched it (MPI's status
+        /// names it whatever the receive was posted with).
+        sender: Option<u32>,
+        /// The message's tag, likewise.
+        tag: Option<u32>,
     },
     /// Bad input from the caller.
     #[error("invalid argument: {0}")]
@@ -231,12 +236,16 @@ impl PartialEq for CommError {
                 Truncated {
                     len: a,
                     capacity: c,
+                    sender: s,
+                    tag: t,
                 },
                 Truncated {
                     len: b,
                     capacity: d,
+                    sender: s2,
+                    tag: t2,
                 },
-            ) => a == b && c == d,
+            ) => a == b && c == d && s == s2 && t == t2,
             (InvalidArgument(a), InvalidArgument(b)) => a == b,
             (
                 ContextsExhausted {

@@ -48,9 +48,11 @@ pub(crate) fn outcome_result(out: Outcome) -> Result<Status, CommError> {
             tag: g.tag,
             len: g.len,
         }),
-        Err(RecvFailure::Truncated { len, capacity }) => Err(CommError::Truncated {
-            len: Some(len),
+        Err(RecvFailure::Truncated { got, capacity }) => Err(CommError::Truncated {
+            len: Some(got.len),
             capacity,
+            sender: Some(got.source),
+            tag: Some(got.tag),
         }),
         Err(RecvFailure::ProcFailed(r)) => Err(CommError::ProcFailed { ranks: vec![r] }),
         Err(RecvFailure::Revoked) => Err(CommError::Revoked),

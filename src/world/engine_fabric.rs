@@ -106,17 +106,18 @@ impl Engine {
                     if let Some(t) = sync {
                         self.sync_matched(t);
                     }
+                    let got = Got {
+                        source: p.source,
+                        tag,
+                        len,
+                    };
                     let outcome = if truncated {
                         Err(RecvFailure::Truncated {
-                            len,
+                            got,
                             capacity: p.cap,
                         })
                     } else {
-                        Ok(Got {
-                            source: p.source,
-                            tag,
-                            len,
-                        })
+                        Ok(got)
                     };
                     // No other call since `placement`: still the receive it matches.
                     self.matching.finish_placed(p, outcome);
@@ -150,13 +151,13 @@ impl Engine {
         // to end (`cancel_pull`).
         match unsafe { fab.pull(message, ptr, cap) } {
             Ok(req) => self.matching.start_pull(key, req, got),
-            Err(e) => self.finish_pull_failed(key, e, got.source, cap),
+            Err(e) => self.finish_pull_failed(key, e, got, cap),
         }
     }
 
-    /// Ends the receive `key` whose read from `source` failed with `e`.
-    fn finish_pull_failed(&mut self, key: RecvKey, e: FabricError, source: u32, cap: usize) {
-        let failure = self.fabric_failure(e, source, cap);
+    /// Ends the receive `key` whose read of message `got` failed with `e`.
+    fn finish_pull_failed(&mut self, key: RecvKey, e: FabricError, got: Got, cap: usize) {
+        let failure = self.fabric_failure(e, got, cap);
         self.matching.finish(key, Err(failure));
     }
 
@@ -173,7 +174,7 @@ impl Engine {
         match fab.test(req) {
             Ok(None) => {}
             Ok(Some(_)) => self.matching.finish(key, Ok(got)),
-            Err(e) => self.finish_pull_failed(key, e, got.source, cap),
+            Err(e) => self.finish_pull_failed(key, e, got, cap),
         }
     }
 
@@ -189,7 +190,7 @@ impl Engine {
         let outcome = match self.fab.as_mut().map(|f| f.wait(req)) {
             Some(Ok(_)) => Ok(got),
             None => Err(RecvFailure::Freed),
-            Some(Err(e)) => Err(self.fabric_failure(e, got.source, cap)),
+            Some(Err(e)) => Err(self.fabric_failure(e, got, cap)),
         };
         self.matching.finish(key, outcome);
     }
@@ -200,7 +201,7 @@ impl Engine {
         &mut self,
         message: RemoteMessage,
         (ptr, cap): (*mut u8, usize),
-        source: u32,
+        got: Got,
     ) -> Result<(), RecvFailure> {
         let Some(fab) = self.fab.as_mut() else {
             return Err(RecvFailure::Freed);
@@ -210,7 +211,7 @@ impl Engine {
         // messenger fences the buffer: `Error::Broken`).
         let req: Request = match unsafe { fab.pull(message, ptr, cap) } {
             Ok(r) => r,
-            Err(e) => return Err(self.fabric_failure(e, source, cap)),
+            Err(e) => return Err(self.fabric_failure(e, got, cap)),
         };
         let mut polls: u32 = 0;
         loop {
@@ -220,7 +221,7 @@ impl Engine {
             match fab.test(req) {
                 Ok(Some(_)) => return Ok(()),
                 Ok(None) => {}
-                Err(e) => return Err(self.fabric_failure(e, source, cap)),
+                Err(e) => return Err(self.fabric_failure(e, got, cap)),
             }
             polls = polls.wrapping_add(1);
             if polls % 64 == 0 {
@@ -257,16 +258,20 @@ impl Engine {
         }
     }
 
-    /// A receive's failure from a fabric error; a dead sender is reported.
-    fn fabric_failure(&mut self, e: FabricError, source: u32, cap: usize) -> RecvFailure {
+    /// The failure of a receive of message `got` from a fabric error; a dead sender is
+    /// reported.
+    fn fabric_failure(&mut self, e: FabricError, got: Got, cap: usize) -> RecvFailure {
         match e {
             FabricError::Truncated { message_len, .. } => RecvFailure::Truncated {
-                len: message_len.unwrap_or(cap),
+                got: Got {
+                    len: message_len.unwrap_or(got.len),
+                    ..got
+                },
                 capacity: cap,
             },
             FabricError::PeerUnreachable { peer, ref reason } => {
                 self.report_failure(peer, format!("fabric: {reason}"));
-                RecvFailure::ProcFailed(source)
+                RecvFailure::ProcFailed(got.source)
             }
             other => RecvFailure::Fabric(Arc::new(other)),
         }

@@ -131,14 +131,8 @@ impl Engine {
             tag: env.tag.0,
             len: env.len,
         };
-        self.move_payload(
-            env.payload,
-            env.len,
-            buf.as_mut_ptr(),
-            buf.len(),
-            got.source,
-        )
-        .map(|()| got)
+        self.move_payload(env.payload, got, buf.as_mut_ptr(), buf.len())
+            .map(|()| got)
     }
 
     /// Lets go of a message taken by [`Engine::take_envelope`] and never received.
@@ -191,24 +185,23 @@ impl Engine {
             // the messenger, which tells its sender.
             return self.start_fabric_pull(key, message, got, (ptr, cap));
         }
-        let outcome = self
-            .move_payload(env.payload, env.len, ptr, cap, got.source)
-            .map(|()| got);
+        let outcome = self.move_payload(env.payload, got, ptr, cap).map(|()| got);
         self.matching.finish(key, outcome);
     }
 
-    /// Copies or pulls a payload of `len` bytes into `(ptr, cap)`, the buffer of a
-    /// receive: valid for writes of `cap` bytes, no reference to it alive (the
-    /// receive's contract, `matching.rs`). `source` is the sender's comm rank.
+    /// Copies or pulls the payload of the message `got` (the sender's comm rank, the
+    /// tag, `got.len` bytes) into `(ptr, cap)`, the buffer of a receive: valid for
+    /// writes of `cap` bytes, no reference to it alive (the receive's contract,
+    /// `matching.rs`).
     pub(super) fn move_payload(
         &mut self,
         payload: Payload,
-        len: usize,
+        got: Got,
         ptr: *mut u8,
         cap: usize,
-        source: u32,
     ) -> Result<(), RecvFailure> {
-        let truncated = RecvFailure::Truncated { len, capacity: cap };
+        let (len, source) = (got.len, got.source);
+        let truncated = RecvFailure::Truncated { got, capacity: cap };
         match payload {
             Payload::Placed {
                 truncated: true, ..
@@ -228,7 +221,7 @@ impl Engine {
                 unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, v.len()) };
                 Ok(())
             }
-            Payload::FabricPull { message, .. } => self.pull_now(message, (ptr, cap), source),
+            Payload::FabricPull { message, .. } => self.pull_now(message, (ptr, cap), got),
             Payload::ShmPull {
                 local,
                 wire_tag,
@@ -246,9 +239,10 @@ impl Engine {
                 };
                 match shm.pull(local, wire_tag, ticket, buf) {
                     Ok(_) => Ok(()),
-                    Err(ShmError::Truncated { len, capacity }) => {
-                        Err(RecvFailure::Truncated { len, capacity })
-                    }
+                    Err(ShmError::Truncated { len, capacity }) => Err(RecvFailure::Truncated {
+                        got: Got { len, ..got },
+                        capacity,
+                    }),
                     Err(ShmError::PeerDead(l)) => {
                         let w = self.local_world[l as usize];
                         self.control.report_failure(w, "process exited".into());
@@ -462,17 +456,18 @@ impl Engine {
         if let Some(t) = Engine::sync_token(d.world, a.tag) {
             self.sync_matched(t);
         }
+        let got = Got {
+            source: d.rank,
+            tag: user_tag(a.tag),
+            len: a.len,
+        };
         if truncated {
             Err(RecvFailure::Truncated {
-                len: a.len,
+                got,
                 capacity: d.cap,
             })
         } else {
-            Ok(Got {
-                source: d.rank,
-                tag: user_tag(a.tag),
-                len: a.len,
-            })
+            Ok(got)
         }
     }
 
@@ -506,17 +501,18 @@ impl Engine {
         if let Some(t) = Engine::sync_token(w, a.tag) {
             self.sync_matched(t);
         }
+        let got = Got {
+            source: p.source,
+            tag: user_tag(a.tag),
+            len: a.len,
+        };
         let outcome = if truncated {
             Err(RecvFailure::Truncated {
-                len: a.len,
+                got,
                 capacity: p.cap,
             })
         } else {
-            Ok(Got {
-                source: p.source,
-                tag: user_tag(a.tag),
-                len: a.len,
-            })
+            Ok(got)
         };
         self.matching.finish_placed(p, outcome);
     }

@@ -111,8 +111,10 @@ pub(crate) struct Got {
 /// Why a receive failed.
 #[derive(Clone, Debug)]
 pub(crate) enum RecvFailure {
+    /// The matched message (`got`: its source, tag and whole length) is longer than
+    /// the buffer (`capacity` bytes).
     Truncated {
-        len: usize,
+        got: Got,
         capacity: usize,
     },
     /// Its named source failed (comm rank) and no message from it waits.

@@ -6,10 +6,15 @@
  * status MPI_SUCCESS with tag 0, the truncated one MPI_ERR_TRUNCATE naming source 1
  * and tag 10, 10 ints received), then a blocking MPI_Recv of the tag 11 one
  * (MPI_ERR_TRUNCATE, its status naming source 1 and tag 11).
+ * Then wildcards, whose truncated status must name the message's source and tag, not
+ * the wildcard: 11 ints with tag 12 received from rank 1 with MPI_ANY_TAG, 11 ints
+ * with tag 13 with MPI_ANY_SOURCE and MPI_ANY_TAG, and 100000 ints (a rendezvous
+ * message) with tag 14 by MPI_Irecv with both wildcards and MPI_Wait.
  * Each rank prints "rank R: TRUNC STATUS OK".
  */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int me = -1;
 
@@ -43,6 +48,12 @@ int main(int argc, char **argv) {
             OK(MPI_Ssend(NULL, 0, MPI_INT, 0, 20, MPI_COMM_WORLD));
         }
         OK(MPI_Send(b, 11, MPI_INT, 0, 11, MPI_COMM_WORLD));
+        OK(MPI_Send(b, 11, MPI_INT, 0, 12, MPI_COMM_WORLD));
+        OK(MPI_Send(b, 11, MPI_INT, 0, 13, MPI_COMM_WORLD));
+        int *big = calloc(100000, sizeof(int));
+        CHECK(big != NULL);
+        OK(MPI_Send(big, 100000, MPI_INT, 0, 14, MPI_COMM_WORLD));
+        free(big);
     } else {
         for (int round = 0; round < 3; round++) {
             MPI_Request r[2];
@@ -86,6 +97,16 @@ int main(int argc, char **argv) {
         CHECK(st.MPI_SOURCE == 1 && st.MPI_TAG == 11);
         OK(MPI_Get_count(&st, MPI_INT, &n));
         CHECK(n == 10);
+        CHECK(class_of(MPI_Recv(b, 10, MPI_INT, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &st)) ==
+              MPI_ERR_TRUNCATE);
+        CHECK(st.MPI_SOURCE == 1 && st.MPI_TAG == 12);
+        CHECK(class_of(MPI_Recv(b, 10, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+                                &st)) == MPI_ERR_TRUNCATE);
+        CHECK(st.MPI_SOURCE == 1 && st.MPI_TAG == 13);
+        MPI_Request r;
+        OK(MPI_Irecv(b, 10, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+        CHECK(class_of(MPI_Wait(&r, &st)) == MPI_ERR_TRUNCATE);
+        CHECK(st.MPI_SOURCE == 1 && st.MPI_TAG == 14);
     }
     printf("rank %d: TRUNC STATUS OK\n", me);
     OK(MPI_Finalize());
