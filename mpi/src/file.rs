@@ -78,6 +78,11 @@ pub(crate) struct FileEntry {
     pub view: View,
     /// The individual file pointer, in etypes of the view.
     pub pos: u64,
+    /// Atomic mode (`MPI_File_set_atomicity`): each access holds a lock on the file.
+    pub atomic: bool,
+    /// The split collective begun and not ended yet (`file_split.rs`): its name and
+    /// the bytes it moved.
+    pub split: Option<(&'static str, usize)>,
 }
 
 impl FileEntry {
@@ -327,6 +332,8 @@ crate::mpi_fn! {
                 errhandler,
                 view: View::bytes(),
                 pos: 0,
+                atomic: false,
+                split: None,
             };
             if amode & MPI_MODE_APPEND != 0 {
                 e.pos = e.view.eof_pos(file_size(&e)?)?;
@@ -455,6 +462,42 @@ crate::mpi_fn! {
             let a = entry(g.lib()?, fh)?.amode;
             // SAFETY: MPI's contract: `amode` is valid for a write.
             *unsafe { out(amode) }? = a;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_File_set_atomicity`: collective, every member passing the same `flag`
+    /// (checked: `MPI_ERR_ARG` at every member otherwise). In atomic mode each access
+    /// holds a `flock` on the file while it moves its bytes (shared for a read,
+    /// exclusive for a write: `file_io::AccessLock`), so no access sees another half
+    /// done, whatever the view's runs.
+    fn MPI_File_set_atomicity / PMPI_File_set_atomicity(fh: Handle, flag: c_int) {
+        file_call(fh, |g| {
+            let comm = entry(g.lib()?, fh)?.comm.clone();
+            let on = flag != 0;
+            let mut v = [u64::from(on), u64::from(!on)];
+            g.unlocked(|| comm.allreduce(&mut v, ReduceOp::Sum))?;
+            if v[0] != 0 && v[1] != 0 {
+                return Err(Fail::new(
+                    MPI_ERR_ARG,
+                    "MPI_File_set_atomicity: the members passed different flags",
+                ));
+            }
+            entry(g.lib()?, fh)?.atomic = on;
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_File_get_atomicity`: 1 in atomic mode, else 0.
+    fn MPI_File_get_atomicity / PMPI_File_get_atomicity(fh: Handle, flag: *mut c_int) {
+        file_call(fh, |g| {
+            let on = entry(g.lib()?, fh)?.atomic;
+            // SAFETY: MPI's contract: `flag` is valid for a write.
+            *unsafe { out(flag) }? = c_int::from(on);
             Ok(())
         })
     }

@@ -83,6 +83,10 @@ pub(crate) unsafe fn read(
         .checked_mul(es as u64)
         .ok_or_else(|| Fail::new(MPI_ERR_ARG, "offset overflows"))?;
     let runs = e.view.runs(p, len)?;
+    let _lock = e
+        .atomic
+        .then(|| AccessLock::take(&e.file, false))
+        .transpose()?;
     let mut temp = vec![0u8; len];
     let mut got = 0;
     'runs: for (off, n) in runs {
@@ -144,6 +148,10 @@ pub(crate) unsafe fn write(
     let runs = e.view.runs(p, len)?;
     // SAFETY: the caller's contract.
     let data = unsafe { buffer.copy_of(buf) }?;
+    let _lock = e
+        .atomic
+        .then(|| AccessLock::take(&e.file, true))
+        .transpose()?;
     let mut from = 0;
     for (off, n) in runs {
         e.file
@@ -157,13 +165,47 @@ pub(crate) unsafe fn write(
     Ok(len)
 }
 
+/// A lock on the whole file for one access in atomic mode (`flock`: shared for a
+/// read, exclusive for a write), so that the access's `pread`s or `pwrite`s, one per
+/// run of the view, see no concurrent write half done. Released when dropped.
+struct AccessLock<'a>(&'a std::fs::File);
+
+impl<'a> AccessLock<'a> {
+    fn take(file: &'a std::fs::File, exclusive: bool) -> R<Self> {
+        use std::os::fd::AsRawFd;
+        let op = if exclusive {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_SH
+        };
+        loop {
+            // SAFETY: `flock` on a descriptor this process owns; no memory is passed.
+            if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+                return Ok(AccessLock(file));
+            }
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                return Err(io_fail(&err, "flock"));
+            }
+        }
+    }
+}
+
+impl Drop for AccessLock<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as in `take`.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
 /// The status of an access of `bytes` bytes.
 pub(crate) fn done(bytes: usize) -> Outcome {
     Outcome::ok(MPI_ANY_SOURCE, MPI_ANY_TAG, bytes)
 }
 
 /// A request complete at once with the status of an access of `bytes`.
-fn complete(g: &mut Guard, slot: &mut Handle, bytes: usize) -> R<()> {
+pub(crate) fn complete(g: &mut Guard, slot: &mut Handle, bytes: usize) -> R<()> {
     *slot = g
         .lib()?
         .add_request(Req::finished(NO_OBJECT, done(bytes)))?;

@@ -157,6 +157,26 @@ fn ordered_start(g: &mut Guard, fh: Handle, path: &Path, mine: u64) -> R<u64> {
     })
 }
 
+/// Where an access of `count` items of `datatype` at the shared pointer starts (view
+/// position), the pointer moved past it: by this member alone, or (`ordered`, a
+/// collective) past every member's part, this one's in rank order. `write`: the access
+/// is a write (checked before the pointer moves).
+pub(crate) fn shared_start(
+    g: &mut Guard,
+    fh: Handle,
+    count: c_int,
+    datatype: Handle,
+    write: bool,
+    ordered: bool,
+) -> R<u64> {
+    let (path, n) = access_of(g, fh, count, datatype, write)?;
+    if ordered {
+        ordered_start(g, fh, &path, n)
+    } else {
+        update(&path, |p| Ok(p + n))
+    }
+}
+
 /// Defines the shared-pointer reads and writes; `$ordered`: collective, in rank order.
 macro_rules! shared_calls {
     ($($(#[$doc:meta])* $name:ident / $pname:ident => $f:ident, $buf:ty, $write:expr, $ordered:expr;)*) => {$(
@@ -170,12 +190,7 @@ macro_rules! shared_calls {
                 status: *mut MPI_Status
             ) {
                 file_call(fh, |g| {
-                    let (path, n) = access_of(g, fh, count, datatype, $write)?;
-                    let start = if $ordered {
-                        ordered_start(g, fh, &path, n)?
-                    } else {
-                        update(&path, |p| Ok(p + n))?
-                    };
+                    let start = shared_start(g, fh, count, datatype, $write, $ordered)?;
                     // SAFETY: MPI's contract for the buffer and the status.
                     unsafe {
                         let got = $f(g, fh, At::Shared(start), buf, count, datatype)?;
@@ -197,6 +212,40 @@ shared_calls! {
     MPI_File_read_ordered / PMPI_File_read_ordered => read, *mut c_void, false, true;
     /// `MPI_File_write_ordered`: collective; the members' parts in rank order.
     MPI_File_write_ordered / PMPI_File_write_ordered => write, *const c_void, true, true;
+}
+
+/// Defines the non-blocking shared-pointer reads and writes.
+macro_rules! ishared_calls {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident => $f:ident, $buf:ty, $write:expr;)*) => {$(
+        crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                fh: Handle,
+                buf: $buf,
+                count: c_int,
+                datatype: Handle,
+                request: *mut Handle
+            ) {
+                file_call(fh, |g| {
+                    // SAFETY: MPI's contract: `request` is valid for a write.
+                    let slot = unsafe { crate::util::new_request_out(request) }?;
+                    let start = shared_start(g, fh, count, datatype, $write, false)?;
+                    // SAFETY: MPI's contract for the buffer.
+                    let got = unsafe { $f(g, fh, At::Shared(start), buf, count, datatype) }?;
+                    crate::file_io::complete(g, slot, got)
+                })
+            }
+        }
+    )*};
+}
+
+ishared_calls! {
+    /// `MPI_File_iread_shared`: read at the call, at the shared pointer; the request
+    /// is complete.
+    MPI_File_iread_shared / PMPI_File_iread_shared => read, *mut c_void, false;
+    /// `MPI_File_iwrite_shared`: written at the call, at the shared pointer; the
+    /// request is complete.
+    MPI_File_iwrite_shared / PMPI_File_iwrite_shared => write, *const c_void, true;
 }
 
 crate::mpi_fn! {

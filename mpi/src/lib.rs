@@ -65,6 +65,7 @@ mod error;
 mod file;
 mod file_io;
 mod file_shared;
+mod file_split;
 mod file_view;
 mod fint;
 mod graph;

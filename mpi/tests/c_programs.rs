@@ -1360,6 +1360,14 @@ fn a_truncated_receive_reports_its_source_and_tag() {
 }
 
 #[test]
+fn mpi_io_split_collectives_shared_requests_and_atomic_mode() {
+    for np in ["1", "2", "3"] {
+        every_rank_prints("file_split", np, "", &[], "FILE SPLIT OK");
+    }
+    every_rank_prints("file_split", "2", "", TCP, "FILE SPLIT OK");
+}
+
+#[test]
 fn mpi_io_opens_views_reads_and_writes_posix_files() {
     for np in ["1", "2", "4"] {
         every_rank_prints("file_io", np, "", &[], "FILE IO OK");
