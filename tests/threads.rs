@@ -134,7 +134,8 @@ fn kill(n: u32, env: &[(&str, &str)], sizes: &str) {
             if line.contains("SHRUNK") {
                 assert!(
                     line.ends_with(&format!("SHRUNK {}", n - 1)),
-                    "{what}: {line}"
+                    "{what}: {line}\n{}",
+                    job.context()
                 );
             }
         }

@@ -126,6 +126,7 @@ unsafe fn ask(
     argv: *const *const c_char,
     maxprocs: c_int,
     path: Option<&str>,
+    wdir: Option<&str>,
 ) -> Result<(u32, Option<SpawnCommand>), String> {
     let count = u32::try_from(maxprocs).map_err(|_| format!("maxprocs {maxprocs}"))?;
     if command.is_null() {
@@ -136,10 +137,28 @@ unsafe fn ask(
     let program = resolve(given, path)?;
     // SAFETY: the caller's contract.
     let args = unsafe { read_argv(argv) }?;
-    Ok((
-        count,
-        Some(SpawnCommand::new(program).arg0(given).args(args)),
-    ))
+    let mut c = SpawnCommand::new(program).arg0(given).args(args);
+    if let Some(dir) = wdir {
+        c = c.current_dir(working_dir(dir)?);
+    }
+    Ok((count, Some(c)))
+}
+
+/// The `wdir` info key's directory: a relative one taken from the root's working
+/// directory (the launcher's may differ); it must be a directory now.
+fn working_dir(dir: &str) -> Result<std::path::PathBuf, String> {
+    let p = std::path::Path::new(dir);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| format!("wdir {dir}: the working directory: {e}"))?
+            .join(p)
+    };
+    if !p.is_dir() {
+        return Err(format!("wdir {}: not a directory", p.display()));
+    }
+    Ok(p)
 }
 
 /// Writes `codes` to the caller's array of `room` codes (none when it is null).
@@ -239,10 +258,18 @@ crate::mpi_fn! {
     ) {
         spawn_over(comm, root, intercomm, array_of_errcodes, maxprocs, |lib| {
             let path = info_value(lib, info, "path");
+            let wdir = info_value(lib, info, "wdir");
             // SAFETY: MPI's contract: at the root, `command` is a C string and `argv`
             // null or a null-terminated array of C strings.
-            let (n, c) =
-                unsafe { ask(command, argv.cast_const().cast(), maxprocs, path.as_deref()) }?;
+            let (n, c) = unsafe {
+                ask(
+                    command,
+                    argv.cast_const().cast(),
+                    maxprocs,
+                    path.as_deref(),
+                    wdir.as_deref(),
+                )
+            }?;
             Ok(vec![(n, c)])
         })
     }
@@ -285,14 +312,17 @@ unsafe fn ask_multiple(
                 // SAFETY: as above.
                 unsafe { *argvs.add(i) }
             };
-            let path = if infos.is_null() {
-                None
-            } else {
-                // SAFETY: as above.
-                info_value(lib, unsafe { *infos.add(i) }, "path")
+            let key = |k: &str| {
+                if infos.is_null() {
+                    None
+                } else {
+                    // SAFETY: as above.
+                    info_value(lib, unsafe { *infos.add(i) }, k)
+                }
             };
+            let (path, wdir) = (key("path"), key("wdir"));
             // SAFETY: the caller's contract: a C string and an argv.
-            unsafe { ask(command, argv, n, path.as_deref()) }
+            unsafe { ask(command, argv, n, path.as_deref(), wdir.as_deref()) }
                 .map_err(|why| format!("command {i}: {why}"))
         })
         .collect()
@@ -422,11 +452,23 @@ mod tests {
         assert_eq!(got, Ok(vec!["one".into(), "two words".into()]));
         let given = c"sh";
         // SAFETY: a C string and the null-terminated argv.
-        let (n, c) = unsafe { ask(given.as_ptr(), argv.as_ptr(), 3, None) }.expect("sh found");
+        let (n, c) =
+            unsafe { ask(given.as_ptr(), argv.as_ptr(), 3, None, None) }.expect("sh found");
         let c = c.expect("a command");
         assert_eq!((n, c.argv0(), c.get_args().len()), (3, OsStr::new("sh"), 2));
+        assert_eq!(c.get_current_dir(), None);
         // SAFETY: as above.
-        assert!(unsafe { ask(given.as_ptr(), argv.as_ptr(), -1, None) }.is_err());
+        assert!(unsafe { ask(given.as_ptr(), argv.as_ptr(), -1, None, None) }.is_err());
+        // SAFETY: as above.
+        let (_, c) =
+            unsafe { ask(given.as_ptr(), argv.as_ptr(), 1, None, Some("/")) }.expect("sh found");
+        assert_eq!(
+            c.expect("a command").get_current_dir(),
+            Some(OsStr::new("/"))
+        );
+        // SAFETY: as above.
+        let missing = unsafe { ask(given.as_ptr(), argv.as_ptr(), 1, None, Some("/no-such-dir")) };
+        assert!(missing.is_err_and(|why| why.contains("not a directory")));
     }
 
     #[test]

@@ -720,6 +720,13 @@ fn spawn_finds_a_command_in_the_path_info_key() {
 }
 
 #[test]
+fn spawned_children_start_in_the_wdir_info_key() {
+    // Each child checks its directory and tells the parent, which checks the answers.
+    let m = vec!["rank 0: WDIR PARENT OK".to_string()];
+    dynamic("spawn_found", &["-np", "1", "--universe", "4"], "wdir", &m);
+}
+
+#[test]
 fn two_halves_of_a_world_meet_through_a_published_port() {
     let m: Vec<String> = (0..4)
         .map(|r| format!("rank {r}: PORTS HALVES OK"))

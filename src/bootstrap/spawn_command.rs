@@ -1,5 +1,6 @@
 //! The command a spawn starts in a spare slot (`docs/spawn.md`, "The command"): a
-//! program, the `argv[0]` it sees and its arguments. The spawning root puts it under
+//! program, the `argv[0]` it sees, its arguments and, optionally, the directory it
+//! starts in (`MPI_Comm_spawn`'s `wdir` info key). The spawning root puts it under
 //! its own [`SPAWN_COMMAND_KEY`] before it asks the launcher to start a slot; the
 //! launcher's store keeps it for the slot, so every later incarnation of the slot (a
 //! restart in place) runs it again.
@@ -14,6 +15,8 @@ pub const SPAWN_COMMAND_KEY: &str = "sf.spawn-command";
 
 /// Most words (program, `argv[0]` and arguments) a command may have.
 const MAX_WORDS: usize = 4096;
+/// Bit 31 of the encoded word count: the last word is the working directory.
+const WITH_DIR: u32 = 1 << 31;
 
 /// What a spawn starts instead of the job's own program and arguments.
 ///
@@ -30,6 +33,7 @@ pub struct SpawnCommand {
     program: OsString,
     argv0: OsString,
     args: Vec<OsString>,
+    dir: Option<OsString>,
 }
 
 impl SpawnCommand {
@@ -42,7 +46,20 @@ impl SpawnCommand {
             argv0: program.clone(),
             program,
             args: Vec::new(),
+            dir: None,
         }
+    }
+
+    /// Starts the process in directory `dir` (best absolute: a relative one is taken
+    /// from the launcher's working directory) instead of the launcher's own.
+    pub fn current_dir(mut self, dir: impl Into<OsString>) -> SpawnCommand {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// The directory the process starts in, when not the launcher's.
+    pub fn get_current_dir(&self) -> Option<&OsStr> {
+        self.dir.as_deref()
     }
 
     /// The `argv[0]` the process sees (`MPI_Comm_spawn`: the command as given). A
@@ -78,10 +95,16 @@ impl SpawnCommand {
     }
 
     /// The bytes put under [`SPAWN_COMMAND_KEY`]: a count, then each word (program,
-    /// `argv[0]`, arguments) as a length and its bytes, little endian.
+    /// `argv[0]`, arguments, then the directory if any, flagged by bit 31 of the
+    /// count) as a length and its bytes, little endian.
     pub fn encode(&self) -> Vec<u8> {
-        let words = [&self.program, &self.argv0].into_iter().chain(&self.args);
-        let mut b = ((2 + self.args.len()) as u32).to_le_bytes().to_vec();
+        let words = [&self.program, &self.argv0]
+            .into_iter()
+            .chain(&self.args)
+            .chain(&self.dir);
+        let flag = if self.dir.is_some() { WITH_DIR } else { 0 };
+        let n = (2 + self.args.len() + usize::from(self.dir.is_some())) as u32;
+        let mut b = (n | flag).to_le_bytes().to_vec();
         for w in words {
             let w = w.as_bytes();
             b.extend_from_slice(&(w.len() as u32).to_le_bytes());
@@ -96,8 +119,10 @@ impl SpawnCommand {
         let word = |at: usize| -> Option<usize> {
             Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize)
         };
-        let n = word(0)?;
-        if !(2..=MAX_WORDS).contains(&n) {
+        let count = word(0)? as u32;
+        let with_dir = count & WITH_DIR != 0;
+        let n = (count & !WITH_DIR) as usize;
+        if !(2 + usize::from(with_dir)..=MAX_WORDS).contains(&n) {
             return None;
         }
         let mut at = 4;
@@ -111,6 +136,10 @@ impl SpawnCommand {
         if at != b.len() || words[0].is_empty() {
             return None;
         }
+        let dir = if with_dir { words.pop() } else { None };
+        if dir.as_ref().is_some_and(|d| d.is_empty()) {
+            return None;
+        }
         let args = words.split_off(2);
         let argv0 = words.pop()?;
         let program = words.pop()?;
@@ -118,6 +147,7 @@ impl SpawnCommand {
             program,
             argv0,
             args,
+            dir,
         })
     }
 }
@@ -125,6 +155,10 @@ impl SpawnCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bare_bytes(program: &str) -> Vec<u8> {
+        SpawnCommand::new(program).encode()
+    }
 
     #[test]
     fn a_command_round_trips_and_bad_bytes_are_refused() {
@@ -141,6 +175,16 @@ mod tests {
         assert_eq!(SpawnCommand::decode(&SpawnCommand::new("").encode()), None);
         let bare = SpawnCommand::new("w");
         assert_eq!(SpawnCommand::decode(&bare.encode()), Some(bare));
+        let placed = SpawnCommand::new("w").args(["x"]).current_dir("/tmp/d");
+        assert_eq!(SpawnCommand::decode(&placed.encode()), Some(placed.clone()));
+        assert_eq!(placed.get_current_dir(), Some(OsStr::new("/tmp/d")));
+        assert_eq!(placed.get_args().len(), 1);
+        // The flag with only two words (no room for a directory), and an empty one.
+        let mut flagged = bare_bytes("w");
+        flagged[3] |= 0x80;
+        assert_eq!(SpawnCommand::decode(&flagged), None);
+        let empty_dir = SpawnCommand::new("w").current_dir("");
+        assert_eq!(SpawnCommand::decode(&empty_dir.encode()), None);
         // A length that runs past the end, and one that would overflow.
         assert_eq!(SpawnCommand::decode(&[2, 0, 0, 0, 9, 0, 0, 0, 1]), None);
         assert_eq!(

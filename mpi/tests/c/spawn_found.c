@@ -14,10 +14,19 @@
  * naming a missing directory and then this program's directory, one child starts
  * (argv[0] the name as given); MPI_Comm_spawn_multiple of the name twice with that
  * info for each command starts 2; a `path` without the program is MPI_ERR_SPAWN.
- * Before: MPI_ERR_SPAWN for every one (`info` was ignored). */
+ * Before: MPI_ERR_SPAWN for every one (`info` was ignored).
+ *
+ * `wdir` (`-n 1 --universe 4`, as MPICH's spawninfo1): the program spawns itself with
+ * the info key `wdir` naming a fresh directory, given absolute and then relative to
+ * the parent's working directory; each child reports whether its working directory
+ * is that one. A `wdir` that is no directory is MPI_ERR_SPAWN. Before: the children
+ * started in the launcher's directory (the key was ignored). */
+#define _DEFAULT_SOURCE /* realpath, mkdtemp */
 #include <mpi.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -119,6 +128,47 @@ static void path(char *name) {
     printf("rank %d: PATH PARENT OK\n", me);
 }
 
+/* A `wdir` child: is its working directory `want` (its realpath)? */
+static void wdir_child(MPI_Comm parent, const char *want) {
+    char here[PATH_MAX], there[PATH_MAX];
+    int ok = getcwd(here, sizeof here) != NULL && realpath(want, there) != NULL &&
+             strcmp(here, there) == 0;
+    OK(MPI_Send(&ok, 1, MPI_INT, 0, 3, parent));
+    OK(MPI_Comm_disconnect(&parent));
+    printf("child %d: WDIR CHILD OK\n", me);
+}
+
+static void wdir(const char *prog) {
+    char exe[PATH_MAX], dir[PATH_MAX];
+    CHECK(realpath(prog, exe) != NULL);
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/sf-wdir-XXXXXX", t && *t ? t : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "wdir", dir));
+    /* The child is told the directory's absolute name to compare with. */
+    char *args[] = {"wdir", dir, NULL};
+    MPI_Comm inter = MPI_COMM_NULL;
+    OK(MPI_Comm_spawn(exe, args, 1, info, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE));
+    spawned_ok(inter, 1);
+    /* Relative to the parent's working directory: its parent directory, then the name. */
+    char parent_dir[PATH_MAX], base[PATH_MAX];
+    snprintf(parent_dir, sizeof parent_dir, "%s", dir);
+    snprintf(base, sizeof base, "%s", dir);
+    CHECK(chdir(dirname(parent_dir)) == 0);
+    OK(MPI_Info_set(info, "wdir", basename(base)));
+    OK(MPI_Comm_spawn(exe, args, 1, info, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE));
+    spawned_ok(inter, 1);
+    OK(MPI_Info_set(info, "wdir", "/no-such-steadfast-dir"));
+    CHECK(MPI_Comm_spawn(exe, args, 1, info, 0, MPI_COMM_WORLD, &inter,
+                         MPI_ERRCODES_IGNORE) == MPI_ERR_SPAWN);
+    OK(MPI_Info_free(&info));
+    CHECK(rmdir(dir) == 0);
+    printf("rank %d: WDIR PARENT OK\n", me);
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
@@ -133,8 +183,13 @@ int main(int argc, char **argv) {
             path_child(parent, argv[0], name);
         else
             path(name);
+    } else if (strcmp(mode, "wdir") == 0) {
+        if (parent != MPI_COMM_NULL)
+            wdir_child(parent, argc > 2 ? argv[2] : "");
+        else
+            wdir(argv[0]);
     } else {
-        CHECK(!"a mode: peer or path");
+        CHECK(!"a mode: peer, path or wdir");
     }
     OK(MPI_Finalize());
     return 0;

@@ -385,7 +385,12 @@ fn rank_command(
             let prog: Vec<&OsStr> = std::iter::once(c.program())
                 .chain(c.get_args().iter().map(OsString::as_os_str))
                 .collect();
-            s.command(rank, &prog)
+            let mut cmd = s.command(rank, &prog);
+            // srun starts its tasks in its own working directory.
+            if let Some(dir) = c.get_current_dir() {
+                cmd.current_dir(dir);
+            }
+            cmd
         }
         (None, None) => {
             let mut cmd = Command::new(&o.prog[0]);
@@ -395,6 +400,9 @@ fn rank_command(
         (None, Some(c)) => {
             let mut cmd = Command::new(c.program());
             cmd.arg0(c.argv0()).args(c.get_args());
+            if let Some(dir) = c.get_current_dir() {
+                cmd.current_dir(dir);
+            }
             cmd
         }
     };
