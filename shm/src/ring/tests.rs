@@ -433,7 +433,7 @@ fn a_run_refuses_a_packed_cell_and_garbage_marks_are_corruption() {
 #[test]
 fn partial_words_are_the_bytes_zero_padded() {
     for n in 1..8 {
-        let bytes: Vec<u8> = (0..n as u8).map(|b| 0xa1 + b * 17).collect();
+        let bytes: Vec<u8> = (0..n as u8).map(|b| 0xa1u8.wrapping_add(b * 17)).collect();
         let mut padded = [0u8; 8];
         padded[..n].copy_from_slice(&bytes);
         assert_eq!(
