@@ -340,6 +340,13 @@ impl<'a> Producer<'a> {
     #[inline]
     pub fn try_push(&mut self, fill: impl FnOnce(&Cell)) -> bool {
         self.close_packed();
+        self.push_cell(fill, 0)
+    }
+
+    /// Fills the next free cell with `fill` and publishes it with its stamp ORed with
+    /// `flag` (0, or `PACKED`); `false` when the ring is full (nothing was written).
+    #[inline]
+    fn push_cell(&mut self, fill: impl FnOnce(&Cell), flag: u64) -> bool {
         let capacity = self.mask + 1;
         if self.head.wrapping_sub(self.cached_tail) >= capacity {
             // ORDERING: Acquire; pairs with the Release store of `tail` in `try_pop`:
@@ -354,7 +361,7 @@ impl<'a> Producer<'a> {
         self.head = self.head.wrapping_add(1);
         // ORDERING: Release; pairs with the Acquire load of the stamp in `try_pop`,
         // publishing the cell's words written above.
-        cell.words[0].store(self.head, Ordering::Release);
+        cell.words[0].store(self.head | flag, Ordering::Release);
         // ORDERING: Relaxed; `head` is read only to resume a ring (after a rendezvous
         // through the segment that orders it), never to find a message.
         self.header.head.store(self.head, Ordering::Relaxed);

@@ -72,25 +72,19 @@ impl Producer<'_> {
             cell.words[slot * SLOT_WORDS].store(slot_mark(pos, slot, false), Ordering::Release);
             return true;
         }
-        let capacity = self.mask + 1;
-        if self.head.wrapping_sub(self.cached_tail) >= capacity {
-            // ORDERING: Acquire, as in `try_push`.
-            self.cached_tail = self.header.tail.load(Ordering::Acquire);
-            if self.head.wrapping_sub(self.cached_tail) >= capacity {
-                return false;
-            }
+        let opened = self.push_cell(
+            |cell| {
+                fill(cell, 0);
+                // ORDERING: Relaxed; published by the Release store of the cell's
+                // stamp in `push_cell`.
+                cell.words[SLOT_WORDS].store(0, Ordering::Relaxed);
+            },
+            PACKED,
+        );
+        if opened {
+            self.open = 1;
         }
-        let cell = &self.cells[(self.head & self.mask) as usize];
-        fill(cell, 0);
-        // ORDERING: Relaxed; published by the Release store of the stamp below.
-        cell.words[SLOT_WORDS].store(0, Ordering::Relaxed);
-        self.head = self.head.wrapping_add(1);
-        // ORDERING: Release; pairs with the Acquire load of the stamp in `ready_at`.
-        cell.words[0].store(self.head | PACKED, Ordering::Release);
-        // ORDERING: Relaxed, as in `try_push`.
-        self.header.head.store(self.head, Ordering::Relaxed);
-        self.open = 1;
-        true
+        opened
     }
 }
 
