@@ -1191,6 +1191,15 @@ int MPI_File_get_atomicity(MPI_File fh, int *flag);
 int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence);
 int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset);
 
+/* ---- Large counts (MPI 4.1 _c forms): point to point, RMA, datatype queries ---- */
+/* ---- (end of the point-to-point, RMA and datatype-query large counts) ---- */
+
+/* ---- Large counts (MPI 4.1 _c forms): collectives ---- */
+/* ---- (end of the collective large counts) ---- */
+
+/* ---- Large counts (MPI 4.1 _c forms): datatype constructors, files, operations ---- */
+/* ---- (end of the constructor, file and operation large counts) ---- */
+
 /* The profiling interface: every function above also exists as PMPI_* (same
  * arguments); a tool defines MPI_* and calls PMPI_*. */
 int PMPI_Init(int *argc, char ***argv);

@@ -1381,3 +1381,31 @@ fn mpi_io_opens_views_reads_and_writes_posix_files() {
     }
     every_rank_prints("file_io", "2", "", TCP, "FILE IO OK");
 }
+
+#[test]
+fn large_count_point_to_point_rma_and_datatype_queries() {
+    for np in ["2", "3"] {
+        every_rank_prints("large_count_p2p", np, "", &[], "LARGE P2P OK");
+    }
+    every_rank_prints("large_count_p2p", "2", "", TCP, "LARGE P2P OK");
+}
+
+// (the large-count tests stand apart: each group's C program is its own)
+
+#[test]
+fn large_count_collectives() {
+    for np in ["1", "2", "3"] {
+        every_rank_prints("large_count_coll", np, "", &[], "LARGE COLL OK");
+    }
+    every_rank_prints("large_count_coll", "3", "", TCP, "LARGE COLL OK");
+}
+
+// (the large-count tests stand apart: each group's C program is its own)
+
+#[test]
+fn large_count_datatypes_files_and_operations() {
+    for np in ["1", "2"] {
+        every_rank_prints("large_count_types", np, "", &[], "LARGE TYPES OK");
+    }
+    every_rank_prints("large_count_types", "2", "", TCP, "LARGE TYPES OK");
+}

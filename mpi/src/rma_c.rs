@@ -1,0 +1,1 @@
+//! Large-count (`_c`) forms: to be filled.
