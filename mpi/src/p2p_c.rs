@@ -1,1 +1,343 @@
-//! Large-count (`_c`) forms: to be filled.
+//! Large-count (`_c`) forms of point to point (MPI 4.1, 3.2-3.9): the blocking,
+//! non-blocking and persistent sends and receives, `MPI_Sendrecv_c` and its replace,
+//! non-blocking and matched-probe kin. Each narrows its `MPI_Count`s (`count_c`) and
+//! calls the `int` form's `PMPI_` symbol; a count beyond the `int` range is refused with
+//! `MPI_ERR_COUNT` on the communicator's error handler before anything is sent or
+//! posted. None of the `int` forms keeps a pointer to a count (they are passed by value)
+//! and none of these functions takes a count array, so nothing narrowed needs to outlive
+//! the call. Also the refusal helpers the RMA and datatype `_c` files share.
+
+use std::ffi::{c_int, c_void};
+
+use crate::consts::*;
+use crate::count_c::{narrow, MpiCount};
+use crate::error::{Fail, R};
+use crate::request::MPI_Status;
+use crate::state::{call, NO_OBJECT};
+
+/// Narrows each `(value, what)` to an `int` (`count_c::narrow`), in order.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` for the first value outside the `int` range.
+pub(crate) fn counts<const N: usize>(values: [(MpiCount, &str); N]) -> R<[c_int; N]> {
+    let mut ints = [0; N];
+    for (slot, (v, what)) in ints.iter_mut().zip(values) {
+        *slot = narrow(v, what)?;
+    }
+    Ok(ints)
+}
+
+/// Raises `fail` on `comm` (its error handler, or the no-object one for
+/// [`NO_OBJECT`]) and returns the code, as the `int` form would for a bad argument.
+#[cold]
+pub(crate) fn refuse(comm: Handle, fail: Fail) -> c_int {
+    call(comm, |_| Err(fail))
+}
+
+/// [`refuse`] for a call that makes a request: `*request` is first set to
+/// `MPI_REQUEST_NULL` (when `request` is not null), as the `int` forms do before they
+/// fail, so that no stale handle is left behind.
+#[cold]
+pub(crate) fn refuse_request(comm: Handle, request: *mut Handle, fail: Fail) -> c_int {
+    // SAFETY: MPI's contract: `request` is null or valid for a write.
+    if let Some(slot) = unsafe { request.as_mut() } {
+        *slot = MPI_REQUEST_NULL;
+    }
+    refuse(comm, fail)
+}
+
+/// A blocking send's `_c` form over its `int` form.
+macro_rules! send_c {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $int:path) => {
+        crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: MpiCount,
+                datatype: Handle,
+                dest: c_int,
+                tag: c_int,
+                comm: Handle
+            ) {
+                match narrow(count, "count") {
+                    // SAFETY: this function's contract, which is the `int` form's with
+                    // the count narrowed.
+                    Ok(count) => unsafe { $int(buf, count, datatype, dest, tag, comm) },
+                    Err(f) => refuse(comm, f),
+                }
+            }
+        }
+    };
+}
+
+/// A `_c` form of a call that makes a request from one buffer (non-blocking sends and
+/// receives, persistent inits) over its `int` form; `$buf` is the buffer's type.
+macro_rules! request_c {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $int:path, $buf:ty) => {
+        crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: $buf,
+                count: MpiCount,
+                datatype: Handle,
+                peer: c_int,
+                tag: c_int,
+                comm: Handle,
+                request: *mut Handle
+            ) {
+                match narrow(count, "count") {
+                    // SAFETY: this function's contract, which is the `int` form's with
+                    // the count narrowed (passed by value: the request keeps no pointer
+                    // to it).
+                    Ok(count) => unsafe { $int(buf, count, datatype, peer, tag, comm, request) },
+                    Err(f) => refuse_request(comm, request, f),
+                }
+            }
+        }
+    };
+}
+
+send_c!(
+    /// `MPI_Send_c`: `MPI_Send` with an `MPI_Count` count.
+    MPI_Send_c / PMPI_Send_c => crate::p2p::PMPI_Send
+);
+send_c!(
+    /// `MPI_Bsend_c`: `MPI_Bsend` with an `MPI_Count` count.
+    MPI_Bsend_c / PMPI_Bsend_c => crate::bsend::PMPI_Bsend
+);
+send_c!(
+    /// `MPI_Ssend_c`: `MPI_Ssend` with an `MPI_Count` count.
+    MPI_Ssend_c / PMPI_Ssend_c => crate::p2p::PMPI_Ssend
+);
+send_c!(
+    /// `MPI_Rsend_c`: `MPI_Rsend` with an `MPI_Count` count.
+    MPI_Rsend_c / PMPI_Rsend_c => crate::p2p::PMPI_Rsend
+);
+
+request_c!(
+    /// `MPI_Isend_c`: `MPI_Isend` with an `MPI_Count` count.
+    MPI_Isend_c / PMPI_Isend_c => crate::p2p::PMPI_Isend, *const c_void
+);
+request_c!(
+    /// `MPI_Ibsend_c`: `MPI_Ibsend` with an `MPI_Count` count.
+    MPI_Ibsend_c / PMPI_Ibsend_c => crate::bsend::PMPI_Ibsend, *const c_void
+);
+request_c!(
+    /// `MPI_Issend_c`: `MPI_Issend` with an `MPI_Count` count.
+    MPI_Issend_c / PMPI_Issend_c => crate::p2p::PMPI_Issend, *const c_void
+);
+request_c!(
+    /// `MPI_Irsend_c`: `MPI_Irsend` with an `MPI_Count` count.
+    MPI_Irsend_c / PMPI_Irsend_c => crate::p2p::PMPI_Irsend, *const c_void
+);
+request_c!(
+    /// `MPI_Irecv_c`: `MPI_Irecv` with an `MPI_Count` count.
+    MPI_Irecv_c / PMPI_Irecv_c => crate::p2p::PMPI_Irecv, *mut c_void
+);
+request_c!(
+    /// `MPI_Send_init_c`: `MPI_Send_init` with an `MPI_Count` count.
+    MPI_Send_init_c / PMPI_Send_init_c => crate::persistent::PMPI_Send_init, *const c_void
+);
+request_c!(
+    /// `MPI_Bsend_init_c`: `MPI_Bsend_init` with an `MPI_Count` count.
+    MPI_Bsend_init_c / PMPI_Bsend_init_c => crate::bsend::PMPI_Bsend_init, *const c_void
+);
+request_c!(
+    /// `MPI_Ssend_init_c`: `MPI_Ssend_init` with an `MPI_Count` count.
+    MPI_Ssend_init_c / PMPI_Ssend_init_c => crate::persistent::PMPI_Ssend_init, *const c_void
+);
+request_c!(
+    /// `MPI_Rsend_init_c`: `MPI_Rsend_init` with an `MPI_Count` count.
+    MPI_Rsend_init_c / PMPI_Rsend_init_c => crate::persistent::PMPI_Rsend_init, *const c_void
+);
+request_c!(
+    /// `MPI_Recv_init_c`: `MPI_Recv_init` with an `MPI_Count` count.
+    MPI_Recv_init_c / PMPI_Recv_init_c => crate::persistent::PMPI_Recv_init, *mut c_void
+);
+
+crate::mpi_fn! {
+    /// `MPI_Recv_c`: `MPI_Recv` with an `MPI_Count` count (the status's byte count is
+    /// 64-bit already: `MPI_Get_count_c` reads it whole).
+    fn MPI_Recv_c / PMPI_Recv_c(
+        buf: *mut c_void,
+        count: MpiCount,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        status: *mut MPI_Status
+    ) {
+        match narrow(count, "count") {
+            // SAFETY: this function's contract, `MPI_Recv`'s with the count narrowed.
+            Ok(count) => unsafe {
+                crate::p2p::PMPI_Recv(buf, count, datatype, source, tag, comm, status)
+            },
+            Err(f) => refuse(comm, f),
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Sendrecv_c`: `MPI_Sendrecv` with `MPI_Count` counts.
+    fn MPI_Sendrecv_c / PMPI_Sendrecv_c(
+        sendbuf: *const c_void,
+        sendcount: MpiCount,
+        sendtype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: MpiCount,
+        recvtype: Handle,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        status: *mut MPI_Status
+    ) {
+        match counts([(sendcount, "sendcount"), (recvcount, "recvcount")]) {
+            // SAFETY: this function's contract, `MPI_Sendrecv`'s with the counts
+            // narrowed.
+            Ok([sc, rc]) => unsafe {
+                crate::sendrecv::PMPI_Sendrecv(
+                    sendbuf, sc, sendtype, dest, sendtag, recvbuf, rc, recvtype, source,
+                    recvtag, comm, status,
+                )
+            },
+            Err(f) => refuse(comm, f),
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Sendrecv_replace_c`: `MPI_Sendrecv_replace` with an `MPI_Count` count.
+    fn MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(
+        buf: *mut c_void,
+        count: MpiCount,
+        datatype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        status: *mut MPI_Status
+    ) {
+        match narrow(count, "count") {
+            // SAFETY: this function's contract, `MPI_Sendrecv_replace`'s with the count
+            // narrowed.
+            Ok(count) => unsafe {
+                crate::sendrecv::PMPI_Sendrecv_replace(
+                    buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+                )
+            },
+            Err(f) => refuse(comm, f),
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Isendrecv_c`: `MPI_Isendrecv` with `MPI_Count` counts.
+    fn MPI_Isendrecv_c / PMPI_Isendrecv_c(
+        sendbuf: *const c_void,
+        sendcount: MpiCount,
+        sendtype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: MpiCount,
+        recvtype: Handle,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        match counts([(sendcount, "sendcount"), (recvcount, "recvcount")]) {
+            // SAFETY: this function's contract, `MPI_Isendrecv`'s with the counts
+            // narrowed (by value: the request keeps no pointer to them).
+            Ok([sc, rc]) => unsafe {
+                crate::isendrecv::PMPI_Isendrecv(
+                    sendbuf, sc, sendtype, dest, sendtag, recvbuf, rc, recvtype, source,
+                    recvtag, comm, request,
+                )
+            },
+            Err(f) => refuse_request(comm, request, f),
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Isendrecv_replace_c`: `MPI_Isendrecv_replace` with an `MPI_Count` count.
+    fn MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c(
+        buf: *mut c_void,
+        count: MpiCount,
+        datatype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        match narrow(count, "count") {
+            // SAFETY: this function's contract, `MPI_Isendrecv_replace`'s with the count
+            // narrowed.
+            Ok(count) => unsafe {
+                crate::isendrecv::PMPI_Isendrecv_replace(
+                    buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+                )
+            },
+            Err(f) => refuse_request(comm, request, f),
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Mrecv_c`: `MPI_Mrecv` with an `MPI_Count` count. A refused count leaves the
+    /// message where it is (still receivable), raised where `MPI_Mrecv` raises its
+    /// argument errors.
+    fn MPI_Mrecv_c / PMPI_Mrecv_c(
+        buf: *mut c_void,
+        count: MpiCount,
+        datatype: Handle,
+        message: *mut Handle,
+        status: *mut MPI_Status
+    ) {
+        match narrow(count, "count") {
+            // SAFETY: this function's contract, `MPI_Mrecv`'s with the count narrowed.
+            Ok(count) => unsafe { crate::mprobe::PMPI_Mrecv(buf, count, datatype, message, status) },
+            Err(f) => refuse(NO_OBJECT, f),
+        }
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Imrecv_c`: `MPI_Imrecv` with an `MPI_Count` count.
+    fn MPI_Imrecv_c / PMPI_Imrecv_c(
+        buf: *mut c_void,
+        count: MpiCount,
+        datatype: Handle,
+        message: *mut Handle,
+        request: *mut Handle
+    ) {
+        match narrow(count, "count") {
+            // SAFETY: this function's contract, `MPI_Imrecv`'s with the count narrowed.
+            Ok(count) => unsafe { crate::mprobe::PMPI_Imrecv(buf, count, datatype, message, request) },
+            Err(f) => refuse_request(NO_OBJECT, request, f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_narrow_in_order_and_name_the_first_refused() {
+        assert_eq!(
+            counts([(3, "sendcount"), (4, "recvcount")]).unwrap(),
+            [3, 4]
+        );
+        let big = MpiCount::from(c_int::MAX) + 1;
+        let f = counts([(1, "sendcount"), (big, "recvcount")]).unwrap_err();
+        assert_eq!(f.class, MPI_ERR_COUNT);
+        assert!(f.message.contains("recvcount"), "{}", f.message);
+    }
+}
