@@ -143,13 +143,14 @@ const BASIC_SIZES: [u8; BASIC_SPAN] = {
     sizes
 };
 
-/// The bytes of `count` items of basic type `dt`: `None` when `dt` is not a basic type
-/// or `count` is negative (the callers' general path then decides, and reports).
+/// The bytes of `count` items of basic type `dt`: `None` when `dt` is not a basic type,
+/// `count` is negative or the length overflows (the callers' general path then decides,
+/// and reports). `count` is an `int` or a large-count call's `MPI_Count`.
 #[inline(always)]
-pub(crate) fn basic_bytes(count: c_int, dt: Handle) -> Option<usize> {
+pub(crate) fn basic_bytes(count: impl Into<i64>, dt: Handle) -> Option<usize> {
     let size = *BASIC_SIZES.get(dt.wrapping_sub(BASIC_FIRST))?;
-    let n = usize::try_from(count).ok()?;
-    // Never overflows on 64 bits (a `c_int` times at most 255), so free there.
+    let n = usize::try_from(count.into()).ok()?;
+    // Never overflows for an `int` count on 64 bits (times at most 255), so free there.
     let len = n.checked_mul(usize::from(size))?;
     (size != 0).then_some(len)
 }
@@ -158,7 +159,7 @@ impl Lib {
     /// The bytes of `count` items of `dt` (as [`Lib::byte_len`], the point-to-point
     /// calls' form: a basic type costs one table read).
     #[inline]
-    pub fn byte_count(&self, count: c_int, dt: Handle) -> R<usize> {
+    pub fn byte_count(&self, count: impl Into<i64> + Copy, dt: Handle) -> R<usize> {
         if let Some(len) = basic_bytes(count, dt) {
             return Ok(len);
         }
@@ -195,7 +196,7 @@ impl Lib {
 
     /// The byte length of `count` items of `dt`.
     #[inline]
-    pub fn byte_len(&self, count: c_int, dt: Handle) -> R<(usize, TypeEntry)> {
+    pub fn byte_len(&self, count: impl Into<i64>, dt: Handle) -> R<(usize, TypeEntry)> {
         let n = crate::util::count_arg(count)?;
         if n == 0 && dt == MPI_DATATYPE_NULL {
             // No items: the type is never looked at (as `Lib::buffer_of`).

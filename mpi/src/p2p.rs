@@ -50,7 +50,7 @@ pub(crate) enum Mode {
 pub(crate) fn send(
     g: &mut Guard,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: Handle,
     dest: c_int,
     tag: c_int,
@@ -288,7 +288,7 @@ pub(crate) fn recv_source(source: c_int, size: u32) -> R<Option<u32>> {
 pub(crate) fn recv(
     g: &mut Guard,
     buf: *mut c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: Handle,
     source: c_int,
     tag: c_int,
@@ -555,7 +555,7 @@ crate::mpi_fn! {
 pub(crate) fn isend(
     g: &mut Guard,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: Handle,
     dest: c_int,
     tag: c_int,
@@ -663,7 +663,7 @@ crate::mpi_fn! {
 pub(crate) fn irecv(
     g: &mut Guard,
     buf: *mut c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: Handle,
     source: c_int,
     tag: c_int,

@@ -498,7 +498,8 @@ impl Buffer {
 
 impl Lib {
     /// The buffer of `count` items of `dt` for a point-to-point call.
-    pub fn buffer_of(&self, count: c_int, dt: Handle) -> R<Buffer> {
+    pub fn buffer_of(&self, count: impl Into<i64>, dt: Handle) -> R<Buffer> {
+        let count: i64 = count.into();
         if let Some(len) = crate::datatype::basic_bytes(count, dt) {
             return Ok(Buffer::Contig(len));
         }

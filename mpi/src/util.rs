@@ -145,9 +145,10 @@ pub(crate) fn recv_tag_arg(t: c_int) -> R<Option<u32>> {
     }
 }
 
-/// A count.
+/// A count: an `int` one, or a large-count (`_c`) call's `MPI_Count`.
 #[inline]
-pub(crate) fn count_arg(c: c_int) -> R<usize> {
+pub(crate) fn count_arg(c: impl Into<i64>) -> R<usize> {
+    let c = c.into();
     usize::try_from(c).map_err(|_| Fail::new(MPI_ERR_COUNT, format!("negative count {c}")))
 }
 
