@@ -66,6 +66,7 @@ impl Narrowed {
     }
 
     /// The narrowed values (empty when the argument was null).
+    #[cfg(test)]
     pub(crate) fn values(&self) -> &[c_int] {
         self.ints.as_deref().unwrap_or(&[])
     }
@@ -126,9 +127,17 @@ mod tests {
         let f = narrow(i64::from(c_int::MAX) + 1, "count").unwrap_err();
         assert_eq!(f.class, MPI_ERR_COUNT);
         assert!(f.message.contains("count 2147483648"), "{}", f.message);
-        assert_eq!(narrow(i64::from(c_int::MIN) - 1, "stride").unwrap_err().class, MPI_ERR_COUNT);
+        assert_eq!(
+            narrow(i64::from(c_int::MIN) - 1, "stride")
+                .unwrap_err()
+                .class,
+            MPI_ERR_COUNT
+        );
         assert_eq!(narrow_aint(-7, "displacement").unwrap(), -7);
-        assert_eq!(narrow_aint(1 << 40, "displacement").unwrap_err().class, MPI_ERR_COUNT);
+        assert_eq!(
+            narrow_aint(1 << 40, "displacement").unwrap_err().class,
+            MPI_ERR_COUNT
+        );
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! Large-count (`_c`) forms of point to point (MPI 4.1, 3.2-3.9): the blocking,
 //! non-blocking and persistent sends and receives, `MPI_Sendrecv_c` and its replace,
-//! non-blocking and matched-probe kin. Each narrows its `MPI_Count`s (`count_c`) and
-//! calls the `int` form's `PMPI_` symbol; a count beyond the `int` range is refused with
-//! `MPI_ERR_COUNT` on the communicator's error handler before anything is sent or
-//! posted. None of the `int` forms keeps a pointer to a count (they are passed by value)
+//! non-blocking and matched-probe kin.
+//!
+//! `MPI_Send_c`, `Ssend_c`, `Rsend_c`, `Recv_c`, `Isend_c`, `Issend_c`, `Irsend_c` and
+//! `Irecv_c` take any count: one that fits in an `int` goes to the `int` form's
+//! `PMPI_` symbol (and its fast path), a larger one to the same general path with the
+//! count whole (`p2p::send`, `recv`, `isend`, `irecv` take an `MPI_Count`), so more than
+//! `INT_MAX` items move, of any datatype. The others narrow their `MPI_Count`s
+//! (`count_c`) and call the `int` form's `PMPI_` symbol; a count beyond the `int` range
+//! is refused with `MPI_ERR_COUNT` on the communicator's error handler before anything
+//! is sent or posted. None of the `int` forms keeps a pointer to a count (they are passed by value)
 //! and none of these functions takes a count array, so nothing narrowed needs to outlive
 //! the call. Also the refusal helpers the RMA and datatype `_c` files share.
 
@@ -11,6 +17,7 @@ use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
 use crate::count_c::{narrow, MpiCount};
+use crate::p2p::Mode;
 use crate::error::{Fail, R};
 use crate::request::MPI_Status;
 use crate::state::{call, NO_OBJECT};
@@ -46,7 +53,60 @@ pub(crate) fn refuse_request(comm: Handle, request: *mut Handle, fail: Fail) -> 
     refuse(comm, fail)
 }
 
-/// A blocking send's `_c` form over its `int` form.
+/// A blocking send's `_c` form taking any count: the `int` form when the count fits,
+/// else `p2p::send` in `$mode` with the count whole.
+macro_rules! wide_send_c {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $int:path, $mode:expr) => {
+        crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: MpiCount,
+                datatype: Handle,
+                dest: c_int,
+                tag: c_int,
+                comm: Handle
+            ) {
+                match c_int::try_from(count) {
+                    // SAFETY: this function's contract, which is the `int` form's.
+                    Ok(count) => unsafe { $int(buf, count, datatype, dest, tag, comm) },
+                    Err(_) => call(comm, |g| {
+                        crate::p2p::send(g, buf, count, datatype, dest, tag, comm, $mode)
+                    }),
+                }
+            }
+        }
+    };
+}
+
+/// A non-blocking send's `_c` form taking any count: the `int` form when the count
+/// fits, else `p2p::isend` in `$mode` with the count whole.
+macro_rules! wide_isend_c {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $int:path, $mode:expr) => {
+        crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: MpiCount,
+                datatype: Handle,
+                dest: c_int,
+                tag: c_int,
+                comm: Handle,
+                request: *mut Handle
+            ) {
+                match c_int::try_from(count) {
+                    // SAFETY: this function's contract, which is the `int` form's.
+                    Ok(count) => unsafe { $int(buf, count, datatype, dest, tag, comm, request) },
+                    Err(_) => call(comm, |g| {
+                        crate::p2p::isend(g, buf, count, datatype, dest, tag, comm, request, $mode)
+                    }),
+                }
+            }
+        }
+    };
+}
+
+/// A blocking send's `_c` form over its `int` form (the count narrowed).
 macro_rules! send_c {
     ($(#[$doc:meta])* $name:ident / $pname:ident => $int:path) => {
         crate::mpi_fn! {
@@ -97,43 +157,65 @@ macro_rules! request_c {
     };
 }
 
-send_c!(
-    /// `MPI_Send_c`: `MPI_Send` with an `MPI_Count` count.
-    MPI_Send_c / PMPI_Send_c => crate::p2p::PMPI_Send
+wide_send_c!(
+    /// `MPI_Send_c`: `MPI_Send` with an `MPI_Count` count (any count).
+    MPI_Send_c / PMPI_Send_c => crate::p2p::PMPI_Send, Mode::Standard
 );
 send_c!(
     /// `MPI_Bsend_c`: `MPI_Bsend` with an `MPI_Count` count.
     MPI_Bsend_c / PMPI_Bsend_c => crate::bsend::PMPI_Bsend
 );
-send_c!(
-    /// `MPI_Ssend_c`: `MPI_Ssend` with an `MPI_Count` count.
-    MPI_Ssend_c / PMPI_Ssend_c => crate::p2p::PMPI_Ssend
+wide_send_c!(
+    /// `MPI_Ssend_c`: `MPI_Ssend` with an `MPI_Count` count (any count).
+    MPI_Ssend_c / PMPI_Ssend_c => crate::p2p::PMPI_Ssend, Mode::Sync
 );
-send_c!(
-    /// `MPI_Rsend_c`: `MPI_Rsend` with an `MPI_Count` count.
-    MPI_Rsend_c / PMPI_Rsend_c => crate::p2p::PMPI_Rsend
+wide_send_c!(
+    /// `MPI_Rsend_c`: `MPI_Rsend` (a standard send) with an `MPI_Count` count (any
+    /// count).
+    MPI_Rsend_c / PMPI_Rsend_c => crate::p2p::PMPI_Rsend, Mode::Standard
 );
 
-request_c!(
-    /// `MPI_Isend_c`: `MPI_Isend` with an `MPI_Count` count.
-    MPI_Isend_c / PMPI_Isend_c => crate::p2p::PMPI_Isend, *const c_void
+wide_isend_c!(
+    /// `MPI_Isend_c`: `MPI_Isend` with an `MPI_Count` count (any count).
+    MPI_Isend_c / PMPI_Isend_c => crate::p2p::PMPI_Isend, Mode::Standard
 );
 request_c!(
     /// `MPI_Ibsend_c`: `MPI_Ibsend` with an `MPI_Count` count.
     MPI_Ibsend_c / PMPI_Ibsend_c => crate::bsend::PMPI_Ibsend, *const c_void
 );
-request_c!(
-    /// `MPI_Issend_c`: `MPI_Issend` with an `MPI_Count` count.
-    MPI_Issend_c / PMPI_Issend_c => crate::p2p::PMPI_Issend, *const c_void
+wide_isend_c!(
+    /// `MPI_Issend_c`: `MPI_Issend` with an `MPI_Count` count (any count).
+    MPI_Issend_c / PMPI_Issend_c => crate::p2p::PMPI_Issend, Mode::Sync
 );
-request_c!(
-    /// `MPI_Irsend_c`: `MPI_Irsend` with an `MPI_Count` count.
-    MPI_Irsend_c / PMPI_Irsend_c => crate::p2p::PMPI_Irsend, *const c_void
+wide_isend_c!(
+    /// `MPI_Irsend_c`: `MPI_Irsend` (a standard send) with an `MPI_Count` count (any
+    /// count).
+    MPI_Irsend_c / PMPI_Irsend_c => crate::p2p::PMPI_Irsend, Mode::Standard
 );
-request_c!(
-    /// `MPI_Irecv_c`: `MPI_Irecv` with an `MPI_Count` count.
-    MPI_Irecv_c / PMPI_Irecv_c => crate::p2p::PMPI_Irecv, *mut c_void
-);
+
+crate::mpi_fn! {
+    /// `MPI_Irecv_c`: `MPI_Irecv` with an `MPI_Count` count (any count: one beyond the
+    /// `int` range goes to `p2p::irecv` whole).
+    fn MPI_Irecv_c / PMPI_Irecv_c(
+        buf: *mut c_void,
+        count: MpiCount,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle
+    ) {
+        match c_int::try_from(count) {
+            // SAFETY: this function's contract, `MPI_Irecv`'s.
+            Ok(count) => unsafe {
+                crate::p2p::PMPI_Irecv(buf, count, datatype, source, tag, comm, request)
+            },
+            Err(_) => call(comm, |g| {
+                crate::p2p::irecv(g, buf, count, datatype, source, tag, comm, request)
+            }),
+        }
+    }
+}
 request_c!(
     /// `MPI_Send_init_c`: `MPI_Send_init` with an `MPI_Count` count.
     MPI_Send_init_c / PMPI_Send_init_c => crate::persistent::PMPI_Send_init, *const c_void
@@ -156,8 +238,9 @@ request_c!(
 );
 
 crate::mpi_fn! {
-    /// `MPI_Recv_c`: `MPI_Recv` with an `MPI_Count` count (the status's byte count is
-    /// 64-bit already: `MPI_Get_count_c` reads it whole).
+    /// `MPI_Recv_c`: `MPI_Recv` with an `MPI_Count` count (any count: one beyond the
+    /// `int` range goes to `p2p::recv` whole; the status's byte count is 64-bit
+    /// already, `MPI_Get_count_c` reads it whole).
     fn MPI_Recv_c / PMPI_Recv_c(
         buf: *mut c_void,
         count: MpiCount,
@@ -167,12 +250,14 @@ crate::mpi_fn! {
         comm: Handle,
         status: *mut MPI_Status
     ) {
-        match narrow(count, "count") {
-            // SAFETY: this function's contract, `MPI_Recv`'s with the count narrowed.
+        match c_int::try_from(count) {
+            // SAFETY: this function's contract, `MPI_Recv`'s.
             Ok(count) => unsafe {
                 crate::p2p::PMPI_Recv(buf, count, datatype, source, tag, comm, status)
             },
-            Err(f) => refuse(comm, f),
+            Err(_) => call(comm, |g| {
+                crate::p2p::recv(g, buf, count, datatype, source, tag, comm, status)
+            }),
         }
     }
 }

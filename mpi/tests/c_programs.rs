@@ -1390,6 +1390,13 @@ fn large_count_point_to_point_rma_and_datatype_queries() {
     every_rank_prints("large_count_p2p", "2", "", TCP, "LARGE P2P OK");
 }
 
+#[test]
+fn large_count_point_to_point_moves_more_than_int_max_items() {
+    // Two messages of 2 GiB each way, over shared memory and over tcp.
+    every_rank_prints("large_count_p2p", "2", "huge", &[], "LARGE P2P OK");
+    every_rank_prints("large_count_p2p", "2", "huge", TCP, "LARGE P2P OK");
+}
+
 // (the large-count tests stand apart: each group's C program is its own)
 
 #[test]

@@ -1,8 +1,9 @@
 /*
  * MPI 4.1's large-count (_c) forms of point to point, RMA and the datatype queries, at 2
  * or more ranks (ranks 0 and 1 talk; the others join the collective calls only).
- * - Refusals: a count of INT_MAX + 1 on MPI_Send_c, MPI_Isend_c, MPI_Recv_c,
- *   MPI_Sendrecv_c, MPI_Put_c, MPI_Rget_c, a disp_unit of INT_MAX + 1 on
+ * - Refusals: a count below INT_MIN on MPI_Send_c, MPI_Isend_c, MPI_Recv_c (which
+ *   take any count: a negative one is refused), of INT_MAX + 1 on the calls that narrow
+ *   theirs, MPI_Sendrecv_c, MPI_Put_c, MPI_Rget_c, a disp_unit of INT_MAX + 1 on
  *   MPI_Win_allocate_c, a position or pack end past INT_MAX on MPI_Pack_c: each is
  *   MPI_ERR_COUNT (MPI_Error_class), leaves a request or window MPI_*_NULL, and sends
  *   nothing (the next message with that tag is the marker sent after them).
@@ -26,6 +27,10 @@
  *   (MPI_UNDEFINED), against MPI_Get_elements_c of a two-int type; MPI_Pack_c /
  *   MPI_Unpack_c round trips, a vector type's gaps kept, and (when 2 GiB can be
  *   reserved) packing into a buffer larger than INT_MAX up to its INT_MAX-th byte.
+ * With the argument "huge" (2 ranks), only this: INT_MAX + 100 chars (2 GiB) from rank 0
+ * to rank 1 by MPI_Isend_c into MPI_Recv_c, every byte checked, the count from
+ * MPI_Get_count_c (MPI_Get_count gives MPI_UNDEFINED), then 2 GiB + 24 back by
+ * MPI_Send_c into MPI_Irecv_c.
  * Each rank prints "rank R: LARGE P2P OK".
  */
 #include <limits.h>
@@ -75,12 +80,12 @@ static int holds(const int *a, int len, int base) {
 static void refusals(void) {
     int buf[4] = {0}, peer = (me + 1) % n;
     MPI_Request r;
-    CHECK(class_of(MPI_Send_c(buf, BIG, MPI_CHAR, peer, 99, W)) == MPI_ERR_COUNT);
-    CHECK(class_of(MPI_Isend_c(buf, BIG, MPI_CHAR, peer, 99, W, &r)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_Send_c(buf, -BIG, MPI_CHAR, peer, 99, W)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_Isend_c(buf, -BIG, MPI_CHAR, peer, 99, W, &r)) == MPI_ERR_COUNT);
     CHECK(r == MPI_REQUEST_NULL);
     CHECK(class_of(MPI_Send_init_c(buf, -BIG, MPI_CHAR, peer, 99, W, &r)) == MPI_ERR_COUNT);
     CHECK(r == MPI_REQUEST_NULL);
-    CHECK(class_of(MPI_Recv_c(buf, BIG, MPI_CHAR, peer, 99, W, MPI_STATUS_IGNORE)) ==
+    CHECK(class_of(MPI_Recv_c(buf, -BIG, MPI_CHAR, peer, 99, W, MPI_STATUS_IGNORE)) ==
           MPI_ERR_COUNT);
     CHECK(class_of(MPI_Sendrecv_c(buf, 1, MPI_INT, peer, 99, buf, BIG, MPI_INT, peer, 99, W,
                                   MPI_STATUS_IGNORE)) == MPI_ERR_COUNT);
@@ -485,12 +490,57 @@ static void datatype_queries(void) {
     OK(MPI_Type_free(&k64));
 }
 
+/* One message of `count` chars (more than INT_MAX) from `from` to the other rank, by a
+ * non-blocking send into a blocking receive or (`blocking_send`) the other way round;
+ * every byte checked. */
+static void huge_message(MPI_Count count, int from, int blocking_send) {
+    char *b = malloc((size_t)count);
+    CHECK(b != NULL);
+    MPI_Status st;
+    MPI_Request r;
+    if (me == from) {
+        for (size_t i = 0; i < (size_t)count; i++) b[i] = (char)(i * 7 + from + 1);
+        if (blocking_send) {
+            OK(MPI_Send_c(b, count, MPI_CHAR, 1 - from, 7, W));
+        } else {
+            OK(MPI_Isend_c(b, count, MPI_CHAR, 1 - from, 7, W, &r));
+            OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        }
+    } else {
+        memset(b, 0, (size_t)count);
+        if (blocking_send) {
+            OK(MPI_Irecv_c(b, count, MPI_CHAR, from, 7, W, &r));
+            OK(MPI_Wait(&r, &st));
+        } else {
+            OK(MPI_Recv_c(b, count, MPI_CHAR, from, 7, W, &st));
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < (size_t)count; i++) bad += b[i] != (char)(i * 7 + from + 1);
+        CHECK(bad == 0);
+        MPI_Count got = -1;
+        OK(MPI_Get_count_c(&st, MPI_CHAR, &got));
+        CHECK(got == count);
+        int small = 0;
+        OK(MPI_Get_count(&st, MPI_CHAR, &small));
+        CHECK(small == MPI_UNDEFINED);
+    }
+    free(b);
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(W, &me));
     OK(MPI_Comm_size(W, &n));
     CHECK(n >= 2);
     OK(MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN));
+    if (argc > 1 && strcmp(argv[1], "huge") == 0) {
+        CHECK(n == 2);
+        huge_message((MPI_Count)INT_MAX + 100, 0, 0);
+        huge_message((MPI_Count)INT_MAX + 25, 1, 1);
+        OK(MPI_Finalize());
+        printf("rank %d: LARGE P2P OK\n", me);
+        return 0;
+    }
     refusals();
     blocking_and_buffered();
     synchronous_and_ready();
