@@ -1,0 +1,250 @@
+/*
+ * MPI 4.1's large-count (_c) datatype constructors, MPI-IO calls and user operations.
+ *
+ * Types: each _c constructor builds a type that is compared with the same type built
+ * by its int constructor: size, extent and true extent (MPI_Count queries), the bytes
+ * MPI_Pack makes of a buffer through each, and a send/receive on MPI_COMM_SELF
+ * through the _c type, unpacked and compared. Their decoding (MPI 4.1 §5.1.13):
+ * MPI_Type_get_envelope_c/contents_c report the MPI_Count arguments as large counts
+ * (int arguments as integers, no addresses), the int MPI_Type_get_envelope/contents
+ * refuse such a type with MPI_ERR_TYPE, and the _c queries describe int-built and
+ * predefined types too. Counts beyond INT_MAX are refused with MPI_ERR_COUNT.
+ * Each rank prints "rank R: LARGE TYPES OK".
+ */
+#include <limits.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int me = -1;
+static int np;
+
+#include "check.h"
+
+static int class_of(int rc) {
+    int c = -1;
+    MPI_Error_class(rc, &c);
+    return c;
+}
+
+#define WORDS 1024
+static int src[WORDS];
+
+/* `c` (made by a _c constructor) and `i` (by the int one) are the same type: the same
+ * sizes and bounds, the same packed bytes of `src`, and a message sent through `c`
+ * lands where `i` says. Both are freed. */
+static void same(MPI_Datatype c, MPI_Datatype i, const char *what) {
+    OK(MPI_Type_commit(&c));
+    OK(MPI_Type_commit(&i));
+    MPI_Count sc, si, lbc, lbi, exc, exi;
+    OK(MPI_Type_size_x(c, &sc));
+    OK(MPI_Type_size_x(i, &si));
+    CHECK(sc == si && sc > 0);
+    OK(MPI_Type_get_extent_x(c, &lbc, &exc));
+    OK(MPI_Type_get_extent_x(i, &lbi, &exi));
+    CHECK(lbc == lbi && exc == exi);
+    OK(MPI_Type_get_true_extent_x(c, &lbc, &exc));
+    OK(MPI_Type_get_true_extent_x(i, &lbi, &exi));
+    CHECK(lbc == lbi && exc == exi);
+    CHECK(lbc >= 0 && 2 * (exc + lbc) <= (MPI_Count)sizeof src);
+    static char pc[2 * sizeof src], pi[2 * sizeof src];
+    int posc = 0, posi = 0;
+    OK(MPI_Pack(src, 2, c, pc, sizeof pc, &posc, MPI_COMM_SELF));
+    OK(MPI_Pack(src, 2, i, pi, sizeof pi, &posi, MPI_COMM_SELF));
+    CHECK(posc == posi && posc == 2 * sc);
+    if (memcmp(pc, pi, (size_t)posc) != 0) {
+        fprintf(stderr, "rank %d: %s packs differently\n", me, what);
+        exit(1);
+    }
+    static int dst[WORDS];
+    memset(dst, 0, sizeof dst);
+    OK(MPI_Sendrecv(src, 2, c, 0, 7, dst, 2, c, 0, 7, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    posi = 0;
+    OK(MPI_Pack(dst, 2, i, pi, sizeof pi, &posi, MPI_COMM_SELF));
+    CHECK(memcmp(pc, pi, (size_t)posc) == 0);
+    OK(MPI_Type_free(&c));
+    OK(MPI_Type_free(&i));
+}
+
+/* The envelope of `t` by MPI_Type_get_envelope_c. */
+static void envelope(MPI_Datatype t, MPI_Count ni, MPI_Count na, MPI_Count nc, MPI_Count nd,
+                     int combiner) {
+    MPI_Count a = -1, b = -1, c = -1, d = -1;
+    int k = -1;
+    OK(MPI_Type_get_envelope_c(t, &a, &b, &c, &d, &k));
+    CHECK(a == ni && b == na && c == nc && d == nd && k == combiner);
+}
+
+/* The contents of `t` (made by a _c constructor): its large counts `lc`, integers
+ * `ints`, and type arguments; the int queries refuse it. */
+static void contents(MPI_Datatype t, int ni, const int *ints, int nc, const MPI_Count *lc,
+                     int nd, const MPI_Datatype *types) {
+    int ia[32];
+    MPI_Aint aa[4];
+    MPI_Count ca[32];
+    MPI_Datatype ta[4];
+    CHECK(ni <= 32 && nc <= 32 && nd <= 4);
+    OK(MPI_Type_get_contents_c(t, 32, 4, 32, 4, ia, aa, ca, ta));
+    for (int k = 0; k < ni; k++) CHECK(ia[k] == ints[k]);
+    for (int k = 0; k < nc; k++) CHECK(ca[k] == lc[k]);
+    for (int k = 0; k < nd; k++) {
+        /* Predefined types come back as they are; derived ones as new handles. */
+        CHECK(ta[k] == types[k]);
+    }
+    int x = -1, y = -1, z = -1, w = -1;
+    CHECK(class_of(MPI_Type_get_envelope(t, &x, &y, &z, &w)) == MPI_ERR_TYPE);
+    CHECK(class_of(MPI_Type_get_contents(t, 32, 4, 4, ia, aa, ta)) == MPI_ERR_TYPE);
+    /* Arrays too short. */
+    if (nc > 0) CHECK(MPI_Type_get_contents_c(t, 32, 4, nc - 1, 4, ia, aa, ca, ta) != MPI_SUCCESS);
+}
+
+static void constructors(void) {
+    MPI_Datatype c, i;
+
+    OK(MPI_Type_contiguous_c(5, MPI_INT, &c));
+    OK(MPI_Type_contiguous(5, MPI_INT, &i));
+    envelope(c, 0, 0, 1, 1, MPI_COMBINER_CONTIGUOUS);
+    const MPI_Count contig[] = {5};
+    contents(c, 0, NULL, 1, contig, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "contiguous");
+
+    OK(MPI_Type_vector_c(3, 2, 4, MPI_INT, &c));
+    OK(MPI_Type_vector(3, 2, 4, MPI_INT, &i));
+    envelope(c, 0, 0, 3, 1, MPI_COMBINER_VECTOR);
+    envelope(i, 3, 0, 0, 1, MPI_COMBINER_VECTOR); /* an int-built type, by the _c query */
+    const MPI_Count vec[] = {3, 2, 4};
+    contents(c, 0, NULL, 3, vec, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "vector");
+
+    OK(MPI_Type_create_hvector_c(3, 2, 20, MPI_INT, &c));
+    OK(MPI_Type_create_hvector(3, 2, 20, MPI_INT, &i));
+    envelope(c, 0, 0, 3, 1, MPI_COMBINER_HVECTOR);
+    const MPI_Count hvec[] = {3, 2, 20};
+    contents(c, 0, NULL, 3, hvec, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "hvector");
+
+    const MPI_Count bl_c[] = {1, 2, 3}, d_c[] = {0, 3, 7};
+    const int bl_i[] = {1, 2, 3}, d_i[] = {0, 3, 7};
+    OK(MPI_Type_indexed_c(3, bl_c, d_c, MPI_INT, &c));
+    OK(MPI_Type_indexed(3, bl_i, d_i, MPI_INT, &i));
+    envelope(c, 0, 0, 7, 1, MPI_COMBINER_INDEXED);
+    const MPI_Count idx[] = {3, 1, 2, 3, 0, 3, 7};
+    contents(c, 0, NULL, 7, idx, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "indexed");
+
+    const MPI_Count hd_c[] = {0, 12, 40};
+    const MPI_Aint hd_i[] = {0, 12, 40};
+    OK(MPI_Type_create_hindexed_c(3, bl_c, hd_c, MPI_INT, &c));
+    OK(MPI_Type_create_hindexed(3, bl_i, hd_i, MPI_INT, &i));
+    envelope(c, 0, 0, 7, 1, MPI_COMBINER_HINDEXED);
+    const MPI_Count hidx[] = {3, 1, 2, 3, 0, 12, 40};
+    contents(c, 0, NULL, 7, hidx, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "hindexed");
+
+    const MPI_Count bd_c[] = {0, 4, 9};
+    const int bd_i[] = {0, 4, 9};
+    OK(MPI_Type_create_indexed_block_c(3, 2, bd_c, MPI_INT, &c));
+    OK(MPI_Type_create_indexed_block(3, 2, bd_i, MPI_INT, &i));
+    envelope(c, 0, 0, 5, 1, MPI_COMBINER_INDEXED_BLOCK);
+    const MPI_Count ib[] = {3, 2, 0, 4, 9};
+    contents(c, 0, NULL, 5, ib, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "indexed_block");
+
+    const MPI_Count hbd_c[] = {0, 16, 40};
+    const MPI_Aint hbd_i[] = {0, 16, 40};
+    OK(MPI_Type_create_hindexed_block_c(3, 2, hbd_c, MPI_INT, &c));
+    OK(MPI_Type_create_hindexed_block(3, 2, hbd_i, MPI_INT, &i));
+    envelope(c, 0, 0, 5, 1, MPI_COMBINER_HINDEXED_BLOCK);
+    const MPI_Count hib[] = {3, 2, 0, 16, 40};
+    contents(c, 0, NULL, 5, hib, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "hindexed_block");
+
+    /* A struct whose second member is a derived (int-built) vector. */
+    MPI_Datatype v;
+    OK(MPI_Type_vector(2, 1, 3, MPI_SHORT, &v));
+    const MPI_Count sbl_c[] = {2, 1}, sd_c[] = {0, 16};
+    const int sbl_i[] = {2, 1};
+    const MPI_Aint sd_i[] = {0, 16};
+    const MPI_Datatype st[] = {MPI_INT, v};
+    OK(MPI_Type_create_struct_c(2, sbl_c, sd_c, st, &c));
+    OK(MPI_Type_create_struct(2, sbl_i, sd_i, st, &i));
+    envelope(c, 0, 0, 5, 2, MPI_COMBINER_STRUCT);
+    {
+        MPI_Count ca[5];
+        int ia[1];
+        MPI_Aint aa[1];
+        MPI_Datatype ta[2];
+        OK(MPI_Type_get_contents_c(c, 0, 0, 5, 2, ia, aa, ca, ta));
+        const MPI_Count want[] = {2, 2, 1, 0, 16};
+        for (int k = 0; k < 5; k++) CHECK(ca[k] == want[k]);
+        CHECK(ta[0] == MPI_INT);
+        envelope(ta[1], 3, 0, 0, 1, MPI_COMBINER_VECTOR); /* the vector, a new handle */
+        OK(MPI_Type_free(&ta[1]));
+    }
+    OK(MPI_Type_free(&v));
+    same(c, i, "struct");
+
+    const MPI_Count sz_c[] = {6, 8}, sub_c[] = {2, 3}, at_c[] = {1, 2};
+    const int sz_i[] = {6, 8}, sub_i[] = {2, 3}, at_i[] = {1, 2};
+    OK(MPI_Type_create_subarray_c(2, sz_c, sub_c, at_c, MPI_ORDER_C, MPI_INT, &c));
+    OK(MPI_Type_create_subarray(2, sz_i, sub_i, at_i, MPI_ORDER_C, MPI_INT, &i));
+    envelope(c, 2, 0, 6, 1, MPI_COMBINER_SUBARRAY);
+    const int sa_ints[] = {2, MPI_ORDER_C};
+    const MPI_Count sa[] = {6, 8, 2, 3, 1, 2};
+    contents(c, 2, sa_ints, 6, sa, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "subarray");
+
+    const MPI_Count gs_c[] = {8, 6};
+    const int gs_i[] = {8, 6};
+    const int dist[] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC};
+    const int darg[] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, ps[] = {2, 2};
+    OK(MPI_Type_create_darray_c(4, 1, 2, gs_c, dist, darg, ps, MPI_ORDER_C, MPI_INT, &c));
+    OK(MPI_Type_create_darray(4, 1, 2, gs_i, dist, darg, ps, MPI_ORDER_C, MPI_INT, &i));
+    envelope(c, 3 * 2 + 4, 0, 2, 1, MPI_COMBINER_DARRAY);
+    const int da_ints[] = {4, 1, 2, dist[0], dist[1], darg[0], darg[1], 2, 2, MPI_ORDER_C};
+    contents(c, 10, da_ints, 2, gs_c, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "darray");
+
+    OK(MPI_Type_create_resized_c(MPI_INT, 0, 12, &c));
+    OK(MPI_Type_create_resized(MPI_INT, 0, 12, &i));
+    envelope(c, 0, 0, 2, 1, MPI_COMBINER_RESIZED);
+    const MPI_Count rs[] = {0, 12};
+    contents(c, 0, NULL, 2, rs, 1, (MPI_Datatype[]){MPI_INT});
+    same(c, i, "resized");
+
+    /* A predefined type, by the _c envelope; and no contents. */
+    envelope(MPI_DOUBLE, 0, 0, 0, 0, MPI_COMBINER_NAMED);
+}
+
+/* Counts beyond an int are MPI_ERR_COUNT (MPI_ERRORS_RETURN is set on the world). */
+static void beyond_int(void) {
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    const MPI_Count big = (MPI_Count)INT_MAX + 1;
+    CHECK(class_of(MPI_Type_contiguous_c(big, MPI_INT, &t)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_Type_vector_c(2, 1, big, MPI_INT, &t)) == MPI_ERR_COUNT);
+    const MPI_Count bl[] = {1, big}, d[] = {0, 4};
+    CHECK(class_of(MPI_Type_indexed_c(2, bl, d, MPI_INT, &t)) == MPI_ERR_COUNT);
+    const MPI_Count sz[] = {big, 2}, sub[] = {1, 1}, at[] = {0, 0};
+    CHECK(class_of(MPI_Type_create_subarray_c(2, sz, sub, at, MPI_ORDER_C, MPI_INT, &t)) ==
+          MPI_ERR_COUNT);
+    CHECK(t == MPI_DATATYPE_NULL);
+    /* A negative count is refused by the int form as always. */
+    CHECK(MPI_Type_contiguous_c(-1, MPI_INT, &t) != MPI_SUCCESS);
+}
+
+int main(int argc, char **argv) {
+    OK(MPI_Init(&argc, &argv));
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &np));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    for (int k = 0; k < WORDS; k++) src[k] = k * 7 + me;
+    constructors();
+    beyond_int();
+    printf("rank %d: LARGE TYPES OK\n", me);
+    OK(MPI_Finalize());
+    return 0;
+}
