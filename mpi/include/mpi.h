@@ -1239,6 +1239,64 @@ int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers,
                             MPI_Count max_datatypes, int array_of_integers[],
                             MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[],
                             MPI_Datatype array_of_datatypes[]);
+/* MPI-IO (MPI 4.1 chapter 14) with MPI_Count counts. */
+int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count,
+                       MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                    MPI_Status *status);
+int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                        MPI_Status *status);
+int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                           MPI_Status *status);
+int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                            MPI_Status *status);
+int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count,
+                        MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf,
+                            MPI_Count count, MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                     MPI_Status *status);
+int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count,
+                         MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count,
+                            MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count,
+                             MPI_Datatype datatype, MPI_Status *status);
+int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count,
+                        MPI_Datatype datatype, MPI_Request *request);
+int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count,
+                            MPI_Datatype datatype, MPI_Request *request);
+int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                     MPI_Request *request);
+int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                         MPI_Request *request);
+int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype,
+                            MPI_Request *request);
+int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count,
+                         MPI_Datatype datatype, MPI_Request *request);
+int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf,
+                             MPI_Count count, MPI_Datatype datatype, MPI_Request *request);
+int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                      MPI_Request *request);
+int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count,
+                          MPI_Datatype datatype, MPI_Request *request);
+int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count,
+                             MPI_Datatype datatype, MPI_Request *request);
+int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf,
+                                 MPI_Count count, MPI_Datatype datatype);
+int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count,
+                              MPI_Datatype datatype);
+int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count,
+                                  MPI_Datatype datatype);
+int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf,
+                                  MPI_Count count, MPI_Datatype datatype);
+int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count,
+                               MPI_Datatype datatype);
+int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count,
+                                   MPI_Datatype datatype);
+int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent);
 /* ---- (end of the constructor, file and operation large counts) ---- */
 
 /* The profiling interface: every function above also exists as PMPI_* (same

@@ -9,6 +9,13 @@
  * (int arguments as integers, no addresses), the int MPI_Type_get_envelope/contents
  * refuse such a type with MPI_ERR_TYPE, and the _c queries describe int-built and
  * predefined types too. Counts beyond INT_MAX are refused with MPI_ERR_COUNT.
+ *
+ * Files (in a directory rank 0 makes with mkdtemp under $TMPDIR or /tmp, removed at
+ * the end): every _c read and write, at explicit offsets, at the individual and the
+ * shared pointer, blocking, non-blocking and split collective, each block written by
+ * one form and read back by another (a neighbour's block, after sync-barrier-sync),
+ * the statuses counting the items; counts beyond INT_MAX are MPI_ERR_COUNT on the
+ * file's handler; MPI_File_get_type_extent_c.
  * Each rank prints "rank R: LARGE TYPES OK".
  */
 #include <limits.h>
@@ -236,6 +243,250 @@ static void beyond_int(void) {
     CHECK(MPI_Type_contiguous_c(-1, MPI_INT, &t) != MPI_SUCCESS);
 }
 
+/* ---- MPI-IO ---- */
+
+#define N 16 /* ints per block */
+static char dir[512];
+
+static void path(char *out, const char *name) { snprintf(out, 600, "%s/%s", dir, name); }
+
+/* Block `r` of region `g`: N ints that say which they are. */
+static void fill(int *b, int g, int r) {
+    for (int k = 0; k < N; k++) b[k] = (g * 64 + r) * 100 + k;
+}
+
+/* Which rank's block of region `g` `b` is (-1: none). */
+static int whose(const int *b, int g) {
+    int r = b[0] / 100 - g * 64;
+    if (r < 0 || r >= np) return -1;
+    for (int k = 0; k < N; k++)
+        if (b[k] != (g * 64 + r) * 100 + k) return -1;
+    return r;
+}
+
+static MPI_Offset at(int g, int r) { return ((MPI_Offset)g * np + r) * N * (MPI_Offset)sizeof(int); }
+
+/* What the others wrote is visible (MPI 4.1 §14.6.1: sync, barrier, sync). */
+static void visible(MPI_File fh) {
+    OK(MPI_File_sync(fh));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_File_sync(fh));
+}
+
+static void got(MPI_Status *st, int n) {
+    int c = -1;
+    OK(MPI_Get_count(st, MPI_INT, &c));
+    CHECK(c == n);
+}
+
+/* Region g's block of rank `r` reads back as written. */
+static void read_back(MPI_File fh, int g, int r) {
+    int b[N];
+    MPI_Status st;
+    memset(b, 0, sizeof b);
+    OK(MPI_File_read_at_c(fh, at(g, r), b, N, MPI_INT, &st));
+    got(&st, N);
+    CHECK(whose(b, g) == r);
+}
+
+/* Explicit offsets and the individual pointer, blocking, non-blocking and split. */
+static void private_pointers(MPI_File fh) {
+    int w[N], b[N];
+    MPI_Status st;
+    MPI_Request rq;
+    const int right = (me + 1) % np;
+
+    fill(w, 0, me);
+    OK(MPI_File_write_at_c(fh, at(0, me), w, N, MPI_INT, &st));
+    got(&st, N);
+    fill(w, 1, me);
+    OK(MPI_File_write_at_all_c(fh, at(1, me), w, N, MPI_INT, &st));
+    fill(w, 2, me);
+    OK(MPI_File_seek(fh, at(2, me), MPI_SEEK_SET));
+    OK(MPI_File_write_c(fh, w, N, MPI_INT, &st));
+    got(&st, N);
+    fill(w, 3, me);
+    OK(MPI_File_seek(fh, at(3, me), MPI_SEEK_SET));
+    OK(MPI_File_write_all_c(fh, w, N, MPI_INT, &st));
+    fill(w, 4, me);
+    OK(MPI_File_iwrite_at_c(fh, at(4, me), w, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, &st));
+    got(&st, N);
+    fill(w, 5, me);
+    OK(MPI_File_iwrite_at_all_c(fh, at(5, me), w, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    fill(w, 6, me);
+    OK(MPI_File_seek(fh, at(6, me), MPI_SEEK_SET));
+    OK(MPI_File_iwrite_c(fh, w, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    fill(w, 7, me);
+    OK(MPI_File_seek(fh, at(7, me), MPI_SEEK_SET));
+    OK(MPI_File_iwrite_all_c(fh, w, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    fill(w, 8, me);
+    OK(MPI_File_write_at_all_begin_c(fh, at(8, me), w, N, MPI_INT));
+    OK(MPI_File_write_at_all_end(fh, w, &st));
+    got(&st, N);
+    fill(w, 9, me);
+    OK(MPI_File_seek(fh, at(9, me), MPI_SEEK_SET));
+    OK(MPI_File_write_all_begin_c(fh, w, N, MPI_INT));
+    OK(MPI_File_write_all_end(fh, w, &st));
+    got(&st, N);
+    visible(fh);
+
+    /* Each region read back through the other forms, the right neighbour's block. */
+    for (int g = 0; g < 10; g++) read_back(fh, g, right);
+    OK(MPI_File_read_at_all_c(fh, at(1, right), b, N, MPI_INT, &st));
+    got(&st, N);
+    CHECK(whose(b, 1) == right);
+    OK(MPI_File_seek(fh, at(2, right), MPI_SEEK_SET));
+    OK(MPI_File_read_c(fh, b, N, MPI_INT, &st));
+    got(&st, N);
+    CHECK(whose(b, 2) == right);
+    OK(MPI_File_seek(fh, at(3, right), MPI_SEEK_SET));
+    OK(MPI_File_read_all_c(fh, b, N, MPI_INT, &st));
+    CHECK(whose(b, 3) == right);
+    OK(MPI_File_iread_at_c(fh, at(4, right), b, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, &st));
+    got(&st, N);
+    CHECK(whose(b, 4) == right);
+    OK(MPI_File_iread_at_all_c(fh, at(5, right), b, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    CHECK(whose(b, 5) == right);
+    OK(MPI_File_seek(fh, at(6, right), MPI_SEEK_SET));
+    OK(MPI_File_iread_c(fh, b, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    CHECK(whose(b, 6) == right);
+    OK(MPI_File_seek(fh, at(7, right), MPI_SEEK_SET));
+    OK(MPI_File_iread_all_c(fh, b, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    CHECK(whose(b, 7) == right);
+    OK(MPI_File_read_at_all_begin_c(fh, at(8, right), b, N, MPI_INT));
+    OK(MPI_File_read_at_all_end(fh, b, &st));
+    got(&st, N);
+    CHECK(whose(b, 8) == right);
+    OK(MPI_File_seek(fh, at(9, right), MPI_SEEK_SET));
+    OK(MPI_File_read_all_begin_c(fh, b, N, MPI_INT));
+    OK(MPI_File_read_all_end(fh, b, &st));
+    got(&st, N);
+    CHECK(whose(b, 9) == right);
+
+    /* A count beyond an int: MPI_ERR_COUNT on the file's handler (MPI_ERRORS_RETURN,
+     * the default for files); nothing moves. */
+    const MPI_Count big = (MPI_Count)INT_MAX + 1;
+    CHECK(class_of(MPI_File_read_at_c(fh, 0, b, big, MPI_INT, &st)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_File_write_c(fh, b, big, MPI_INT, &st)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_File_iread_c(fh, b, big, MPI_INT, &rq)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_File_read_all_begin_c(fh, b, big, MPI_INT)) == MPI_ERR_COUNT);
+
+    /* The type extent, as the MPI_Count it is. */
+    MPI_Datatype v;
+    OK(MPI_Type_vector(3, 1, 5, MPI_DOUBLE, &v));
+    MPI_Count ext = -1, lb, want;
+    OK(MPI_File_get_type_extent_c(fh, v, &ext));
+    OK(MPI_Type_get_extent_x(v, &lb, &want));
+    CHECK(ext == want && ext == 11 * 8);
+    OK(MPI_Type_free(&v));
+}
+
+/* Each rank's block of region `g` appears exactly once in it. */
+static void each_once(MPI_File fh, int g) {
+    int seen[64] = {0};
+    for (int r = 0; r < np; r++) {
+        int b[N];
+        OK(MPI_File_read_at(fh, at(g, r), b, N, MPI_INT, MPI_STATUS_IGNORE));
+        int who = whose(b, g);
+        CHECK(who >= 0 && !seen[who]);
+        seen[who] = 1;
+    }
+}
+
+/* One block read at the shared pointer (from region `g`'s start) by each rank: the
+ * ranks together read every block once. */
+static void each_read_once(int g, const int *b) {
+    int who = whose(b, g), all[64];
+    CHECK(who >= 0);
+    OK(MPI_Allgather(&who, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD));
+    int seen[64] = {0};
+    for (int r = 0; r < np; r++) {
+        CHECK(!seen[all[r]]);
+        seen[all[r]] = 1;
+    }
+}
+
+/* The shared pointer: ordered (rank order), plain, non-blocking and split. */
+static void shared_pointer(MPI_File fh) {
+    int w[N], b[N];
+    MPI_Status st;
+    MPI_Request rq;
+    fill(w, 0, me);
+    OK(MPI_File_write_ordered_c(fh, w, N, MPI_INT, &st));
+    got(&st, N);
+    fill(w, 1, me);
+    OK(MPI_File_write_ordered_begin_c(fh, w, N, MPI_INT));
+    OK(MPI_File_write_ordered_end(fh, w, &st));
+    got(&st, N);
+    visible(fh);
+    for (int g = 0; g < 2; g++)
+        for (int r = 0; r < np; r++) read_back(fh, g, r);
+    OK(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET));
+    OK(MPI_File_read_ordered_c(fh, b, N, MPI_INT, &st));
+    got(&st, N);
+    CHECK(whose(b, 0) == me);
+    OK(MPI_File_read_ordered_begin_c(fh, b, N, MPI_INT));
+    OK(MPI_File_read_ordered_end(fh, b, &st));
+    got(&st, N);
+    CHECK(whose(b, 1) == me);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* The shared pointer is at region 2: plain, then non-blocking. */
+    fill(w, 2, me);
+    OK(MPI_File_write_shared_c(fh, w, N, MPI_INT, &st));
+    got(&st, N);
+    visible(fh);
+    fill(w, 3, me);
+    OK(MPI_File_iwrite_shared_c(fh, w, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, &st));
+    got(&st, N);
+    visible(fh);
+    each_once(fh, 2);
+    each_once(fh, 3);
+    OK(MPI_File_seek_shared(fh, at(2, 0), MPI_SEEK_SET));
+    OK(MPI_File_read_shared_c(fh, b, N, MPI_INT, &st));
+    got(&st, N);
+    each_read_once(2, b);
+    OK(MPI_File_seek_shared(fh, at(3, 0), MPI_SEEK_SET));
+    OK(MPI_File_iread_shared_c(fh, b, N, MPI_INT, &rq));
+    OK(MPI_Wait(&rq, &st));
+    got(&st, N);
+    each_read_once(3, b);
+}
+
+static void files(void) {
+    if (me == 0) {
+        const char *t = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/sf-large-types-XXXXXX", t && *t ? t : "/tmp");
+        CHECK(mkdtemp(dir) != NULL);
+    }
+    OK(MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD));
+    char p[600], q[600];
+    MPI_File fh;
+    path(p, "private");
+    OK(MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    private_pointers(fh);
+    OK(MPI_File_close(&fh));
+    path(q, "shared");
+    OK(MPI_File_open(MPI_COMM_WORLD, q, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    shared_pointer(fh);
+    OK(MPI_File_close(&fh));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 0) {
+        OK(MPI_File_delete(p, MPI_INFO_NULL));
+        OK(MPI_File_delete(q, MPI_INFO_NULL));
+        CHECK(rmdir(dir) == 0);
+    }
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
@@ -244,6 +495,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < WORDS; k++) src[k] = k * 7 + me;
     constructors();
     beyond_int();
+    files();
     printf("rank %d: LARGE TYPES OK\n", me);
     OK(MPI_Finalize());
     return 0;
