@@ -1297,6 +1297,10 @@ int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count,
 int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count,
                                    MPI_Datatype datatype);
 int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent);
+/* User operations (MPI 4.1 §6.9.5) whose function takes an MPI_Count length. */
+typedef void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len,
+                                 MPI_Datatype *datatype);
+int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op);
 /* ---- (end of the constructor, file and operation large counts) ---- */
 
 /* The profiling interface: every function above also exists as PMPI_* (same

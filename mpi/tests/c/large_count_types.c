@@ -16,6 +16,11 @@
  * one form and read back by another (a neighbour's block, after sync-barrier-sync),
  * the statuses counting the items; counts beyond INT_MAX are MPI_ERR_COUNT on the
  * file's handler; MPI_File_get_type_extent_c.
+ *
+ * Operations: MPI_Op_create_c functions (an MPI_Count length) in MPI_Reduce_local (the
+ * length and datatype they get checked), MPI_Allreduce, MPI_Reduce, MPI_Scan and the
+ * non-blocking MPI_Iallreduce/MPI_Ireduce, one commutative on ints, one not on a type
+ * with a gap (affine maps composed in rank order); MPI_Op_commutative; MPI_Op_free.
  * Each rank prints "rank R: LARGE TYPES OK".
  */
 #include <limits.h>
@@ -487,6 +492,128 @@ static void files(void) {
     }
 }
 
+/* ---- User operations made by MPI_Op_create_c ---- */
+
+static MPI_Count last_len;
+static MPI_Datatype last_dt;
+
+/* inoutvec += invec on ints; remembers the length and type it was given. */
+static void add_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
+    last_len = *len;
+    last_dt = *dt;
+    const int *a = in;
+    int *b = inout;
+    for (MPI_Count k = 0; k < *len; k++) b[k] += a[k];
+}
+
+/* Items are affine maps x -> m x + c on unsigned ints (m at 0, c at 8: a type with a
+ * gap); inoutvec = inoutvec after invec (invec: the lower ranks'), not commutative. */
+static void affine_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
+    last_len = *len;
+    last_dt = *dt;
+    const unsigned *a = in;
+    unsigned *b = inout;
+    for (MPI_Count k = 0; k < *len; k++) {
+        const unsigned *x = a + 3 * k;
+        unsigned *y = b + 3 * k;
+        y[2] = y[0] * x[2] + y[2];
+        y[0] = y[0] * x[0];
+    }
+}
+
+/* Rank r's i-th map. */
+static void map_of(unsigned *it, int r, int i) {
+    it[0] = (unsigned)(r + 2 + i);
+    it[1] = 0xdeadu;
+    it[2] = (unsigned)(3 * r + 1 + i);
+}
+
+/* The composition of ranks 0..last's i-th maps, in rank order. */
+static void fold(unsigned *it, int last, int i) {
+    map_of(it, 0, i);
+    for (int r = 1; r <= last; r++) {
+        unsigned m[3];
+        map_of(m, r, i);
+        it[2] = m[0] * it[2] + m[2];
+        it[0] = m[0] * it[0];
+    }
+}
+
+static void operations(void) {
+    MPI_Op add, aff;
+    int commute = -1;
+    OK(MPI_Op_create_c(add_c, 1, &add));
+    OK(MPI_Op_create_c(affine_c, 0, &aff));
+    OK(MPI_Op_commutative(add, &commute));
+    CHECK(commute == 1);
+    OK(MPI_Op_commutative(aff, &commute));
+    CHECK(commute == 0);
+
+    /* Reduce_local: the length and type the function gets. */
+    int in[5], io[5];
+    for (int k = 0; k < 5; k++) {
+        in[k] = k;
+        io[k] = 100 * k;
+    }
+    last_len = -1;
+    OK(MPI_Reduce_local(in, io, 5, MPI_INT, add));
+    CHECK(last_len == 5 && last_dt == MPI_INT);
+    for (int k = 0; k < 5; k++) CHECK(io[k] == 101 * k);
+
+    /* Allreduce, Reduce, Scan and Iallreduce of ints. */
+    int v[7], r[7];
+    for (int k = 0; k < 7; k++) v[k] = me * 10 + k;
+    last_len = 0;
+    OK(MPI_Allreduce(v, r, 7, MPI_INT, add, MPI_COMM_WORLD));
+    CHECK(last_len == 0 || (last_len == 7 && last_dt == MPI_INT));
+    for (int k = 0; k < 7; k++) CHECK(r[k] == 10 * np * (np - 1) / 2 + np * k);
+    memset(r, 0, sizeof r);
+    OK(MPI_Reduce(v, r, 7, MPI_INT, add, np - 1, MPI_COMM_WORLD));
+    if (me == np - 1)
+        for (int k = 0; k < 7; k++) CHECK(r[k] == 10 * np * (np - 1) / 2 + np * k);
+    OK(MPI_Scan(v, r, 7, MPI_INT, add, MPI_COMM_WORLD));
+    for (int k = 0; k < 7; k++) CHECK(r[k] == 10 * me * (me + 1) / 2 + (me + 1) * k);
+    MPI_Request rq;
+    memset(r, 0, sizeof r);
+    OK(MPI_Iallreduce(v, r, 7, MPI_INT, add, MPI_COMM_WORLD, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    for (int k = 0; k < 7; k++) CHECK(r[k] == 10 * np * (np - 1) / 2 + np * k);
+
+    /* A non-commutative operation on a type with a gap: rank order kept. */
+    MPI_Datatype pair;
+    OK(MPI_Type_vector(2, 1, 2, MPI_UNSIGNED, &pair));
+    OK(MPI_Type_commit(&pair));
+    enum { M = 3 };
+    unsigned mine[3 * M], out[3 * M], want[3];
+    for (int i = 0; i < M; i++) map_of(mine + 3 * i, me, i);
+    unsigned a1[3] = {2, 0xdeadu, 3}, a2[3] = {5, 0xdeadu, 7};
+    last_len = -1;
+    OK(MPI_Reduce_local(a1, a2, 1, pair, aff));
+    CHECK(last_len == 1 && last_dt == pair);
+    CHECK(a2[0] == 10 && a2[2] == 5 * 3 + 7);
+    OK(MPI_Allreduce(mine, out, M, pair, aff, MPI_COMM_WORLD));
+    for (int i = 0; i < M; i++) {
+        fold(want, np - 1, i);
+        CHECK(out[3 * i] == want[0] && out[3 * i + 2] == want[2]);
+    }
+    OK(MPI_Scan(mine, out, M, pair, aff, MPI_COMM_WORLD));
+    for (int i = 0; i < M; i++) {
+        fold(want, me, i);
+        CHECK(out[3 * i] == want[0] && out[3 * i + 2] == want[2]);
+    }
+    OK(MPI_Ireduce(mine, out, M, pair, aff, 0, MPI_COMM_WORLD, &rq));
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    if (me == 0)
+        for (int i = 0; i < M; i++) {
+            fold(want, np - 1, i);
+            CHECK(out[3 * i] == want[0] && out[3 * i + 2] == want[2]);
+        }
+    OK(MPI_Type_free(&pair));
+    OK(MPI_Op_free(&add));
+    OK(MPI_Op_free(&aff));
+    CHECK(add == MPI_OP_NULL && aff == MPI_OP_NULL);
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
@@ -496,6 +623,7 @@ int main(int argc, char **argv) {
     constructors();
     beyond_int();
     files();
+    operations();
     printf("rank %d: LARGE TYPES OK\n", me);
     OK(MPI_Finalize());
     return 0;
