@@ -40,6 +40,7 @@ use std::sync::Arc;
 use crate::consts::*;
 use crate::datatype::{reduce, Elem, TypeEntry};
 use crate::error::{Fail, R};
+use crate::op_c::UserFunction;
 use crate::state::NO_OBJECT;
 use crate::state::{call, Guard, Lib};
 use crate::typemap::Layout;
@@ -50,10 +51,12 @@ use crate::util::{out, read_handle};
 /// `*datatype`.
 pub(crate) type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
 
-/// An operation made by `MPI_Op_create`.
+/// An operation made by `MPI_Op_create` or `MPI_Op_create_c`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UserOp {
-    pub f: UserFn,
+    /// The program's function, of either kind.
+    pub f: UserFunction,
+    /// Whether the program said it commutes.
     pub commute: bool,
 }
 
@@ -226,7 +229,7 @@ impl Reduction {
 /// of one (packed) item, and the type's layout when it has gaps.
 #[derive(Clone, Debug)]
 pub(crate) struct UserCall {
-    pub f: UserFn,
+    pub f: UserFunction,
     pub datatype: Handle,
     pub item: usize,
     pub layout: Option<Arc<Layout>>,
@@ -239,8 +242,9 @@ fn call_user(g: &mut Guard, user: UserCall, invec: &mut [u8], inoutvec: &mut [u8
 }
 
 /// Calls `f(invec, inoutvec, &len, &datatype)` over the two buffers (of equal length),
-/// in pieces of at most `c_int::MAX` items, counted as inside a user function. The
-/// caller holds nothing of the library's state (the function may call MPI).
+/// in pieces of at most as many items as `f`'s length type holds (`c_int::MAX` for an
+/// `MPI_User_function`), counted as inside a user function. The caller holds nothing
+/// of the library's state (the function may call MPI).
 pub(crate) fn apply_user(user: UserCall, invec: &mut [u8], inoutvec: &mut [u8]) -> R<()> {
     if inoutvec.is_empty() {
         return Ok(());
@@ -254,24 +258,22 @@ pub(crate) fn apply_user(user: UserCall, invec: &mut [u8], inoutvec: &mut [u8]) 
     if item == 0 || inoutvec.len() % item != 0 || invec.len() != inoutvec.len() {
         return Err(Fail::new(MPI_ERR_INTERN, "a buffer of partial items"));
     }
-    let piece = item.saturating_mul(c_int::MAX as usize);
+    let piece = item.saturating_mul(f.max_items());
     let _inside = InUserFn::enter();
     for (a, b) in invec.chunks_mut(piece).zip(inoutvec.chunks_mut(piece)) {
-        let mut len = c_int::try_from(b.len() / item).unwrap_or(c_int::MAX);
-        let mut dt = datatype;
+        let len = b.len() / item;
         if let Some(l) = &layout {
-            crate::reduce_packed::call_laid_out(f, l, len, dt, a, b)?;
+            crate::reduce_packed::call_laid_out(f, l, len, datatype, a, b)?;
             continue;
         }
-        // SAFETY: `f` is the program's `MPI_User_function` (MPI_Op_create's contract);
-        // both buffers hold `len` items of `dt` and are exclusively borrowed for the
-        // call, `len` and `dt` are locals; the function, C code, cannot unwind into Rust.
+        // SAFETY: both buffers hold `len` (at most `f.max_items()`) items of
+        // `datatype` and are exclusively borrowed for the call.
         unsafe {
-            f(
+            f.call(
                 a.as_mut_ptr().cast::<c_void>(),
                 b.as_mut_ptr().cast::<c_void>(),
-                &mut len,
-                &mut dt,
+                len,
+                datatype,
             )
         };
     }
@@ -285,14 +287,37 @@ crate::mpi_fn! {
         call(NO_OBJECT, |g| {
             let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
             // SAFETY: MPI's contract: `op` is valid for a write.
-            let slot = unsafe { out(op) }?;
-            let lib = g.lib()?;
-            let h = lib.new_handle();
-            lib.ops.insert(h, UserOp { f, commute: commute != 0 });
-            *slot = h;
-            Ok(())
+            unsafe { register(g.lib()?, UserFunction::Int(f), commute, op) }
         })
     }
+}
+
+/// Makes an operation of `f` (`commute`: whether the program says it commutes) and
+/// writes its handle to `*op` (`MPI_Op_create` and `MPI_Op_create_c`).
+///
+/// # Safety
+/// `op` is null or valid for a write.
+///
+/// # Errors
+/// `MPI_ERR_ARG` when `op` is null.
+pub(crate) unsafe fn register(
+    lib: &mut Lib,
+    f: UserFunction,
+    commute: c_int,
+    op: *mut Handle,
+) -> R<()> {
+    // SAFETY: the caller's contract.
+    let slot = unsafe { out(op) }?;
+    let h = lib.new_handle();
+    lib.ops.insert(
+        h,
+        UserOp {
+            f,
+            commute: commute != 0,
+        },
+    );
+    *slot = h;
+    Ok(())
 }
 
 crate::mpi_fn! {
@@ -420,7 +445,7 @@ mod tests {
         let r = Reduction {
             kind: Kind::User {
                 op: UserOp {
-                    f: place,
+                    f: UserFunction::Int(place),
                     commute: false,
                 },
                 datatype: 0x20d,

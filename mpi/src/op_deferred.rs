@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn a_deferred_call_runs_only_when_the_queue_is_run_and_then_copies() {
         let user = UserCall {
-            f: shift,
+            f: crate::op_c::UserFunction::Int(shift),
             datatype: 0x201,
             item: 1,
             layout: None,

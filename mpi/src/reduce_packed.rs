@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::coll_packed::maybe_gapped;
 use crate::consts::*;
 use crate::error::{Fail, R};
-use crate::op::UserFn;
+use crate::op_c::UserFunction;
 use crate::state::{call, CommKind, Lib, Map};
 use crate::typemap::{pack, unpack, Layout, Unpack};
 
@@ -368,18 +368,17 @@ impl LaidOut {
     }
 }
 
-/// Calls user function `f(invec, inoutvec, &len, &dt)` for `len` items of program type
+/// Calls user function `f(invec, inoutvec, &len, &dt)` for `n` items of program type
 /// `dt` (layout `l`) whose packed operands are `a` and `b`: both unpacked into the
 /// type's layout, and `inoutvec`'s result packed back into `b`.
 pub(crate) fn call_laid_out(
-    f: UserFn,
+    f: UserFunction,
     l: &Layout,
-    len: c_int,
+    n: usize,
     dt: Handle,
     a: &[u8],
     b: &mut [u8],
 ) -> R<()> {
-    let n = usize::try_from(len).map_err(|_| Fail::new(MPI_ERR_INTERN, "a negative length"))?;
     let (mut x, mut y) = (LaidOut::new(l, n)?, LaidOut::new(l, n)?);
     let (px, py) = (x.ptr(), y.ptr());
     // SAFETY: `LaidOut::new` made room for every piece of `n` items from each base.
@@ -387,11 +386,9 @@ pub(crate) fn call_laid_out(
         unpack(l, a, px, n);
         unpack(l, b, py, n);
     }
-    let (mut len, mut dt) = (len, dt);
-    // SAFETY: `f` is the program's `MPI_User_function` (MPI_Op_create's contract); both
-    // buffers hold `len` items of `dt` laid out as it describes, `len` and `dt` are
-    // locals; the function, C code, cannot unwind into Rust.
-    unsafe { f(px.cast(), py.cast(), &mut len, &mut dt) };
+    // SAFETY: both buffers hold `n` items of `dt` laid out as it describes, the
+    // function's alone for the call (the caller gives at most `f.max_items()`).
+    unsafe { f.call(px.cast(), py.cast(), n, dt) };
     // SAFETY: as above; `b` holds the packed bytes of `n` items.
     unsafe { pack(l, py, n, b) };
     Ok(())
@@ -433,7 +430,7 @@ mod tests {
         let words = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_ne_bytes()).collect() };
         let a = words(&[1, 2, 3, 4]);
         let mut b = words(&[10, 20, 30, 40]);
-        call_laid_out(add_pieces, &l, 2, 0x201, &a, &mut b).unwrap();
+        call_laid_out(UserFunction::Int(add_pieces), &l, 2, 0x201, &a, &mut b).unwrap();
         assert_eq!(b, words(&[11, 22, 33, 44]));
         let room = LaidOut::new(&l, 2).unwrap();
         assert_eq!(room.base % 16, 0);

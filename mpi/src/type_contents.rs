@@ -4,6 +4,12 @@
 //! through `Arc`s), so freeing it does not lose the description; `MPI_Type_get_contents`
 //! hands out a new handle for each such type (the program frees it) and the predefined
 //! ones as they are.
+//!
+//! A type made by a large-count constructor (`MPI_Type_vector_c`...) reports its
+//! `MPI_Count` arguments as large counts (`array_of_large_counts` of
+//! `MPI_Type_get_contents_c`), its `int` ones as integers and no addresses, as MPI
+//! 4.1's decoding table says; the `int` queries refuse such a type (`MPI_ERR_TYPE`:
+//! they have no array for its large counts), the `_c` queries answer for every type.
 
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -49,6 +55,8 @@ pub(crate) struct Contents {
     combiner: c_int,
     ints: Vec<c_int>,
     aints: Vec<isize>,
+    /// The `MPI_Count` arguments of a large-count constructor (empty otherwise).
+    large: Vec<i64>,
     types: Vec<Arg>,
 }
 
@@ -74,7 +82,33 @@ pub(crate) unsafe fn record(
         combiner,
         ints,
         aints,
+        large: Vec::new(),
         types,
+    };
+    lib.type_contents.insert(h, Arc::new(c));
+    Ok(())
+}
+
+/// Records that derived type `h`, just made by an `int` constructor on behalf of its
+/// large-count form, was made by the large-count form: its integer arguments `ints`
+/// and `MPI_Count` arguments `large` replace what the `int` form recorded (the
+/// combiner and the type arguments stay).
+///
+/// # Errors
+/// `MPI_ERR_INTERN` when `h` has no recorded constructor.
+pub(crate) fn record_large(lib: &mut Lib, h: Handle, ints: Vec<c_int>, large: Vec<i64>) -> R<()> {
+    let old = lib.type_contents.get(&h).cloned().ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_INTERN,
+            format!("type {h:#x} has no recorded constructor"),
+        )
+    })?;
+    let c = Contents {
+        combiner: old.combiner,
+        ints,
+        aints: Vec::new(),
+        large,
+        types: old.types.clone(),
     };
     lib.type_contents.insert(h, Arc::new(c));
     Ok(())
@@ -137,6 +171,22 @@ fn count(n: usize) -> R<c_int> {
     c_int::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, "too many arguments for an int"))
 }
 
+/// The contents of `h` for an `int` query: a type made by a large-count constructor is
+/// `MPI_ERR_TYPE` (its large counts have no place in the `int` forms' arrays).
+fn int_contents_of(lib: &Lib, h: Handle) -> R<Option<Arc<Contents>>> {
+    let c = contents_of(lib, h)?;
+    if c.as_ref().is_some_and(|c| !c.large.is_empty()) {
+        return Err(Fail::new(
+            MPI_ERR_TYPE,
+            format!(
+                "type {h:#x} was made by a large-count constructor: \
+                 MPI_Type_get_envelope_c and MPI_Type_get_contents_c describe it"
+            ),
+        ));
+    }
+    Ok(c)
+}
+
 crate::mpi_fn! {
     /// `MPI_Type_get_envelope`: how many integers, addresses and types made `datatype`
     /// and with which combiner (`MPI_COMBINER_NAMED` for a predefined type).
@@ -148,7 +198,7 @@ crate::mpi_fn! {
         combiner: *mut c_int
     ) {
         call(NO_OBJECT, |g| {
-            let c = contents_of(g.lib()?, datatype)?;
+            let c = int_contents_of(g.lib()?, datatype)?;
             let (ni, na, nd, comb) = match &c {
                 None => (0, 0, 0, NAMED),
                 Some(c) => (count(c.ints.len())?, count(c.aints.len())?, count(c.types.len())?, c.combiner),
@@ -169,7 +219,7 @@ crate::mpi_fn! {
 ///
 /// # Safety
 /// `p` holds `max` entries when `values` is not empty.
-unsafe fn put<T: Copy>(p: *mut T, max: c_int, values: &[T]) -> R<()> {
+unsafe fn put<T: Copy>(p: *mut T, max: i64, values: &[T]) -> R<()> {
     if values.is_empty() {
         return Ok(());
     }
@@ -199,19 +249,102 @@ crate::mpi_fn! {
     ) {
         call(NO_OBJECT, |g| {
             let lib = g.lib()?;
+            let c = int_contents_of(lib, datatype)?
+                .ok_or_else(|| Fail::new(MPI_ERR_TYPE, "a predefined type has no contents"))?;
+            let max = [max_integers, max_addresses, 0, max_datatypes].map(i64::from);
+            // SAFETY: MPI's contract: the arrays hold `max_*` entries.
+            unsafe { put_all(lib, &c, max, array_of_integers, array_of_addresses, std::ptr::null_mut(), array_of_datatypes) }
+        })
+    }
+}
+
+/// Writes `c`'s arguments to the program's arrays (`max`: their lengths, integers,
+/// addresses, large counts, types), a new handle for each derived type argument.
+///
+/// # Safety
+/// Each array holds its `max` entries.
+unsafe fn put_all(
+    lib: &mut Lib,
+    c: &Contents,
+    max: [i64; 4],
+    ints: *mut c_int,
+    aints: *mut isize,
+    large: *mut i64,
+    types: *mut Handle,
+) -> R<()> {
+    if usize::try_from(max[3]).map_or(true, |m| m < c.types.len()) {
+        return Err(Fail::new(MPI_ERR_ARG, "array_of_datatypes is too short"));
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        put(ints, max[0], &c.ints)?;
+        put(aints, max[1], &c.aints)?;
+        put(large, max[2], &c.large)?;
+    }
+    let handles: Vec<Handle> = c.types.iter().map(|a| handle_of(lib, a)).collect();
+    // SAFETY: as above; checked long enough.
+    unsafe { put(types, max[3], &handles) }
+}
+
+/// A length as an `MPI_Count`.
+fn wide(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+crate::mpi_fn! {
+    /// `MPI_Type_get_envelope_c`: `MPI_Type_get_envelope` with `MPI_Count` results and
+    /// the number of large counts, for every type (MPI 4.1 §5.1.13).
+    fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(
+        datatype: Handle,
+        num_integers: *mut i64,
+        num_addresses: *mut i64,
+        num_large_counts: *mut i64,
+        num_datatypes: *mut i64,
+        combiner: *mut c_int
+    ) {
+        call(NO_OBJECT, |g| {
+            let c = contents_of(g.lib()?, datatype)?;
+            let (n, comb) = match &c {
+                None => ([0; 4], NAMED),
+                Some(c) => ([c.ints.len(), c.aints.len(), c.large.len(), c.types.len()].map(wide), c.combiner),
+            };
+            // SAFETY: MPI's contract: the five are valid for writes.
+            unsafe {
+                *out(num_integers)? = n[0];
+                *out(num_addresses)? = n[1];
+                *out(num_large_counts)? = n[2];
+                *out(num_datatypes)? = n[3];
+                *out(combiner)? = comb;
+            }
+            Ok(())
+        })
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Type_get_contents_c`: `MPI_Type_get_contents` with `MPI_Count` lengths and
+    /// the large counts (`MPI_Count` arguments of a large-count constructor), for every
+    /// derived type.
+    fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(
+        datatype: Handle,
+        max_integers: i64,
+        max_addresses: i64,
+        max_large_counts: i64,
+        max_datatypes: i64,
+        array_of_integers: *mut c_int,
+        array_of_addresses: *mut isize,
+        array_of_large_counts: *mut i64,
+        array_of_datatypes: *mut Handle
+    ) {
+        call(NO_OBJECT, |g| {
+            let lib = g.lib()?;
             let c = contents_of(lib, datatype)?
                 .ok_or_else(|| Fail::new(MPI_ERR_TYPE, "a predefined type has no contents"))?;
-            if usize::try_from(max_datatypes).map_or(true, |m| m < c.types.len()) {
-                return Err(Fail::new(MPI_ERR_ARG, "array_of_datatypes is too short"));
-            }
+            let max = [max_integers, max_addresses, max_large_counts, max_datatypes];
             // SAFETY: MPI's contract: the arrays hold `max_*` entries.
             unsafe {
-                put(array_of_integers, max_integers, &c.ints)?;
-                put(array_of_addresses, max_addresses, &c.aints)?;
+                put_all(lib, &c, max, array_of_integers, array_of_addresses, array_of_large_counts, array_of_datatypes)
             }
-            let handles: Vec<Handle> = c.types.iter().map(|a| handle_of(lib, a)).collect();
-            // SAFETY: as above; checked long enough.
-            unsafe { put(array_of_datatypes, max_datatypes, &handles) }
         })
     }
 }
