@@ -17,8 +17,8 @@ use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
 use crate::count_c::{narrow, MpiCount};
-use crate::p2p::Mode;
 use crate::error::{Fail, R};
+use crate::p2p::Mode;
 use crate::request::MPI_Status;
 use crate::state::{call, NO_OBJECT};
 
