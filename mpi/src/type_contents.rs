@@ -38,7 +38,7 @@ pub(crate) const RESIZED: c_int = 316;
 
 /// A type argument of a constructor.
 #[derive(Clone, Debug)]
-enum Arg {
+pub(crate) enum Arg {
     /// A predefined type: handed back as it is.
     Named(Handle),
     /// A derived type, by value.
@@ -52,12 +52,16 @@ enum Arg {
 /// How a derived type was made.
 #[derive(Debug)]
 pub(crate) struct Contents {
-    combiner: c_int,
-    ints: Vec<c_int>,
-    aints: Vec<isize>,
+    /// The constructor (one of the combiner constants above).
+    pub(crate) combiner: c_int,
+    /// Its `int` arguments.
+    pub(crate) ints: Vec<c_int>,
+    /// Its `MPI_Aint` arguments.
+    pub(crate) aints: Vec<isize>,
     /// The `MPI_Count` arguments of a large-count constructor (empty otherwise).
-    large: Vec<i64>,
-    types: Vec<Arg>,
+    pub(crate) large: Vec<i64>,
+    /// Its type arguments.
+    pub(crate) types: Vec<Arg>,
 }
 
 /// Records that the type at `*newtype` was made by `combiner` from these arguments.
@@ -152,7 +156,7 @@ fn handle_of(lib: &mut Lib, a: &Arg) -> Handle {
 }
 
 /// The contents of derived type `h`: `None` for a predefined type.
-fn contents_of(lib: &Lib, h: Handle) -> R<Option<Arc<Contents>>> {
+pub(crate) fn contents_of(lib: &Lib, h: Handle) -> R<Option<Arc<Contents>>> {
     if crate::datatype::basic_entry(h).is_some() {
         return Ok(None);
     }
