@@ -49,6 +49,26 @@ pub const MPI_ERR_PROC_FAILED: c_int = 75;
 pub const MPI_ERR_PROC_FAILED_PENDING: c_int = 76;
 pub const MPI_ERR_REVOKED: c_int = 77;
 
+// The tool interface's error classes (`MPI_T_ERR_*`, MPI 5.0 ABI values).
+pub const MPI_T_ERR_CANNOT_INIT: c_int = 1001;
+pub const MPI_T_ERR_NOT_ACCESSIBLE: c_int = 1002;
+pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 1003;
+pub const MPI_T_ERR_NOT_SUPPORTED: c_int = 1004;
+pub const MPI_T_ERR_MEMORY: c_int = 1005;
+pub const MPI_T_ERR_INVALID: c_int = 1006;
+pub const MPI_T_ERR_INVALID_INDEX: c_int = 1007;
+pub const MPI_T_ERR_INVALID_ITEM: c_int = 1008;
+pub const MPI_T_ERR_INVALID_SESSION: c_int = 1009;
+pub const MPI_T_ERR_INVALID_HANDLE: c_int = 1010;
+pub const MPI_T_ERR_INVALID_NAME: c_int = 1011;
+pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 1012;
+pub const MPI_T_ERR_OUT_OF_SESSIONS: c_int = 1013;
+pub const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 1014;
+pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 1015;
+pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 1016;
+pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 1017;
+pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 1018;
+
 pub const MPI_ANY_SOURCE: c_int = -1;
 pub const MPI_PROC_NULL: c_int = -2;
 pub const MPI_ROOT: c_int = -3;

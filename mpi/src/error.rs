@@ -224,6 +224,24 @@ pub(crate) fn class_string(class: c_int) -> Option<&'static str> {
              process failure is not acknowledged"
         }
         MPI_ERR_REVOKED => "MPI_ERR_REVOKED: the communicator was revoked",
+        MPI_T_ERR_CANNOT_INIT => "MPI_T_ERR_CANNOT_INIT: MPI_T cannot be initialized",
+        MPI_T_ERR_NOT_ACCESSIBLE => "MPI_T_ERR_NOT_ACCESSIBLE: the variable cannot be accessed",
+        MPI_T_ERR_NOT_INITIALIZED => "MPI_T_ERR_NOT_INITIALIZED: MPI_T is not initialized",
+        MPI_T_ERR_NOT_SUPPORTED => "MPI_T_ERR_NOT_SUPPORTED: not supported",
+        MPI_T_ERR_MEMORY => "MPI_T_ERR_MEMORY: out of memory",
+        MPI_T_ERR_INVALID => "MPI_T_ERR_INVALID: invalid use of the tool interface",
+        MPI_T_ERR_INVALID_INDEX => "MPI_T_ERR_INVALID_INDEX: invalid index",
+        MPI_T_ERR_INVALID_ITEM => "MPI_T_ERR_INVALID_ITEM: invalid enumeration item",
+        MPI_T_ERR_INVALID_SESSION => "MPI_T_ERR_INVALID_SESSION: invalid session",
+        MPI_T_ERR_INVALID_HANDLE => "MPI_T_ERR_INVALID_HANDLE: invalid handle",
+        MPI_T_ERR_INVALID_NAME => "MPI_T_ERR_INVALID_NAME: no variable of that name",
+        MPI_T_ERR_OUT_OF_HANDLES => "MPI_T_ERR_OUT_OF_HANDLES: no more handles",
+        MPI_T_ERR_OUT_OF_SESSIONS => "MPI_T_ERR_OUT_OF_SESSIONS: no more sessions",
+        MPI_T_ERR_CVAR_SET_NOT_NOW => "MPI_T_ERR_CVAR_SET_NOT_NOW: cannot be set now",
+        MPI_T_ERR_CVAR_SET_NEVER => "MPI_T_ERR_CVAR_SET_NEVER: the variable is never set",
+        MPI_T_ERR_PVAR_NO_WRITE => "MPI_T_ERR_PVAR_NO_WRITE: the variable cannot be written",
+        MPI_T_ERR_PVAR_NO_STARTSTOP => "MPI_T_ERR_PVAR_NO_STARTSTOP: cannot be started",
+        MPI_T_ERR_PVAR_NO_ATOMIC => "MPI_T_ERR_PVAR_NO_ATOMIC: cannot be read and reset at once",
         _ => return None,
     })
 }

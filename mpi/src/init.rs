@@ -628,7 +628,7 @@ crate::mpi_fn! {
 /// `detect_timeout_ms` (2 s by default) its peers declared it failed (MPICH's
 /// `bsendpending.c`, whose receiver computes for 2 s, saw its sender's next barrier
 /// fail with `MPIX_ERR_PROC_FAILED`, and then was excluded itself).
-fn mpi_params() -> Result<Params, sf::params::ParamError> {
+pub(crate) fn mpi_params() -> Result<Params, sf::params::ParamError> {
     let mut params = Params::load()?;
     if matches!(
         params.get("progress_thread"),
