@@ -312,7 +312,8 @@ crate::mpi_fn! {
     ) {
         tool_call(|_| {
             let (_, words) = enum_arg(enumtype)?;
-            let i = index_arg(index, words.len())?;
+            // An item past the enumeration's end is an invalid item (MPI 4.1 §15.3.5).
+            let i = index_arg(index, words.len()).map_err(|_| MPI_T_ERR_INVALID_ITEM)?;
             // SAFETY: MPI's contract: null or valid pointers.
             unsafe {
                 put(value, index);

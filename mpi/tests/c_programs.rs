@@ -1425,3 +1425,14 @@ fn external32_pack_and_unpack() {
         every_rank_prints("pack_external", np, "", &[], "PACK EXTERNAL OK");
     }
 }
+
+#[test]
+fn tool_information_interface_exposes_the_runtime_parameters() {
+    let env = &[
+        ("STEADFAST_SHM_EAGER_MAX", "12345"),
+        ("STEADFAST_HEARTBEAT_MS", "250"),
+    ];
+    for np in ["1", "2"] {
+        every_rank_prints("mpi_t", np, "", env, "MPI_T OK");
+    }
+}
