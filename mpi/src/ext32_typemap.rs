@@ -69,6 +69,10 @@ fn of_contents(c: &Contents, size: usize, depth: usize) -> R<Seq> {
             "datatype constructors nest too deep",
         ));
     }
+    // A Fortran type by precision and range: the sized type its arguments select.
+    if let Some(h) = crate::f90types::sized_type_of(c.combiner, &c.ints) {
+        return Ok(Seq::Run(h, 1));
+    }
     if c.combiner == tc::STRUCT {
         let n = c.types.len();
         // The blocklengths follow the count: `int`s, or a large-count constructor's.

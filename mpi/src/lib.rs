@@ -69,6 +69,7 @@ mod dist_graph;
 mod error;
 mod ext32_typemap;
 mod external32;
+mod f90types;
 mod file;
 mod file_c;
 mod file_io;

@@ -1436,3 +1436,8 @@ fn tool_information_interface_exposes_the_runtime_parameters() {
         every_rank_prints("mpi_t", np, "", env, "MPI_T OK");
     }
 }
+
+#[test]
+fn fortran_types_by_precision_and_range() {
+    every_rank_prints("f90types", "1", "", &[], "F90 TYPES OK");
+}
