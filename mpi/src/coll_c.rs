@@ -1,6 +1,6 @@
 //! The large-count (`_c`) forms of the blocking collectives whose counts are scalars
 //! (`MPI_Bcast_c`, `MPI_Reduce_c`, `MPI_Allgather_c`...) and what every collective
-//! `_c` form shares: [`Raised`], [`refuse`], [`Shape`] and the [`narrowed_scalars!`]
+//! `_c` form shares: [`Raised`], [`Shape`] and the [`narrowed_scalars!`]
 //! macro. As `count_c` says, each narrows its `MPI_Count` arguments to `int` and calls
 //! the `int` form's `PMPI_` symbol; a count beyond the `int` range is refused with
 //! `MPI_ERR_COUNT` on the communicator's error handler, before any message moves.
@@ -11,19 +11,12 @@ use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
 use crate::count_c::{narrow, MpiCount};
-use crate::error::Fail;
+use crate::p2p_c::refuse;
 use crate::state::{call, CommKind};
 
 /// A step of a `_c` form: its value, or the error code already raised on the
 /// communicator's handler (the code to return).
 pub(crate) type Raised<T> = Result<T, c_int>;
-
-/// Raises `fail` on `comm`'s error handler (the world's when `comm` is not a live
-/// communicator) and returns the code the entry point returns.
-#[cold]
-pub(crate) fn refuse(comm: Handle, fail: Fail) -> c_int {
-    call(comm, |_| Err(fail))
-}
 
 /// A count argument narrowed to `int`, or the code of the raised refusal.
 pub(crate) fn count(value: MpiCount, what: &str, comm: Handle) -> Raised<c_int> {
