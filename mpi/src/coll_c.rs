@@ -10,8 +10,8 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
+use crate::count_c::refuse;
 use crate::count_c::{narrow, MpiCount};
-use crate::p2p_c::refuse;
 use crate::state::{call, CommKind};
 
 /// A step of a `_c` form: its value, or the error code already raised on the

@@ -18,8 +18,8 @@ use std::ffi::{c_int, c_void};
 
 use crate::coll_c::{count, Raised, Shape};
 use crate::consts::*;
+use crate::count_c::refuse;
 use crate::count_c::{narrow_aints, narrow_counts, MpiAint, MpiCount, Narrowed};
-use crate::p2p_c::refuse;
 
 /// `n` entries of an `MPI_Count` array narrowed, or the raised refusal.
 ///

@@ -14,6 +14,7 @@ use std::ffi::c_int;
 
 use crate::consts::*;
 use crate::error::{Fail, R};
+use crate::state::call;
 
 /// `MPI_Count` in C (`int64_t`).
 pub(crate) type MpiCount = i64;
@@ -115,6 +116,50 @@ pub(crate) unsafe fn narrow_aints(p: *const MpiAint, n: usize, what: &str) -> R<
     unsafe { narrow_array(p, n, what, narrow_aint) }
 }
 
+/// Narrows each `(value, what)` to an `int` (`count_c::narrow`), in order.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` for the first value outside the `int` range.
+pub(crate) fn counts<const N: usize>(values: [(MpiCount, &str); N]) -> R<[c_int; N]> {
+    let mut ints = [0; N];
+    for (slot, (v, what)) in ints.iter_mut().zip(values) {
+        *slot = narrow(v, what)?;
+    }
+    Ok(ints)
+}
+
+/// Raises `fail` on `comm` (its error handler, or the no-object one for
+/// [`NO_OBJECT`]) and returns the code, as the `int` form would for a bad argument.
+#[cold]
+pub(crate) fn refuse(comm: Handle, fail: Fail) -> c_int {
+    call(comm, |_| Err(fail))
+}
+
+/// [`refuse`] for a call that makes a request: `*request` is first set to
+/// `MPI_REQUEST_NULL` (when `request` is not null), as the `int` forms do before they
+/// fail, so that no stale handle is left behind.
+///
+/// # Safety
+/// `request` is null or valid for a write (MPI's contract for an output handle).
+#[cold]
+pub(crate) unsafe fn refuse_request(comm: Handle, request: *mut Handle, fail: Fail) -> c_int {
+    // SAFETY: the caller's contract, the same.
+    unsafe { set_null(request, MPI_REQUEST_NULL) };
+    refuse(comm, fail)
+}
+
+/// Sets the output handle `*slot` to `null` (when `slot` is not null) before a
+/// refusal, as the `int` forms leave an output handle when they fail.
+///
+/// # Safety
+/// `slot` is null or valid for a write.
+pub(crate) unsafe fn set_null(slot: *mut Handle, null: Handle) {
+    // SAFETY: the caller's contract: null (skipped) or valid for a write.
+    if let Some(slot) = unsafe { slot.as_mut() } {
+        *slot = null;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +201,17 @@ mod tests {
         let f = unsafe { narrow_aints(displs.as_ptr(), 2, "displs") }.unwrap_err();
         assert_eq!(f.class, MPI_ERR_COUNT);
         assert!(f.message.contains("displs"), "{}", f.message);
+    }
+
+    #[test]
+    fn counts_narrow_in_order_and_name_the_first_refused() {
+        assert_eq!(
+            counts([(3, "sendcount"), (4, "recvcount")]).unwrap(),
+            [3, 4]
+        );
+        let big = MpiCount::from(c_int::MAX) + 1;
+        let f = counts([(1, "sendcount"), (big, "recvcount")]).unwrap_err();
+        assert_eq!(f.class, MPI_ERR_COUNT);
+        assert!(f.message.contains("recvcount"), "{}", f.message);
     }
 }

@@ -15,9 +15,9 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
+use crate::count_c::refuse;
 use crate::count_c::{narrow, MpiCount};
 use crate::error::Fail;
-use crate::p2p_c::refuse;
 use crate::request::MPI_Status;
 use crate::state::{call, NO_OBJECT};
 use crate::util::out;

@@ -11,47 +11,15 @@
 //! is refused with `MPI_ERR_COUNT` on the communicator's error handler before anything
 //! is sent or posted. None of the `int` forms keeps a pointer to a count (they are passed by value)
 //! and none of these functions takes a count array, so nothing narrowed needs to outlive
-//! the call. Also the refusal helpers the RMA and datatype `_c` files share.
+//! the call.
 
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
-use crate::count_c::{narrow, MpiCount};
-use crate::error::{Fail, R};
+use crate::count_c::{counts, narrow, refuse, refuse_request, MpiCount};
 use crate::p2p::Mode;
 use crate::request::MPI_Status;
 use crate::state::{call, NO_OBJECT};
-
-/// Narrows each `(value, what)` to an `int` (`count_c::narrow`), in order.
-///
-/// # Errors
-/// `MPI_ERR_COUNT` for the first value outside the `int` range.
-pub(crate) fn counts<const N: usize>(values: [(MpiCount, &str); N]) -> R<[c_int; N]> {
-    let mut ints = [0; N];
-    for (slot, (v, what)) in ints.iter_mut().zip(values) {
-        *slot = narrow(v, what)?;
-    }
-    Ok(ints)
-}
-
-/// Raises `fail` on `comm` (its error handler, or the no-object one for
-/// [`NO_OBJECT`]) and returns the code, as the `int` form would for a bad argument.
-#[cold]
-pub(crate) fn refuse(comm: Handle, fail: Fail) -> c_int {
-    call(comm, |_| Err(fail))
-}
-
-/// [`refuse`] for a call that makes a request: `*request` is first set to
-/// `MPI_REQUEST_NULL` (when `request` is not null), as the `int` forms do before they
-/// fail, so that no stale handle is left behind.
-#[cold]
-pub(crate) fn refuse_request(comm: Handle, request: *mut Handle, fail: Fail) -> c_int {
-    // SAFETY: MPI's contract: `request` is null or valid for a write.
-    if let Some(slot) = unsafe { request.as_mut() } {
-        *slot = MPI_REQUEST_NULL;
-    }
-    refuse(comm, fail)
-}
 
 /// A blocking send's `_c` form taking any count: the `int` form when the count fits,
 /// else `p2p::send` in `$mode` with the count whole.
@@ -150,7 +118,10 @@ macro_rules! request_c {
                     // the count narrowed (passed by value: the request keeps no pointer
                     // to it).
                     Ok(count) => unsafe { $int(buf, count, datatype, peer, tag, comm, request) },
-                    Err(f) => refuse_request(comm, request, f),
+                    Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_request(comm, request, f) }
+}
                 }
             }
         }
@@ -343,7 +314,10 @@ crate::mpi_fn! {
                     recvtag, comm, request,
                 )
             },
-            Err(f) => refuse_request(comm, request, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_request(comm, request, f) }
+}
         }
     }
 }
@@ -369,7 +343,10 @@ crate::mpi_fn! {
                     buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
                 )
             },
-            Err(f) => refuse_request(comm, request, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_request(comm, request, f) }
+}
         }
     }
 }
@@ -405,24 +382,10 @@ crate::mpi_fn! {
         match narrow(count, "count") {
             // SAFETY: this function's contract, `MPI_Imrecv`'s with the count narrowed.
             Ok(count) => unsafe { crate::mprobe::PMPI_Imrecv(buf, count, datatype, message, request) },
-            Err(f) => refuse_request(NO_OBJECT, request, f),
-        }
-    }
+            Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_request(NO_OBJECT, request, f) }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_narrow_in_order_and_name_the_first_refused() {
-        assert_eq!(
-            counts([(3, "sendcount"), (4, "recvcount")]).unwrap(),
-            [3, 4]
-        );
-        let big = MpiCount::from(c_int::MAX) + 1;
-        let f = counts([(1, "sendcount"), (big, "recvcount")]).unwrap_err();
-        assert_eq!(f.class, MPI_ERR_COUNT);
-        assert!(f.message.contains("recvcount"), "{}", f.message);
+        }
     }
 }

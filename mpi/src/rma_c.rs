@@ -12,9 +12,9 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
+use crate::count_c::{counts, refuse, set_null};
 use crate::count_c::{narrow_aint, MpiAint, MpiCount};
 use crate::error::Fail;
-use crate::p2p_c::{counts, refuse};
 use crate::win::{win_call, MPI_WIN_NULL};
 
 /// Raises `fail` on window `win`'s error handler and returns the code.
@@ -25,23 +25,25 @@ fn refuse_win(win: Handle, fail: Fail) -> c_int {
 
 /// [`refuse_win`] for a request-based call: `*request` is first set to
 /// `MPI_REQUEST_NULL`, as a failed `int` form leaves it.
+///
+/// # Safety
+/// `request` is null or valid for a write.
 #[cold]
-fn refuse_win_request(win: Handle, request: *mut Handle, fail: Fail) -> c_int {
-    // SAFETY: MPI's contract: `request` is null or valid for a write.
-    if let Some(slot) = unsafe { request.as_mut() } {
-        *slot = MPI_REQUEST_NULL;
-    }
+unsafe fn refuse_win_request(win: Handle, request: *mut Handle, fail: Fail) -> c_int {
+    // SAFETY: the caller's contract, the same.
+    unsafe { set_null(request, MPI_REQUEST_NULL) };
     refuse_win(win, fail)
 }
 
 /// A window creator's refusal on `comm`: `*win` is first set to `MPI_WIN_NULL`, as the
 /// `int` forms do before they fail.
+///
+/// # Safety
+/// `win` is null or valid for a write.
 #[cold]
-fn refuse_creation(comm: Handle, win: *mut Handle, fail: Fail) -> c_int {
-    // SAFETY: MPI's contract: `win` is null or valid for a write.
-    if let Some(slot) = unsafe { win.as_mut() } {
-        *slot = MPI_WIN_NULL;
-    }
+unsafe fn refuse_creation(comm: Handle, win: *mut Handle, fail: Fail) -> c_int {
+    // SAFETY: the caller's contract, the same.
+    unsafe { set_null(win, MPI_WIN_NULL) };
     refuse(comm, fail)
 }
 
@@ -98,7 +100,10 @@ macro_rules! rput_rget_c {
                         $int(origin_addr, oc, origin_datatype, target_rank, target_disp, tc,
                             target_datatype, win, request)
                     },
-                    Err(f) => refuse_win_request(win, request, f),
+                    Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_win_request(win, request, f) }
+}
                 }
             }
         }
@@ -172,7 +177,10 @@ crate::mpi_fn! {
                     target_datatype, op, win, request,
                 )
             },
-            Err(f) => refuse_win_request(win, request, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_win_request(win, request, f) }
+}
         }
     }
 }
@@ -243,7 +251,10 @@ crate::mpi_fn! {
                     target_rank, target_disp, tc, target_datatype, op, win, request,
                 )
             },
-            Err(f) => refuse_win_request(win, request, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `request` is null or valid for a write.
+unsafe { refuse_win_request(win, request, f) }
+}
         }
     }
 }
@@ -262,7 +273,10 @@ crate::mpi_fn! {
             // SAFETY: this function's contract, `MPI_Win_create`'s with the unit
             // narrowed.
             Ok(unit) => unsafe { crate::win::PMPI_Win_create(base, size, unit, info, comm, win) },
-            Err(f) => refuse_creation(comm, win, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `win` is null or valid for a write.
+unsafe { refuse_creation(comm, win, f) }
+}
         }
     }
 }
@@ -283,7 +297,10 @@ crate::mpi_fn! {
             Ok(unit) => unsafe {
                 crate::win::PMPI_Win_allocate(size, unit, info, comm, baseptr, win)
             },
-            Err(f) => refuse_creation(comm, win, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `win` is null or valid for a write.
+unsafe { refuse_creation(comm, win, f) }
+}
         }
     }
 }
@@ -305,7 +322,10 @@ crate::mpi_fn! {
             Ok(unit) => unsafe {
                 crate::shared_win::PMPI_Win_allocate_shared(size, unit, info, comm, baseptr, win)
             },
-            Err(f) => refuse_creation(comm, win, f),
+            Err(f) => {
+// SAFETY: MPI's contract: `win` is null or valid for a write.
+unsafe { refuse_creation(comm, win, f) }
+}
         }
     }
 }
