@@ -119,9 +119,9 @@ macro_rules! request_c {
                     // to it).
                     Ok(count) => unsafe { $int(buf, count, datatype, peer, tag, comm, request) },
                     Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_request(comm, request, f) }
-}
+                        // SAFETY: MPI's contract: `request` is null or valid for a write.
+                        unsafe { refuse_request(comm, request, f) }
+                    }
                 }
             }
         }
@@ -315,9 +315,9 @@ crate::mpi_fn! {
                 )
             },
             Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_request(comm, request, f) }
-}
+                // SAFETY: MPI's contract: `request` is null or valid for a write.
+                unsafe { refuse_request(comm, request, f) }
+            }
         }
     }
 }
@@ -344,9 +344,9 @@ crate::mpi_fn! {
                 )
             },
             Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_request(comm, request, f) }
-}
+                // SAFETY: MPI's contract: `request` is null or valid for a write.
+                unsafe { refuse_request(comm, request, f) }
+            }
         }
     }
 }
@@ -383,9 +383,9 @@ crate::mpi_fn! {
             // SAFETY: this function's contract, `MPI_Imrecv`'s with the count narrowed.
             Ok(count) => unsafe { crate::mprobe::PMPI_Imrecv(buf, count, datatype, message, request) },
             Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_request(NO_OBJECT, request, f) }
-}
+                // SAFETY: MPI's contract: `request` is null or valid for a write.
+                unsafe { refuse_request(NO_OBJECT, request, f) }
+            }
         }
     }
 }

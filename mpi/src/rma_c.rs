@@ -101,9 +101,9 @@ macro_rules! rput_rget_c {
                             target_datatype, win, request)
                     },
                     Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_win_request(win, request, f) }
-}
+                        // SAFETY: MPI's contract: `request` is null or valid for a write.
+                        unsafe { refuse_win_request(win, request, f) }
+                    }
                 }
             }
         }
@@ -178,9 +178,9 @@ crate::mpi_fn! {
                 )
             },
             Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_win_request(win, request, f) }
-}
+                // SAFETY: MPI's contract: `request` is null or valid for a write.
+                unsafe { refuse_win_request(win, request, f) }
+            }
         }
     }
 }
@@ -252,9 +252,9 @@ crate::mpi_fn! {
                 )
             },
             Err(f) => {
-// SAFETY: MPI's contract: `request` is null or valid for a write.
-unsafe { refuse_win_request(win, request, f) }
-}
+                // SAFETY: MPI's contract: `request` is null or valid for a write.
+                unsafe { refuse_win_request(win, request, f) }
+            }
         }
     }
 }
@@ -274,9 +274,9 @@ crate::mpi_fn! {
             // narrowed.
             Ok(unit) => unsafe { crate::win::PMPI_Win_create(base, size, unit, info, comm, win) },
             Err(f) => {
-// SAFETY: MPI's contract: `win` is null or valid for a write.
-unsafe { refuse_creation(comm, win, f) }
-}
+                // SAFETY: MPI's contract: `win` is null or valid for a write.
+                unsafe { refuse_creation(comm, win, f) }
+            }
         }
     }
 }
@@ -298,9 +298,9 @@ crate::mpi_fn! {
                 crate::win::PMPI_Win_allocate(size, unit, info, comm, baseptr, win)
             },
             Err(f) => {
-// SAFETY: MPI's contract: `win` is null or valid for a write.
-unsafe { refuse_creation(comm, win, f) }
-}
+                // SAFETY: MPI's contract: `win` is null or valid for a write.
+                unsafe { refuse_creation(comm, win, f) }
+            }
         }
     }
 }
@@ -323,9 +323,9 @@ crate::mpi_fn! {
                 crate::shared_win::PMPI_Win_allocate_shared(size, unit, info, comm, baseptr, win)
             },
             Err(f) => {
-// SAFETY: MPI's contract: `win` is null or valid for a write.
-unsafe { refuse_creation(comm, win, f) }
-}
+                // SAFETY: MPI's contract: `win` is null or valid for a write.
+                unsafe { refuse_creation(comm, win, f) }
+            }
         }
     }
 }
