@@ -7,6 +7,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
+use crate::count_c::MpiCount;
 use crate::error::R;
 use crate::p2p::{deferred, irecv, isend, peers, start_send, Mode};
 use crate::request::{Op, Outcome, Req};
@@ -56,6 +57,66 @@ fn submit(g: &mut Guard, comm: Handle, pair: Pair, request: &mut Handle) -> R<()
     Ok(())
 }
 
+/// `MPI_Isendrecv`'s body with counts of any size (`MPI_Isendrecv_c` beyond the `int`
+/// range calls it too).
+///
+/// # Safety
+/// MPI's contract: `sendbuf` holds `sendcount` items of `sendtype` and `recvbuf` room
+/// for `recvcount` items of `recvtype` until the request completes; `request` is valid
+/// for a write.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isendrecv_counted(
+    g: &mut Guard,
+    sendbuf: *const c_void,
+    sendcount: MpiCount,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MpiCount,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> R<()> {
+    // SAFETY: the caller's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let (mut rh, mut sh) = (MPI_REQUEST_NULL, MPI_REQUEST_NULL);
+    irecv(g, recvbuf, recvcount, recvtype, source, recvtag, comm, &mut rh)?;
+    let recv = take(g, rh)?;
+    isend(g, sendbuf, sendcount, sendtype, dest, sendtag, comm, &mut sh, Mode::Standard)?;
+    let send = take(g, sh)?;
+    submit(g, comm, Pair { recv, send }, slot)
+}
+
+/// `MPI_Isendrecv_replace`'s body with a count of any size.
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` items of `datatype`, the program's alone until
+/// the request completes; `request` is valid for a write.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isendrecv_replace_counted(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: MpiCount,
+    datatype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    request: *mut Handle,
+) -> R<()> {
+    // SAFETY: the caller's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let send = send_copy(g, buf, count, datatype, dest, sendtag, comm)?;
+    let mut rh = MPI_REQUEST_NULL;
+    irecv(g, buf, count, datatype, source, recvtag, comm, &mut rh)?;
+    let recv = take(g, rh)?;
+    submit(g, comm, Pair { recv, send }, slot)
+}
+
 crate::mpi_fn! {
     /// `MPI_Isendrecv`.
     fn MPI_Isendrecv / PMPI_Isendrecv(
@@ -73,14 +134,13 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         call(comm, |g| {
-            // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { new_request_out(request) }?;
-            let (mut rh, mut sh) = (MPI_REQUEST_NULL, MPI_REQUEST_NULL);
-            irecv(g, recvbuf, recvcount, recvtype, source, recvtag, comm, &mut rh)?;
-            let recv = take(g, rh)?;
-            isend(g, sendbuf, sendcount, sendtype, dest, sendtag, comm, &mut sh, Mode::Standard)?;
-            let send = take(g, sh)?;
-            submit(g, comm, Pair { recv, send }, slot)
+            // SAFETY: this function's contract, which is `isendrecv_counted`'s.
+            unsafe {
+                isendrecv_counted(
+                    g, sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf,
+                    recvcount.into(), recvtype, source, recvtag, comm, request,
+                )
+            }
         })
     }
 }
@@ -99,13 +159,12 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         call(comm, |g| {
-            // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { new_request_out(request) }?;
-            let send = send_copy(g, buf, count, datatype, dest, sendtag, comm)?;
-            let mut rh = MPI_REQUEST_NULL;
-            irecv(g, buf, count, datatype, source, recvtag, comm, &mut rh)?;
-            let recv = take(g, rh)?;
-            submit(g, comm, Pair { recv, send }, slot)
+            // SAFETY: this function's contract, which is `isendrecv_replace_counted`'s.
+            unsafe {
+                isendrecv_replace_counted(
+                    g, buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, request,
+                )
+            }
         })
     }
 }
@@ -115,7 +174,7 @@ crate::mpi_fn! {
 fn send_copy(
     g: &mut Guard,
     buf: *const c_void,
-    count: c_int,
+    count: MpiCount,
     dt: Handle,
     dest: c_int,
     tag: c_int,

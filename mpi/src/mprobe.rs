@@ -6,6 +6,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
+use crate::count_c::MpiCount;
 use crate::error::{class_of, Fail, R};
 use crate::p2p::{probe_outcome, probe_target, recv_source};
 use crate::request::{write_status, MPI_Status, Outcome, Req};
@@ -102,7 +103,7 @@ crate::mpi_fn! {
 fn receive(
     g: &mut Guard,
     buf: *mut c_void,
-    count: c_int,
+    count: MpiCount,
     dt: Handle,
     message: *mut Handle,
 ) -> R<(Outcome, Handle)> {
@@ -151,6 +152,51 @@ fn receive(
     Ok((outcome, comm))
 }
 
+/// `MPI_Mrecv`'s body with a count of any size (`MPI_Mrecv_c` beyond the `int` range
+/// calls it too).
+///
+/// # Safety
+/// MPI's contract: `buf` holds room for `count` items of `datatype`, the program's
+/// alone during the call; `message` is valid for reads and writes; `status` is null or
+/// valid for a write.
+pub(crate) unsafe fn mrecv_counted(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: MpiCount,
+    datatype: Handle,
+    message: *mut Handle,
+    status: *mut MPI_Status,
+) -> R<()> {
+    let (o, comm) = receive(g, buf, count, datatype, message)?;
+    // SAFETY: the caller's contract: `status` is null or valid for a write.
+    unsafe { write_status(status, &o, false) };
+    if o.error != MPI_SUCCESS {
+        return Err(Fail::new(o.error, "MPI_Mrecv failed").on(comm));
+    }
+    Ok(())
+}
+
+/// `MPI_Imrecv`'s body with a count of any size.
+///
+/// # Safety
+/// As [`mrecv_counted`], with `request` valid for a write instead of `status`.
+pub(crate) unsafe fn imrecv_counted(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: MpiCount,
+    datatype: Handle,
+    message: *mut Handle,
+    request: *mut Handle,
+) -> R<()> {
+    // SAFETY: the caller's contract: `request` is valid for a write.
+    let slot = unsafe { new_request_out(request) }?;
+    let (o, comm) = receive(g, buf, count, datatype, message)?;
+    let lib = g.lib()?;
+    let h = lib.add_request(Req::finished(comm, o))?;
+    *slot = h;
+    Ok(())
+}
+
 crate::mpi_fn! {
     /// `MPI_Mrecv`: receives a message taken by `MPI_Mprobe`/`MPI_Improbe`.
     fn MPI_Mrecv / PMPI_Mrecv(
@@ -160,15 +206,8 @@ crate::mpi_fn! {
         message: *mut Handle,
         status: *mut MPI_Status
     ) {
-        call(NO_OBJECT, |g| {
-            let (o, comm) = receive(g, buf, count, datatype, message)?;
-            // SAFETY: MPI's contract: `status` is null or valid for a write.
-            unsafe { write_status(status, &o, false) };
-            if o.error != MPI_SUCCESS {
-                return Err(Fail::new(o.error, "MPI_Mrecv failed").on(comm));
-            }
-            Ok(())
-        })
+        // SAFETY: this function's contract, which is `mrecv_counted`'s.
+        call(NO_OBJECT, |g| unsafe { mrecv_counted(g, buf, count.into(), datatype, message, status) })
     }
 }
 
@@ -182,14 +221,7 @@ crate::mpi_fn! {
         message: *mut Handle,
         request: *mut Handle
     ) {
-        call(NO_OBJECT, |g| {
-            // SAFETY: MPI's contract: `request` is valid for a write.
-            let slot = unsafe { new_request_out(request) }?;
-            let (o, comm) = receive(g, buf, count, datatype, message)?;
-            let lib = g.lib()?;
-            let h = lib.add_request(Req::finished(comm, o))?;
-            *slot = h;
-            Ok(())
-        })
+        // SAFETY: this function's contract, which is `imrecv_counted`'s.
+        call(NO_OBJECT, |g| unsafe { imrecv_counted(g, buf, count.into(), datatype, message, request) })
     }
 }

@@ -2,21 +2,23 @@
 //! non-blocking and persistent sends and receives, `MPI_Sendrecv_c` and its replace,
 //! non-blocking and matched-probe kin.
 //!
-//! `MPI_Send_c`, `Ssend_c`, `Rsend_c`, `Recv_c`, `Isend_c`, `Issend_c`, `Irsend_c` and
-//! `Irecv_c` take any count: one that fits in an `int` goes to the `int` form's
-//! `PMPI_` symbol (and its fast path), a larger one to the same general path with the
-//! count whole (`p2p::send`, `recv`, `isend`, `irecv` take an `MPI_Count`), so more than
-//! `INT_MAX` items move, of any datatype. The others narrow their `MPI_Count`s
-//! (`count_c`) and call the `int` form's `PMPI_` symbol; a count beyond the `int` range
-//! is refused with `MPI_ERR_COUNT` on the communicator's error handler before anything
-//! is sent or posted. None of the `int` forms keeps a pointer to a count (they are passed by value)
-//! and none of these functions takes a count array, so nothing narrowed needs to outlive
-//! the call.
+//! `MPI_Send_c`, `Ssend_c`, `Rsend_c`, `Recv_c`, `Isend_c`, `Issend_c`, `Irsend_c`,
+//! `Irecv_c`, `Sendrecv_c`, `Sendrecv_replace_c`, `Isendrecv_c`, `Isendrecv_replace_c`,
+//! `Mrecv_c` and `Imrecv_c` take any count: one that fits in an `int` goes to the `int`
+//! form's `PMPI_` symbol (and its fast path), a larger one to the same general path with
+//! the count whole (`p2p::send`, `recv`, `isend`, `irecv`, `sendrecv::sendrecv_counted`,
+//! `mprobe::mrecv_counted`, ... take an `MPI_Count`), so more than `INT_MAX` items move,
+//! of any datatype. The others (the buffered and persistent calls) narrow their
+//! `MPI_Count`s (`count_c`) and call the `int` form's `PMPI_` symbol; a count beyond the
+//! `int` range is refused with `MPI_ERR_COUNT` on the communicator's error handler before
+//! anything is sent or posted. None of the `int` forms keeps a pointer to a count (they
+//! are passed by value) and none of these functions takes a count array, so nothing
+//! narrowed needs to outlive the call.
 
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
-use crate::count_c::{counts, narrow, refuse, refuse_request, MpiCount};
+use crate::count_c::{narrow, refuse, refuse_request, MpiCount};
 use crate::p2p::Mode;
 use crate::request::MPI_Status;
 use crate::state::{call, NO_OBJECT};
@@ -234,7 +236,8 @@ crate::mpi_fn! {
 }
 
 crate::mpi_fn! {
-    /// `MPI_Sendrecv_c`: `MPI_Sendrecv` with `MPI_Count` counts.
+    /// `MPI_Sendrecv_c`: `MPI_Sendrecv` with `MPI_Count` counts, of any size (beyond the
+    /// `int` range through `sendrecv::sendrecv_counted` whole).
     fn MPI_Sendrecv_c / PMPI_Sendrecv_c(
         sendbuf: *const c_void,
         sendcount: MpiCount,
@@ -249,22 +252,28 @@ crate::mpi_fn! {
         comm: Handle,
         status: *mut MPI_Status
     ) {
-        match counts([(sendcount, "sendcount"), (recvcount, "recvcount")]) {
-            // SAFETY: this function's contract, `MPI_Sendrecv`'s with the counts
-            // narrowed.
-            Ok([sc, rc]) => unsafe {
+        match (c_int::try_from(sendcount), c_int::try_from(recvcount)) {
+            // SAFETY: this function's contract, `MPI_Sendrecv`'s.
+            (Ok(sc), Ok(rc)) => unsafe {
                 crate::sendrecv::PMPI_Sendrecv(
                     sendbuf, sc, sendtype, dest, sendtag, recvbuf, rc, recvtype, source,
                     recvtag, comm, status,
                 )
             },
-            Err(f) => refuse(comm, f),
+            // SAFETY: this function's contract, `sendrecv_counted`'s.
+            _ => call(comm, |g| unsafe {
+                crate::sendrecv::sendrecv_counted(
+                    g, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                    recvtype, source, recvtag, comm, status,
+                )
+            }),
         }
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Sendrecv_replace_c`: `MPI_Sendrecv_replace` with an `MPI_Count` count.
+    /// `MPI_Sendrecv_replace_c`: `MPI_Sendrecv_replace` with an `MPI_Count` count, of
+    /// any size.
     fn MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(
         buf: *mut c_void,
         count: MpiCount,
@@ -276,21 +285,25 @@ crate::mpi_fn! {
         comm: Handle,
         status: *mut MPI_Status
     ) {
-        match narrow(count, "count") {
-            // SAFETY: this function's contract, `MPI_Sendrecv_replace`'s with the count
-            // narrowed.
+        match c_int::try_from(count) {
+            // SAFETY: this function's contract, `MPI_Sendrecv_replace`'s.
             Ok(count) => unsafe {
                 crate::sendrecv::PMPI_Sendrecv_replace(
                     buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
                 )
             },
-            Err(f) => refuse(comm, f),
+            // SAFETY: this function's contract, `sendrecv_replace_counted`'s.
+            Err(_) => call(comm, |g| unsafe {
+                crate::sendrecv::sendrecv_replace_counted(
+                    g, buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+                )
+            }),
         }
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Isendrecv_c`: `MPI_Isendrecv` with `MPI_Count` counts.
+    /// `MPI_Isendrecv_c`: `MPI_Isendrecv` with `MPI_Count` counts, of any size.
     fn MPI_Isendrecv_c / PMPI_Isendrecv_c(
         sendbuf: *const c_void,
         sendcount: MpiCount,
@@ -305,25 +318,28 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        match counts([(sendcount, "sendcount"), (recvcount, "recvcount")]) {
-            // SAFETY: this function's contract, `MPI_Isendrecv`'s with the counts
-            // narrowed (by value: the request keeps no pointer to them).
-            Ok([sc, rc]) => unsafe {
+        match (c_int::try_from(sendcount), c_int::try_from(recvcount)) {
+            // SAFETY: this function's contract, `MPI_Isendrecv`'s.
+            (Ok(sc), Ok(rc)) => unsafe {
                 crate::isendrecv::PMPI_Isendrecv(
                     sendbuf, sc, sendtype, dest, sendtag, recvbuf, rc, recvtype, source,
                     recvtag, comm, request,
                 )
             },
-            Err(f) => {
-                // SAFETY: MPI's contract: `request` is null or valid for a write.
-                unsafe { refuse_request(comm, request, f) }
-            }
+            // SAFETY: this function's contract, `isendrecv_counted`'s.
+            _ => call(comm, |g| unsafe {
+                crate::isendrecv::isendrecv_counted(
+                    g, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                    recvtype, source, recvtag, comm, request,
+                )
+            }),
         }
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Isendrecv_replace_c`: `MPI_Isendrecv_replace` with an `MPI_Count` count.
+    /// `MPI_Isendrecv_replace_c`: `MPI_Isendrecv_replace` with an `MPI_Count` count, of
+    /// any size.
     fn MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c(
         buf: *mut c_void,
         count: MpiCount,
@@ -335,26 +351,25 @@ crate::mpi_fn! {
         comm: Handle,
         request: *mut Handle
     ) {
-        match narrow(count, "count") {
-            // SAFETY: this function's contract, `MPI_Isendrecv_replace`'s with the count
-            // narrowed.
+        match c_int::try_from(count) {
+            // SAFETY: this function's contract, `MPI_Isendrecv_replace`'s.
             Ok(count) => unsafe {
                 crate::isendrecv::PMPI_Isendrecv_replace(
                     buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
                 )
             },
-            Err(f) => {
-                // SAFETY: MPI's contract: `request` is null or valid for a write.
-                unsafe { refuse_request(comm, request, f) }
-            }
+            // SAFETY: this function's contract, `isendrecv_replace_counted`'s.
+            Err(_) => call(comm, |g| unsafe {
+                crate::isendrecv::isendrecv_replace_counted(
+                    g, buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+                )
+            }),
         }
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Mrecv_c`: `MPI_Mrecv` with an `MPI_Count` count. A refused count leaves the
-    /// message where it is (still receivable), raised where `MPI_Mrecv` raises its
-    /// argument errors.
+    /// `MPI_Mrecv_c`: `MPI_Mrecv` with an `MPI_Count` count, of any size.
     fn MPI_Mrecv_c / PMPI_Mrecv_c(
         buf: *mut c_void,
         count: MpiCount,
@@ -362,16 +377,19 @@ crate::mpi_fn! {
         message: *mut Handle,
         status: *mut MPI_Status
     ) {
-        match narrow(count, "count") {
-            // SAFETY: this function's contract, `MPI_Mrecv`'s with the count narrowed.
+        match c_int::try_from(count) {
+            // SAFETY: this function's contract, `MPI_Mrecv`'s.
             Ok(count) => unsafe { crate::mprobe::PMPI_Mrecv(buf, count, datatype, message, status) },
-            Err(f) => refuse(NO_OBJECT, f),
+            // SAFETY: this function's contract, `mrecv_counted`'s.
+            Err(_) => call(NO_OBJECT, |g| unsafe {
+                crate::mprobe::mrecv_counted(g, buf, count, datatype, message, status)
+            }),
         }
     }
 }
 
 crate::mpi_fn! {
-    /// `MPI_Imrecv_c`: `MPI_Imrecv` with an `MPI_Count` count.
+    /// `MPI_Imrecv_c`: `MPI_Imrecv` with an `MPI_Count` count, of any size.
     fn MPI_Imrecv_c / PMPI_Imrecv_c(
         buf: *mut c_void,
         count: MpiCount,
@@ -379,13 +397,13 @@ crate::mpi_fn! {
         message: *mut Handle,
         request: *mut Handle
     ) {
-        match narrow(count, "count") {
-            // SAFETY: this function's contract, `MPI_Imrecv`'s with the count narrowed.
+        match c_int::try_from(count) {
+            // SAFETY: this function's contract, `MPI_Imrecv`'s.
             Ok(count) => unsafe { crate::mprobe::PMPI_Imrecv(buf, count, datatype, message, request) },
-            Err(f) => {
-                // SAFETY: MPI's contract: `request` is null or valid for a write.
-                unsafe { refuse_request(NO_OBJECT, request, f) }
-            }
+            // SAFETY: this function's contract, `imrecv_counted`'s.
+            Err(_) => call(NO_OBJECT, |g| unsafe {
+                crate::mprobe::imrecv_counted(g, buf, count, datatype, message, request)
+            }),
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
+use crate::count_c::MpiCount;
 use crate::error::{Fail, R};
 use crate::p2p::{blocking, extend_send, irecv_req_at, peers_of, recv_source};
 use crate::request::{write_status, MPI_Status, Op, Outcome, Req};
@@ -106,6 +107,72 @@ fn sendrecv_into(
     Ok(())
 }
 
+/// `MPI_Sendrecv`'s body with counts of any size (`MPI_Sendrecv_c` beyond the `int`
+/// range calls it too).
+///
+/// # Safety
+/// MPI's contract: `sendbuf` holds `sendcount` items of `sendtype`, unchanged during the
+/// call; `recvbuf` holds room for `recvcount` items of `recvtype`, the program's alone
+/// during the call; `status` is null or valid for a write.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sendrecv_counted(
+    g: &mut Guard,
+    sendbuf: *const c_void,
+    sendcount: MpiCount,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MpiCount,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> R<()> {
+    let sb = g.lib()?.buffer_of(sendcount, sendtype)?;
+    let rb = g.lib()?.buffer_of(recvcount, recvtype)?;
+    let mut packed = None;
+    let data: &[u8] = if dest == MPI_PROC_NULL {
+        &[]
+    } else {
+        // SAFETY: the caller's contract: `sendbuf` holds `sendcount` items, unchanged
+        // during the call.
+        unsafe { send_bytes(sb, sendbuf, &mut packed) }?
+    };
+    let (sptr, slen) = (data.as_ptr().cast(), data.len());
+    sendrecv_into(g, (sptr, slen, dest, sendtag), rb, recvbuf, source, recvtag, comm, status)
+}
+
+/// `MPI_Sendrecv_replace`'s body with a count of any size.
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` items of `datatype`, the program's alone during
+/// the call; `status` is null or valid for a write.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sendrecv_replace_counted(
+    g: &mut Guard,
+    buf: *mut c_void,
+    count: MpiCount,
+    datatype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MPI_Status,
+) -> R<()> {
+    let b = g.lib()?.buffer_of(count, datatype)?;
+    let sent: Box<[u8]> = if dest == MPI_PROC_NULL {
+        Box::default()
+    } else {
+        // SAFETY: the caller's contract: `buf` holds `count` items of `datatype`.
+        unsafe { b.copy_of(buf) }?
+    };
+    let (sptr, slen) = (sent.as_ptr().cast(), sent.len());
+    sendrecv_into(g, (sptr, slen, dest, sendtag), b, buf, source, recvtag, comm, status)
+}
+
 crate::mpi_fn! {
     /// `MPI_Sendrecv`: the receive is posted first, then the send; both complete
     /// before it returns.
@@ -124,18 +191,13 @@ crate::mpi_fn! {
         status: *mut MPI_Status
     ) {
         call(comm, |g| {
-            let sb = g.lib()?.buffer_of(sendcount, sendtype)?;
-            let rb = g.lib()?.buffer_of(recvcount, recvtype)?;
-            let mut packed = None;
-            let data: &[u8] = if dest == MPI_PROC_NULL {
-                &[]
-            } else {
-                // SAFETY: MPI's contract: `sendbuf` holds `sendcount` items, unchanged
-                // during the call.
-                unsafe { send_bytes(sb, sendbuf, &mut packed) }?
-            };
-            let (sptr, slen) = (data.as_ptr().cast(), data.len());
-            sendrecv_into(g, (sptr, slen, dest, sendtag), rb, recvbuf, source, recvtag, comm, status)
+            // SAFETY: this function's contract, which is `sendrecv_counted`'s.
+            unsafe {
+                sendrecv_counted(
+                    g, sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf,
+                    recvcount.into(), recvtype, source, recvtag, comm, status,
+                )
+            }
         })
     }
 }
@@ -155,15 +217,12 @@ crate::mpi_fn! {
         status: *mut MPI_Status
     ) {
         call(comm, |g| {
-            let b = g.lib()?.buffer_of(count, datatype)?;
-            let sent: Box<[u8]> = if dest == MPI_PROC_NULL {
-                Box::default()
-            } else {
-                // SAFETY: MPI's contract: `buf` holds `count` items of `datatype`.
-                unsafe { b.copy_of(buf) }?
-            };
-            let (sptr, slen) = (sent.as_ptr().cast(), sent.len());
-            sendrecv_into(g, (sptr, slen, dest, sendtag), b, buf, source, recvtag, comm, status)
+            // SAFETY: this function's contract, which is `sendrecv_replace_counted`'s.
+            unsafe {
+                sendrecv_replace_counted(
+                    g, buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status,
+                )
+            }
         })
     }
 }

@@ -1,9 +1,9 @@
 /*
  * MPI 4.1's large-count (_c) forms of point to point, RMA and the datatype queries, at 2
  * or more ranks (ranks 0 and 1 talk; the others join the collective calls only).
- * - Refusals: a count below INT_MIN on MPI_Send_c, MPI_Isend_c, MPI_Recv_c (which
- *   take any count: a negative one is refused), of INT_MAX + 1 on the calls that narrow
- *   theirs, MPI_Sendrecv_c, MPI_Put_c, MPI_Rget_c, a disp_unit of INT_MAX + 1 on
+ * - Refusals: a count below INT_MIN on MPI_Send_c, MPI_Isend_c, MPI_Recv_c,
+ *   MPI_Sendrecv_c (which take any count: a negative one is refused), of INT_MAX + 1 on
+ *   the calls that narrow theirs, MPI_Bsend_c, MPI_Put_c, MPI_Rget_c, a disp_unit of INT_MAX + 1 on
  *   MPI_Win_allocate_c, a position or pack end past INT_MAX on MPI_Pack_c: each is
  *   MPI_ERR_COUNT (MPI_Error_class), leaves a request or window MPI_*_NULL, and sends
  *   nothing (the next message with that tag is the marker sent after them).
@@ -30,7 +30,9 @@
  * With the argument "huge" (2 ranks), only this: INT_MAX + 100 chars (2 GiB) from rank 0
  * to rank 1 by MPI_Isend_c into MPI_Recv_c, every byte checked, the count from
  * MPI_Get_count_c (MPI_Get_count gives MPI_UNDEFINED), then 2 GiB + 24 back by
- * MPI_Send_c into MPI_Irecv_c.
+ * MPI_Send_c into MPI_Irecv_c, then INT_MAX + 50 chars both ways at once by
+ * MPI_Sendrecv_replace_c, then INT_MAX + 10 by MPI_Isend_c matched by MPI_Mprobe
+ * (its MPI_Get_count_c) and received by MPI_Imrecv_c.
  * Each rank prints "rank R: LARGE P2P OK".
  */
 #include <limits.h>
@@ -87,8 +89,9 @@ static void refusals(void) {
     CHECK(r == MPI_REQUEST_NULL);
     CHECK(class_of(MPI_Recv_c(buf, -BIG, MPI_CHAR, peer, 99, W, MPI_STATUS_IGNORE)) ==
           MPI_ERR_COUNT);
-    CHECK(class_of(MPI_Sendrecv_c(buf, 1, MPI_INT, peer, 99, buf, BIG, MPI_INT, peer, 99, W,
+    CHECK(class_of(MPI_Sendrecv_c(buf, 1, MPI_INT, peer, 99, buf, -BIG, MPI_INT, peer, 99, W,
                                   MPI_STATUS_IGNORE)) == MPI_ERR_COUNT);
+    CHECK(class_of(MPI_Bsend_c(buf, BIG, MPI_INT, peer, 99, W)) == MPI_ERR_COUNT);
     /* Nothing went: the first tag-99 message from the left is the marker. */
     int marker = 1000 + me, got = -1, left = (me + n - 1) % n;
     OK(MPI_Send(&marker, 1, MPI_INT, peer, 99, W));
@@ -303,7 +306,7 @@ static void matched(void) {
         CHECK(holds(b, 5, 70) && m == MPI_MESSAGE_NULL);
         count_is(&st, MPI_INT, 5);
         OK(MPI_Mprobe(0, 21, W, &m, &st));
-        CHECK(class_of(MPI_Imrecv_c(b, BIG, MPI_INT, &m, &r)) == MPI_ERR_COUNT);
+        CHECK(class_of(MPI_Imrecv_c(b, -BIG, MPI_INT, &m, &r)) == MPI_ERR_COUNT);
         CHECK(r == MPI_REQUEST_NULL && m != MPI_MESSAGE_NULL);
         memset(b, 0, sizeof b);
         OK(MPI_Imrecv_c(b, 5, MPI_INT, &m, &r));
@@ -527,6 +530,55 @@ static void huge_message(MPI_Count count, int from, int blocking_send) {
     free(b);
 }
 
+/* `count` chars (more than INT_MAX) both ways at once by MPI_Sendrecv_replace_c: each
+ * rank ends with the other's bytes. */
+static void huge_replace(MPI_Count count) {
+    char *b = malloc((size_t)count);
+    CHECK(b != NULL);
+    int peer = 1 - me;
+    for (size_t i = 0; i < (size_t)count; i++) b[i] = (char)(i * 5 + me + 3);
+    MPI_Status st;
+    OK(MPI_Sendrecv_replace_c(b, count, MPI_CHAR, peer, 8, peer, 8, W, &st));
+    size_t bad = 0;
+    for (size_t i = 0; i < (size_t)count; i++) bad += b[i] != (char)(i * 5 + peer + 3);
+    CHECK(bad == 0);
+    MPI_Count got = -1;
+    OK(MPI_Get_count_c(&st, MPI_CHAR, &got));
+    CHECK(got == count && st.MPI_SOURCE == peer && st.MPI_TAG == 8);
+    free(b);
+}
+
+/* `count` chars (more than INT_MAX) from rank 0, matched at rank 1 by MPI_Mprobe and
+ * received by MPI_Imrecv_c. */
+static void huge_matched(MPI_Count count) {
+    char *b = malloc((size_t)count);
+    CHECK(b != NULL);
+    MPI_Request r;
+    MPI_Status st;
+    if (me == 0) {
+        for (size_t i = 0; i < (size_t)count; i++) b[i] = (char)(i * 3 + 11);
+        OK(MPI_Isend_c(b, count, MPI_CHAR, 1, 9, W, &r));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    } else {
+        MPI_Message m;
+        OK(MPI_Mprobe(0, 9, W, &m, &st));
+        MPI_Count got = -1;
+        OK(MPI_Get_count_c(&st, MPI_CHAR, &got));
+        CHECK(got == count);
+        memset(b, 0, (size_t)count);
+        OK(MPI_Imrecv_c(b, count, MPI_CHAR, &m, &r));
+        CHECK(m == MPI_MESSAGE_NULL);
+        OK(MPI_Wait(&r, &st));
+        size_t bad = 0;
+        for (size_t i = 0; i < (size_t)count; i++) bad += b[i] != (char)(i * 3 + 11);
+        CHECK(bad == 0);
+        got = -1;
+        OK(MPI_Get_count_c(&st, MPI_CHAR, &got));
+        CHECK(got == count);
+    }
+    free(b);
+}
+
 int main(int argc, char **argv) {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(W, &me));
@@ -537,6 +589,8 @@ int main(int argc, char **argv) {
         CHECK(n == 2);
         huge_message((MPI_Count)INT_MAX + 100, 0, 0);
         huge_message((MPI_Count)INT_MAX + 25, 1, 1);
+        huge_replace((MPI_Count)INT_MAX + 50);
+        huge_matched((MPI_Count)INT_MAX + 10);
         OK(MPI_Finalize());
         printf("rank %d: LARGE P2P OK\n", me);
         return 0;
