@@ -83,9 +83,21 @@ pub(crate) unsafe fn isendrecv_counted(
     // SAFETY: the caller's contract: `request` is valid for a write.
     let slot = unsafe { new_request_out(request) }?;
     let (mut rh, mut sh) = (MPI_REQUEST_NULL, MPI_REQUEST_NULL);
-    irecv(g, recvbuf, recvcount, recvtype, source, recvtag, comm, &mut rh)?;
+    irecv(
+        g, recvbuf, recvcount, recvtype, source, recvtag, comm, &mut rh,
+    )?;
     let recv = take(g, rh)?;
-    isend(g, sendbuf, sendcount, sendtype, dest, sendtag, comm, &mut sh, Mode::Standard)?;
+    isend(
+        g,
+        sendbuf,
+        sendcount,
+        sendtype,
+        dest,
+        sendtag,
+        comm,
+        &mut sh,
+        Mode::Standard,
+    )?;
     let send = take(g, sh)?;
     submit(g, comm, Pair { recv, send }, slot)
 }

@@ -141,7 +141,16 @@ pub(crate) unsafe fn sendrecv_counted(
         unsafe { send_bytes(sb, sendbuf, &mut packed) }?
     };
     let (sptr, slen) = (data.as_ptr().cast(), data.len());
-    sendrecv_into(g, (sptr, slen, dest, sendtag), rb, recvbuf, source, recvtag, comm, status)
+    sendrecv_into(
+        g,
+        (sptr, slen, dest, sendtag),
+        rb,
+        recvbuf,
+        source,
+        recvtag,
+        comm,
+        status,
+    )
 }
 
 /// `MPI_Sendrecv_replace`'s body with a count of any size.
@@ -170,7 +179,16 @@ pub(crate) unsafe fn sendrecv_replace_counted(
         unsafe { b.copy_of(buf) }?
     };
     let (sptr, slen) = (sent.as_ptr().cast(), sent.len());
-    sendrecv_into(g, (sptr, slen, dest, sendtag), b, buf, source, recvtag, comm, status)
+    sendrecv_into(
+        g,
+        (sptr, slen, dest, sendtag),
+        b,
+        buf,
+        source,
+        recvtag,
+        comm,
+        status,
+    )
 }
 
 crate::mpi_fn! {

@@ -1392,9 +1392,15 @@ fn large_count_point_to_point_rma_and_datatype_queries() {
 
 #[test]
 fn large_count_point_to_point_moves_more_than_int_max_items() {
-    // Two messages of 2 GiB each way, over shared memory and over tcp.
-    every_rank_prints("large_count_p2p", "2", "huge", &[], "LARGE P2P OK");
-    every_rank_prints("large_count_p2p", "2", "huge", TCP, "LARGE P2P OK");
+    // Messages of 2 GiB, over shared memory and over tcp. Each is one single copy
+    // with the engine held, during which no heartbeat leaves either rank: on a loaded
+    // host that lasts beyond the default 2 s detection timeout and the two ranks
+    // suspect each other (docs/architecture.md, "Failure detection"). This test is
+    // about counts, so it gives detection 60 s.
+    let slow = [("STEADFAST_DETECT_TIMEOUT_MS", "60000")];
+    let slow_tcp = [slow[0], TCP[0], TCP[1]];
+    every_rank_prints("large_count_p2p", "2", "huge", &slow, "LARGE P2P OK");
+    every_rank_prints("large_count_p2p", "2", "huge", &slow_tcp, "LARGE P2P OK");
 }
 
 // (the large-count tests stand apart: each group's C program is its own)
