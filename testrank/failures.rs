@@ -190,6 +190,31 @@ pub(crate) fn hang(world: &World, comm: &Comm, victim: u32) {
     println!("SHRUNK {}", small.size());
 }
 
+/// The victim offers rank 0 a 1 MiB message (over shm a large message offered by its
+/// address, which the receiver reads and answers), then computes for 8 s without calling
+/// the library and is suspected and excluded; rank 0 never receives it. When the
+/// victim resumes, its send fails at once (`Excluded`): the others answer nothing it
+/// sends. The others outlive the victim's computing by 6 s.
+pub(crate) fn hang_send(world: &World, comm: &Comm, victim: u32) {
+    let me = comm.rank();
+    comm.agree(1).unwrap();
+    if me == victim {
+        let req = comm.isend_owned(0, 5, vec![7u8; 1 << 20]).unwrap();
+        compute_for(Duration::from_secs(8));
+        let start = Instant::now();
+        let (_, r) = req.wait();
+        println!("SEND {r:?} after {} ms", start.elapsed().as_millis());
+        return;
+    }
+    let start = Instant::now();
+    agree_until_failed(world, comm, victim);
+    while start.elapsed() < Duration::from_secs(14) {
+        world.progress();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("OUTLIVED");
+}
+
 /// Two "hosts" (network namespaces): every rank sends to every other, prints its
 /// route counters; then rank 0 runs `STEADFAST_TEST_CUT` (cutting the link) and each
 /// rank waits for the detector to suspect the far side.

@@ -96,6 +96,7 @@ fn main() {
         Some("shrink") => failures::shrink(&world, &comm, arg(2) as u32),
         Some("detect") => failures::detect(&comm, arg(2) as u32),
         Some("hang") => failures::hang(&world, &comm, arg(2) as u32),
+        Some("hang-send") => failures::hang_send(&world, &comm, arg(2) as u32),
         Some("netsplit") => failures::netsplit(&world, &comm),
         Some("anysource") => failures::anysource(&world, &comm, arg(2) as u32),
         Some("compute") => failures::compute(&world, &comm, arg(2) as u32),

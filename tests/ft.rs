@@ -317,6 +317,33 @@ fn a_hung_rank_is_suspected_excluded_and_shrunk_away() {
 }
 
 #[test]
+fn a_hung_ranks_large_send_fails_once_it_is_excluded() {
+    // Rank 2 offers rank 0 1 MiB, then computes for 8 s; 1 s of silence suspects it.
+    // When it resumes, its send returns `Excluded` at once (0 ms here), without waiting
+    // for an answer none of the others will give (before: 2000 ms here, until the
+    // others were reported failed to it; in a kill soak a collective that had given up
+    // waited in its sends' drops for a minute each).
+    let env = [
+        ("STEADFAST_DETECT_TIMEOUT_MS", "1000"),
+        ("STEADFAST_HEARTBEAT_MS", "50"),
+    ];
+    let job = run(3, &env, &["hang-send", "2"], LIMIT);
+    let ctx = job.context();
+    assert_eq!(job.code, Some(0), "{ctx}");
+    let sent = job.lines("SEND");
+    assert_eq!(sent.len(), 1, "{ctx}");
+    let line = &sent[0].1;
+    let prefix = "SEND Err(Excluded) after ";
+    assert!(line.starts_with(prefix), "{ctx}");
+    let ms: u64 = line[prefix.len()..]
+        .trim_end_matches(" ms")
+        .parse()
+        .unwrap();
+    assert!(ms < 1000, "the send waited for an answer: {ctx}");
+    assert_eq!(job.lines("OUTLIVED").len(), 2, "{ctx}");
+}
+
+#[test]
 fn a_bad_parameter_is_an_error_naming_it() {
     let job = run(2, &[("STEADFAST_ROUTE", "pigeon")], &["p2p"], LIMIT);
     assert_ne!(job.code, Some(0));

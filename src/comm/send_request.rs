@@ -307,7 +307,7 @@ impl SendRequest<'_> {
                 }
                 // Out of the queue: it will never leave.
                 SendState::Queued(id) => e.cancel_queued(id),
-                SendState::Shm(req) => {
+                SendState::Shm(req) if !e.excluded() && !e.is_failed(self.world) => {
                     // A large message offered by its address: the live receiver may be
                     // reading `data` now, so the send lasts until it answers: its FIN
                     // after the read, or its refusal of the message its revoked
@@ -316,6 +316,14 @@ impl SendRequest<'_> {
                     self.state = SendState::Shm(req);
                     return Ok(false);
                 }
+                // No answer will come when this process was excluded (suspected
+                // while alive: the others drop what it sends) or the receiver is known
+                // failed. A read the receiver might still make of `data` cannot touch
+                // this process (the kernel copies out of it), and what it reads no
+                // longer counts. An excluded rank waiting for the answer kept a
+                // collective that had given up inside its sends' drops for a minute
+                // each (`SHM_DROP_WAIT`).
+                SendState::Shm(_) => {}
                 _ => {}
             }
             self.state = SendState::Done;
