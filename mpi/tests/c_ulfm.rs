@@ -141,3 +141,36 @@ fn failures_are_listed_and_acknowledged_in_the_order_they_were_learnt() {
         );
     }
 }
+
+/// Open MPI's spellings of `--with-ft`: ulfm-testing's benchmarks/Makefile runs its
+/// programs with `mpirun -am ft-enable-mpi -np 8`, and ULFM's documentation sets the
+/// MCA parameter `mpi_ft_enable`. Both were usage errors (status 2, nothing started).
+#[test]
+fn the_launcher_takes_open_mpis_spellings_of_the_fault_tolerance_mode() {
+    let prog = program("ft_spellings");
+    let (status, out, err) = run(&["-am", "ft-enable-mpi", "-np", "3"], prog, &["kill"], &[]);
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("FT 1"), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out.matches("SURVIVED").count(), 2, "{out}\n{err}");
+    assert!(err.contains("rank 2: killed by signal 9"), "{err}");
+    let (status, out, err) = run(
+        &[
+            "-np",
+            "2",
+            "-mca",
+            "mpi_ft_enable",
+            "0",
+            "--mca",
+            "btl",
+            "self",
+        ],
+        prog,
+        &[],
+        &[],
+    );
+    assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("FT 0"), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("--mca btl ignored"), "{err}");
+    let (status, _, err) = run(&["-am", "some-file", "-np", "2"], prog, &[], &[]);
+    assert_eq!(status, 2, "{err}");
+}

@@ -136,6 +136,16 @@ pub struct Options {
     /// allocation, else fork), fork, or slurm (see below).
     #[arg(long, value_enum, default_value_t = SpawnerKind::Auto, value_name = "HOW")]
     pub spawner: SpawnerKind,
+    /// Open MPI's aggregate parameter file: `ft-enable-mpi` (`-am ft-enable-mpi`, how
+    /// Open MPI 4's ULFM and ulfm-testing's benchmarks/Makefile turn fault tolerance
+    /// on) is --with-ft mpi; no other file is known (also -am).
+    #[arg(long = "am", value_name = "FILE")]
+    pub am: Vec<String>,
+    /// An Open MPI MCA parameter (also -mca): `mpi_ft_enable` true or false (1, 0,
+    /// yes, no...) is --with-ft mpi or no; other keys have no meaning here and are
+    /// ignored (said on stderr).
+    #[arg(long = "mca", num_args = 2, value_names = ["KEY", "VALUE"])]
+    pub mca: Vec<String>,
     /// How the job's exit status is chosen (see below; default any-failure, or
     /// survivors when --with-ft ulfm or mpi is given).
     #[arg(long, value_enum, value_name = "POLICY")]
@@ -150,8 +160,10 @@ pub struct Options {
 }
 
 /// The single-dash spellings of long options that mpiexec users type.
-const SINGLE_DASH: [(&str, &str); 5] = [
+const SINGLE_DASH: [(&str, &str); 7] = [
     ("-np", "--np"),
+    ("-am", "--am"),
+    ("-mca", "--mca"),
     ("-host", "--host"),
     ("-initial-errhandler", "--initial-errhandler"),
     ("-oversubscribe", "--oversubscribe"),
@@ -159,8 +171,9 @@ const SINGLE_DASH: [(&str, &str); 5] = [
 ];
 
 /// Options that take a value as the next argument.
-const TAKES_VALUE: [&str; 10] = [
+const TAKES_VALUE: [&str; 11] = [
     "-n",
+    "--am",
     "--np",
     "--universe",
     "--host",
@@ -190,13 +203,13 @@ pub fn normalise(args: impl IntoIterator<Item = String>) -> Vec<String> {
             out.extend(it);
             break;
         }
-        let value_follows = TAKES_VALUE.contains(&a.as_str());
+        let values = match a.as_str() {
+            "--mca" => 2,
+            a if TAKES_VALUE.contains(&a) => 1,
+            _ => 0,
+        };
         out.push(a);
-        if value_follows {
-            if let Some(v) = it.next() {
-                out.push(v);
-            }
-        }
+        out.extend(it.by_ref().take(values));
     }
     out
 }
@@ -209,7 +222,34 @@ impl Options {
 
     /// The fault-tolerance mode: `--with-ft`, `ulfm` when not given.
     pub fn with_ft(&self) -> WithFt {
-        self.with_ft.unwrap_or(WithFt::Ulfm)
+        self.ft_named().unwrap_or(WithFt::Ulfm)
+    }
+
+    /// The mode the command line names: `--with-ft`, else Open MPI's spellings of it
+    /// (`-am ft-enable-mpi`, the last `--mca mpi_ft_enable`); `None` when none does.
+    fn ft_named(&self) -> Option<WithFt> {
+        let mca = self
+            .mca
+            .chunks(2)
+            .filter(|kv| kv[0] == FT_MCA_KEY)
+            .filter_map(|kv| mca_bool(kv.get(1)?))
+            .next_back()
+            .map(|on| if on { WithFt::Mpi } else { WithFt::No });
+        let am = self
+            .am
+            .iter()
+            .any(|f| is_ft_enable_mpi(f))
+            .then_some(WithFt::Mpi);
+        self.with_ft.or(mca).or(am)
+    }
+
+    /// The `--mca` keys that have no meaning here (every one but `mpi_ft_enable`).
+    pub fn ignored_mca(&self) -> Vec<&str> {
+        self.mca
+            .chunks(2)
+            .map(|kv| kv[0].as_str())
+            .filter(|k| *k != FT_MCA_KEY)
+            .collect()
     }
 
     /// The exit-status policy: `--exit-status`; when not given, `survivors` if
@@ -218,7 +258,7 @@ impl Options {
     /// `run_tests.sh` judges `revoke` by the launcher's status alone), else
     /// `any-failure`.
     pub fn exit_status(&self) -> ExitStatusPolicy {
-        match (self.exit_status, self.with_ft) {
+        match (self.exit_status, self.ft_named()) {
             (Some(p), _) => p,
             (None, Some(WithFt::Ulfm | WithFt::Mpi)) => ExitStatusPolicy::Survivors,
             (None, _) => ExitStatusPolicy::AnyFailure,
@@ -230,6 +270,22 @@ impl Options {
     /// # Errors
     /// A one-line message naming the value and the bound.
     pub fn check(&self) -> Result<(), String> {
+        if let Some(f) = self.am.iter().find(|f| !is_ft_enable_mpi(f)) {
+            return Err(format!(
+                "-am {f}: the only aggregate parameter file known is ft-enable-mpi \
+                 (fault tolerance on, as --with-ft mpi)"
+            ));
+        }
+        if let Some(kv) = self
+            .mca
+            .chunks(2)
+            .find(|kv| kv[0] == FT_MCA_KEY && kv.get(1).and_then(|v| mca_bool(v)).is_none())
+        {
+            return Err(format!(
+                "--mca {FT_MCA_KEY} {}: not a boolean (true, false, 1, 0, yes, no)",
+                kv.get(1).map_or("", String::as_str)
+            ));
+        }
         for h in &self.host {
             check_host(h)?;
         }
@@ -249,6 +305,25 @@ impl Options {
     pub fn universe(&self) -> u32 {
         self.universe.unwrap_or(self.n)
     }
+}
+
+/// Open MPI's MCA parameter behind its `--with-ft`.
+const FT_MCA_KEY: &str = "mpi_ft_enable";
+
+/// An MCA boolean, as Open MPI reads one.
+fn mca_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "enabled" => Some(true),
+        "0" | "false" | "no" | "off" | "disabled" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether an `-am` file names Open MPI's `ft-enable-mpi` (given by name or path, with
+/// or without an extension).
+fn is_ft_enable_mpi(file: &str) -> bool {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    name.split('.').next() == Some("ft-enable-mpi")
 }
 
 /// Most ranks one launcher starts: far beyond the cores of any node, far below what
@@ -389,6 +464,48 @@ mod tests {
         let o = parse(&["-n", "2", "--with-ft", "no", "-host", "localhost:2", "a"]).unwrap();
         assert!(o.kill_on_bad_exit());
         o.check().unwrap();
+    }
+
+    #[test]
+    fn open_mpis_ft_spellings_name_the_mode_and_other_mca_keys_are_ignored() {
+        let o = parse(&["-am", "ft-enable-mpi", "-np", "8", "prog", "-am", "x"]).unwrap();
+        assert_eq!((o.n, o.with_ft()), (8, WithFt::Mpi));
+        assert_eq!(o.exit_status(), ExitStatusPolicy::Survivors);
+        assert_eq!(o.prog, ["prog", "-am", "x"]);
+        o.check().unwrap();
+        let o = parse(&[
+            "-mca",
+            "btl",
+            "self,tcp",
+            "--mca",
+            "mpi_ft_enable",
+            "0",
+            "-np",
+            "2",
+            "p",
+        ])
+        .unwrap();
+        assert_eq!(o.with_ft(), WithFt::No);
+        assert_eq!(o.ignored_mca(), ["btl"]);
+        assert_eq!(o.prog, ["p"]);
+        // --with-ft wins over the MCA spelling.
+        let o = parse(&[
+            "--mca",
+            "mpi_ft_enable",
+            "true",
+            "--with-ft",
+            "no",
+            "-n",
+            "2",
+            "p",
+        ]);
+        assert_eq!(o.unwrap().with_ft(), WithFt::No);
+        assert!(parse(&["-am", "other-file", "-n", "2", "p"])
+            .unwrap()
+            .check()
+            .is_err());
+        let bad = parse(&["--mca", "mpi_ft_enable", "maybe", "-n", "2", "p"]).unwrap();
+        assert!(bad.check().is_err());
     }
 
     #[test]

@@ -216,6 +216,11 @@ fn main() {
         fail(2, why.as_str());
     }
     init_logging(o.verbose);
+    for key in o.ignored_mca() {
+        say(&format!(
+            "steadfast-run: --mca {key} ignored (an Open MPI parameter; only mpi_ft_enable has a meaning here)"
+        ));
+    }
     // The ranks inherit this environment: a misspelt parameter is named here, where the
     // user sees it (the ranks' own warnings go to a logger they may not have).
     for unknown in steadfast::params::unknown_variables(
