@@ -3,6 +3,7 @@
 //! aborting the job.
 
 use std::ffi::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sf::CommError;
 
@@ -49,8 +50,22 @@ impl Fail {
     }
 }
 
+/// Set when a call learnt that the other processes declared this one dead
+/// (`CommError::Excluded`, raised as `MPI_ERR_OTHER`); cleared when the runtime comes
+/// up (`init::bring_up`). Relaxed: it publishes no memory, and a thread that reads it
+/// stale ends the job as before.
+static EXCLUDED: AtomicBool = AtomicBool::new(false);
+
+/// Forgets an exclusion of an earlier runtime (a new bring-up).
+pub(crate) fn clear_excluded() {
+    EXCLUDED.store(false, Ordering::Relaxed);
+}
+
 /// The class of a runtime error.
 pub(crate) fn class_of(e: &CommError) -> c_int {
+    if matches!(e, CommError::Excluded) {
+        EXCLUDED.store(true, Ordering::Relaxed);
+    }
     match e {
         CommError::ProcFailed { .. } => MPI_ERR_PROC_FAILED,
         CommError::ProcFailedPending { .. } => MPI_ERR_PROC_FAILED_PENDING,
@@ -105,11 +120,21 @@ pub(crate) fn raise(comm: Handle, fail: Fail, handler: Handler, ft: FtMode) -> c
     }
 }
 
-/// Ends the job: `MPI_Abort`, and what `MPI_ERRORS_ARE_FATAL` does. Under
+/// Ends the job: `MPI_Abort`, and what `MPI_ERRORS_ARE_FATAL` does (only this process
+/// once the others excluded it, `EXCLUDED`). Under
 /// `steadfast-run` the launcher is asked (SIGTERM) to end every rank; this process
 /// exits with `code` at once, without running exit handlers (the job is going down,
 /// and another rank's state must not keep it alive).
 pub(crate) fn abort_job(code: c_int, why: &str) -> ! {
+    if EXCLUDED.load(Ordering::Relaxed) {
+        // The others declared this process dead and went on without it (a process
+        // suspected while alive, ULFM's fail-stop model): ending the job from here would
+        // take them down with the one process they had already written off.
+        log::error!(
+            "MPI abort (code {code}) in a process the others excluded: it ends alone: {why}"
+        );
+        exit_now(code);
+    }
     log::error!("MPI job aborted by this process (code {code}): {why}");
     if launched_by_steadfast_run() {
         // SAFETY: ignoring SIGTERM (the process ends just below) keeps the launcher's

@@ -177,6 +177,7 @@ pub(crate) fn raise_level(g: &mut Guard, level: c_int) -> R<()> {
 /// and the world model's predefined communicators, kept aside until `MPI_Init`
 /// registers them. Collective over the job's processes, whichever call each makes.
 pub(crate) fn bring_up(g: &mut Guard, level: c_int) -> R<()> {
+    crate::error::clear_excluded();
     let mut launched = true;
     let params = mpi_params().map_err(|e| Fail::new(MPI_ERR_OTHER, e.to_string()))?;
     if params.pmi_failure_signal() {

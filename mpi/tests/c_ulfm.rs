@@ -130,6 +130,22 @@ fn a_partitioned_receive_whose_sender_dies_before_its_last_partition_fails() {
 }
 
 #[test]
+fn an_excluded_process_that_aborts_ends_alone() {
+    // Rank 2 stops itself; 500 ms of silence suspects it; the others shrink it away and
+    // resume it. Its MPI_Abort then ends only itself (before: the launcher was asked to
+    // end every rank, the survivors with it); the launcher still returns the abort's
+    // code, as MPI asks of MPI_Abort.
+    let env = [
+        ("STEADFAST_DETECT_TIMEOUT_MS", "500"),
+        ("STEADFAST_HEARTBEAT_MS", "50"),
+    ];
+    let (status, out, err) = run_ulfm_with(3, "excluded_abort", &[], &env);
+    assert_eq!(status, 5, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(out.matches("SURVIVED").count(), 2, "{out}\n{err}");
+    assert!(err.contains("rank 2: exited with status 5"), "{out}\n{err}");
+}
+
+#[test]
 fn failures_are_listed_and_acknowledged_in_the_order_they_were_learnt() {
     let (status, out, err) = run_ulfm_with(4, "ack_order", &[], &[]);
     assert_eq!(status, 0, "stdout:\n{out}\nstderr:\n{err}");
