@@ -103,6 +103,7 @@ fn main() {
         Some("stream") => rma::stream(&world, &comm, arg(2)),
         Some("window") => rma::window(&world, &comm, arg(2) as u32),
         Some("bigput") => rma::big_put(&world, &comm, arg(2), &big_data),
+        Some("bigexchange") => rma::big_exchange(&world, &comm, arg(2)),
         Some("waitall") => p2p::wait_all_with_a_dead_peer(&world, &comm),
         Some("intercomm") => comms::intercomm(&world, &comm, &args[2], arg(3) as u32),
         Some("contexts") => comms::contexts(&world, &comm, arg(2), arg(3)),

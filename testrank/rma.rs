@@ -202,3 +202,40 @@ pub(crate) fn big_put(world: &World, comm: &Comm, mib: u64, data: &[u8]) {
     assert!(world.failures().is_empty(), "{:?}", world.failures());
     println!("BIGPUT OK ms={}", elapsed.as_millis());
 }
+
+/// Ranks 0 and 1 send each other `mib` MiB at once over shm (each side's single copy
+/// holds its engine for its whole length, so no heartbeat leaves either meanwhile);
+/// the others wait in an agreement, rank 2 watching rank 1. With a detection timeout
+/// shorter than the copies, no one may suspect anyone (a neighbour busy in the kernel
+/// is not silent). Ranks 0 and 1 print how long it took.
+pub(crate) fn big_exchange(world: &World, comm: &Comm, mib: u64) {
+    let me = comm.rank();
+    let fail = |e: CommError| -> ! { panic!("rank {me}: {e}: {:?}", world.failures()) };
+    comm.agree(1).unwrap_or_else(|e| fail(e));
+    if me < 2 {
+        let peer = 1 - me;
+        let len = (mib as usize) << 20;
+        let mine: Vec<u8> = (0..len).map(|i| (i % 251) as u8 ^ me as u8).collect();
+        let mut got = vec![0u8; len];
+        comm.agree(1).unwrap_or_else(|e| fail(e));
+        let start = Instant::now();
+        let req = comm.isend_owned(peer, 3, mine).unwrap_or_else(|e| fail(e));
+        comm.recv(Some(peer), Some(3), &mut got)
+            .unwrap_or_else(|e| fail(e));
+        let (_, sent) = req.wait();
+        sent.unwrap_or_else(|e| fail(e));
+        let elapsed = start.elapsed();
+        for at in [0, len / 2 + 17, len - 1] {
+            assert_eq!(
+                got[at],
+                (at % 251) as u8 ^ peer as u8,
+                "rank {me}: byte {at}"
+            );
+        }
+        println!("BIGEXCHANGE OK ms={}", elapsed.as_millis());
+    } else {
+        comm.agree(1).unwrap_or_else(|e| fail(e));
+    }
+    comm.agree(1).unwrap_or_else(|e| fail(e));
+    assert!(world.failures().is_empty(), "{:?}", world.failures());
+}

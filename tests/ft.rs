@@ -126,6 +126,23 @@ fn a_put_longer_than_the_detection_timeout_suspects_no_one() {
     assert_eq!(job.lines("BIGPUT OK").len(), 2, "{}", job.context());
 }
 
+/// Ranks 0 and 1 exchange 1 GiB each way over shm (about 0.7 s here) while rank 2,
+/// which watches rank 1, waits: a single copy holds its rank's engine, so no heartbeat
+/// leaves it meanwhile, and with a 200 ms timeout rank 2 suspected ranks 1 and 0 every
+/// time. Their kernel time now counts as their heartbeat (`engine_busy.rs`).
+#[test]
+fn a_rank_busy_in_a_large_copy_is_not_suspected_by_its_watcher() {
+    let env = [
+        ("STEADFAST_PROGRESS_THREAD", "1"),
+        ("STEADFAST_DETECTORS", "heartbeat"),
+        ("STEADFAST_HEARTBEAT_MS", "20"),
+        ("STEADFAST_DETECT_TIMEOUT_MS", "200"),
+    ];
+    let job = run(3, &env, &["bigexchange", "1024"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(job.lines("BIGEXCHANGE OK").len(), 2, "{}", job.context());
+}
+
 /// `wait_all` over a receive from a rank that is SIGKILLed, a receive from a live rank
 /// that sends late and a send: the dead rank's receive alone reports `ProcFailed`, the
 /// other two complete with their data (over shm and over the fabric).

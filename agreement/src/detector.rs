@@ -129,6 +129,9 @@ pub struct Detector {
     next_beat_at: u64,
     last_tick: Option<u64>,
     excluded: bool,
+    /// When the watched process's silence began, once [`Detector::vouch`] counted other
+    /// evidence of life as its heartbeat (cleared by a real heartbeat or a new watched).
+    vouched_since: Option<u64>,
 }
 
 impl Detector {
@@ -158,6 +161,7 @@ impl Detector {
             next_beat_at: 0,
             last_tick: None,
             excluded: false,
+            vouched_since: None,
         })
     }
 
@@ -166,6 +170,7 @@ impl Detector {
         self.watched = self.live_pred();
         self.watcher = self.live_succ();
         self.heard_at = now;
+        self.vouched_since = None;
         self.next_beat_at = now;
         self.tick(now, out);
     }
@@ -223,7 +228,43 @@ impl Detector {
     pub fn on_heartbeat(&mut self, from: Rank, now: u64) {
         if Some(from) == self.watched {
             self.heard_at = self.heard_at.max(now);
+            self.vouched_since = None;
         }
+    }
+
+    /// The silence after which the watched process is suspected (ns).
+    pub fn timeout_ns(&self) -> u64 {
+        self.config.timeout_ns
+    }
+
+    /// The watched process and how long it has been silent at `now` (ns).
+    pub fn silence(&self, now: u64) -> Option<(Rank, u64)> {
+        self.watched.map(|w| (w, now.saturating_sub(self.heard_at)))
+    }
+
+    /// Counts other evidence that the watched `rank` is alive though silent (a process
+    /// busy in the kernel: a single copy of a large message keeps its heartbeats in)
+    /// as a heartbeat at `now`, for at most `max_ns` of silence in a row, so a process
+    /// that never speaks again is still suspected. Returns whether it counted.
+    ///
+    /// ```
+    /// use steadfast_agreement::detector::{Detector, DetectorConfig};
+    /// use steadfast_agreement::Rank;
+    /// let mut d = Detector::new(Rank(1), 2, DetectorConfig::new(10, 100)).unwrap();
+    /// d.start(0, &mut Vec::new());
+    /// assert!(d.vouch(Rank(0), 150, 1000));
+    /// assert!(!d.vouch(Rank(0), 1200, 1000)); // silent since 0: past the bound
+    /// ```
+    pub fn vouch(&mut self, rank: Rank, now: u64, max_ns: u64) -> bool {
+        if Some(rank) != self.watched || self.excluded {
+            return false;
+        }
+        let since = *self.vouched_since.get_or_insert(self.heard_at);
+        if now.saturating_sub(since) > max_ns {
+            return false;
+        }
+        self.heard_at = self.heard_at.max(now);
+        true
     }
 
     /// `from` asks to receive our heartbeats (its predecessor died).
@@ -260,6 +301,7 @@ impl Detector {
         if watched != self.watched {
             self.watched = watched;
             self.heard_at = now;
+            self.vouched_since = None;
         }
         let watcher = self.live_succ();
         if watcher != self.watcher {
@@ -278,6 +320,7 @@ impl Detector {
         if self.watched == Some(rank) {
             self.watched = self.live_pred();
             self.heard_at = now;
+            self.vouched_since = None;
             if let Some(p) = self.watched {
                 out.push(DetectorAction::Observe { to: p });
             }

@@ -99,6 +99,10 @@ mod sync;
 /// Shm sends waiting for room, in posting order per destination.
 #[path = "engine_sendq.rs"]
 mod sendq;
+
+/// A silent same-node neighbour busy in the kernel is not suspected.
+#[path = "engine_busy.rs"]
+mod busy;
 pub(crate) use sendq::QueuedId;
 
 /// The per-process engine (see the module doc). Its state is private: communicators
@@ -143,6 +147,8 @@ pub(crate) struct Engine {
     next_slow_ns: u64,
     control_buf: Box<[u8]>,
     shm_dead: Vec<u32>,
+    /// The watched process's last kernel time reading (`engine_busy.rs`).
+    busy_probe: Option<busy::BusyProbe>,
     /// Failed sends of control messages, reported once the outputs are drained.
     send_failures: Vec<(u32, String)>,
     /// Control messages to local ranks that have not admitted this restarted process.
@@ -225,6 +231,7 @@ impl Engine {
             next_slow_ns: 0,
             control_buf: vec![0u8; CONTROL_MAX].into_boxed_slice(),
             shm_dead: Vec::new(),
+            busy_probe: None,
             send_failures: Vec::new(),
             control_held: ControlHeld::default(),
             stats: Stats::default(),
@@ -502,6 +509,7 @@ impl Engine {
         if self.detectors != Detectors::Heartbeat {
             self.other_detectors();
         }
+        self.vouch_for_a_copying_neighbour(now);
         self.control.tick(now);
         self.drive();
     }

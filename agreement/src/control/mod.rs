@@ -302,6 +302,18 @@ impl ControlPlane {
         self.excluded
     }
 
+    /// The watched world rank, its silence at `now` and the detection timeout (ns).
+    pub fn watched_silence(&self, now: u64) -> Option<(u32, u64, u64)> {
+        let (w, silent) = self.detector.silence(now)?;
+        Some((w.0, silent, self.detector.timeout_ns()))
+    }
+
+    /// Other evidence that the watched world rank `w` is alive though silent counts as
+    /// its heartbeat, for at most `max_ns` of silence in a row (`Detector::vouch`).
+    pub fn vouch_for_watched(&mut self, w: u32, now: u64, max_ns: u64) -> bool {
+        self.detector.vouch(Rank(w), now, max_ns)
+    }
+
     /// Traffic counters.
     pub fn stats(&self) -> ControlStats {
         ControlStats {

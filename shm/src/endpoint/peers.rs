@@ -98,6 +98,11 @@ impl Endpoint {
         }
     }
 
+    /// The process id of local rank `rank`, once connected.
+    pub fn peer_pid(&self, rank: u32) -> Option<u32> {
+        self.peers.get(rank as usize)?.as_ref().map(|p| p.pid)
+    }
+
     /// Records that local rank `rank` is dead (learnt elsewhere, e.g. from the
     /// launcher): waits on it end with [`ShmError::PeerDead`].
     pub fn declare_dead(&mut self, rank: u32) {
