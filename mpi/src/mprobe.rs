@@ -207,7 +207,9 @@ crate::mpi_fn! {
         status: *mut MPI_Status
     ) {
         // SAFETY: this function's contract, which is `mrecv_counted`'s.
-        call(NO_OBJECT, |g| unsafe { mrecv_counted(g, buf, count.into(), datatype, message, status) })
+        call(NO_OBJECT, |g| unsafe {
+            mrecv_counted(g, buf, count.into(), datatype, message, status)
+        })
     }
 }
 
@@ -222,6 +224,8 @@ crate::mpi_fn! {
         request: *mut Handle
     ) {
         // SAFETY: this function's contract, which is `imrecv_counted`'s.
-        call(NO_OBJECT, |g| unsafe { imrecv_counted(g, buf, count.into(), datatype, message, request) })
+        call(NO_OBJECT, |g| unsafe {
+            imrecv_counted(g, buf, count.into(), datatype, message, request)
+        })
     }
 }

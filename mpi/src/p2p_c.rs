@@ -379,7 +379,9 @@ crate::mpi_fn! {
     ) {
         match c_int::try_from(count) {
             // SAFETY: this function's contract, `MPI_Mrecv`'s.
-            Ok(count) => unsafe { crate::mprobe::PMPI_Mrecv(buf, count, datatype, message, status) },
+            Ok(count) => unsafe {
+                crate::mprobe::PMPI_Mrecv(buf, count, datatype, message, status)
+            },
             // SAFETY: this function's contract, `mrecv_counted`'s.
             Err(_) => call(NO_OBJECT, |g| unsafe {
                 crate::mprobe::mrecv_counted(g, buf, count, datatype, message, status)
@@ -399,7 +401,9 @@ crate::mpi_fn! {
     ) {
         match c_int::try_from(count) {
             // SAFETY: this function's contract, `MPI_Imrecv`'s.
-            Ok(count) => unsafe { crate::mprobe::PMPI_Imrecv(buf, count, datatype, message, request) },
+            Ok(count) => unsafe {
+                crate::mprobe::PMPI_Imrecv(buf, count, datatype, message, request)
+            },
             // SAFETY: this function's contract, `imrecv_counted`'s.
             Err(_) => call(NO_OBJECT, |g| unsafe {
                 crate::mprobe::imrecv_counted(g, buf, count, datatype, message, request)

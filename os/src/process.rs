@@ -172,16 +172,16 @@ impl ProcessWatch {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::process::Command;
+
     #[test]
     fn system_ticks_are_field_15_whatever_the_command_name() {
         let line = "42 (a b) (c)) S 1 42 42 0 -1 4194560 100 0 0 0 7 913 0 0 20 0 1 0 5";
-        assert_eq!(super::system_ticks_of(line), Some(913));
-        assert_eq!(super::system_ticks_of("42 (x) S 1"), None);
-        assert_eq!(super::system_ticks_of("garbage"), None);
+        assert_eq!(system_ticks_of(line), Some(913));
+        assert_eq!(system_ticks_of("42 (x) S 1"), None);
+        assert_eq!(system_ticks_of("garbage"), None);
     }
-
-    use super::*;
-    use std::process::Command;
 
     #[test]
     fn self_is_alive() {
