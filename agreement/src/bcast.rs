@@ -20,8 +20,15 @@ use crate::types::{Rank, RankSet};
 pub enum Topic {
     /// The communicator this broadcaster serves is revoked.
     Revoke,
-    /// `Rank` is suspected of having failed (a final verdict).
-    Suspicion(Rank),
+    /// `rank`'s incarnation `incarnation` is suspected of having failed (a final
+    /// verdict about that incarnation; a rank restarted in place is a later one, see
+    /// `docs/restart.md`).
+    Suspicion {
+        /// The suspected rank.
+        rank: Rank,
+        /// Which of its incarnations (0 for a rank never restarted).
+        incarnation: u32,
+    },
 }
 
 /// What the caller must do after a call.
@@ -47,6 +54,9 @@ pub struct Broadcaster {
     dead: RankSet,
     revoked: bool,
     suspected: RankSet,
+    /// Rank -> the latest incarnation suspected or readmitted here (0 past the end):
+    /// a suspicion of an earlier one is stale. Grows only when a rank restarts.
+    incarnations: Vec<u32>,
     /// The current distance-1 neighbours (successor, predecessor).
     ring: (Option<Rank>, Option<Rank>),
     scratch: Vec<Rank>,
@@ -65,6 +75,7 @@ impl Broadcaster {
             dead: RankSet::new(),
             revoked: false,
             suspected: RankSet::new(),
+            incarnations: Vec::new(),
             ring: (None, None),
             scratch: Vec::new(),
         };
@@ -89,9 +100,9 @@ impl Broadcaster {
         if self.flip(topic) {
             out.push(BcastAction::Deliver(topic));
             self.forward(topic, None, out);
-            if let Topic::Suspicion(r) = topic {
-                if r != self.me {
-                    out.push(BcastAction::Send { to: r, topic });
+            if let Topic::Suspicion { rank, .. } = topic {
+                if rank != self.me {
+                    out.push(BcastAction::Send { to: rank, topic });
                 }
             }
         }
@@ -102,8 +113,8 @@ impl Broadcaster {
         if from.0 >= self.n {
             return;
         }
-        if let Topic::Suspicion(r) = topic {
-            if r.0 >= self.n {
+        if let Topic::Suspicion { rank, .. } = topic {
+            if rank.0 >= self.n {
                 return;
             }
         }
@@ -134,17 +145,59 @@ impl Broadcaster {
             for s in self.suspected.iter() {
                 out.push(BcastAction::Send {
                     to: new,
-                    topic: Topic::Suspicion(s),
+                    topic: Topic::Suspicion {
+                        rank: s,
+                        incarnation: self.incarnation(s),
+                    },
                 });
             }
         }
     }
 
-    /// Marks `topic` delivered; true on the first time.
+    /// Incarnation `incarnation` of the dead `rank` joined (a restart in place): it is
+    /// a neighbour again, and a later suspicion of it is news, while one of an earlier
+    /// incarnation (late, or resent by a forwarder's repair) is dropped. Nothing is
+    /// sent: the joined process learnt the failures known so far when it started.
+    pub fn readmit(&mut self, rank: Rank, incarnation: u32) {
+        if rank == self.me || rank.0 >= self.n || incarnation <= self.incarnation(rank) {
+            return;
+        }
+        self.set_incarnation(rank, incarnation);
+        self.suspected.remove(rank);
+        self.dead.remove(rank);
+        self.ring = self.ring_neighbours();
+    }
+
+    /// The latest incarnation of `rank` suspected or readmitted here.
+    fn incarnation(&self, rank: Rank) -> u32 {
+        self.incarnations.get(rank.index()).copied().unwrap_or(0)
+    }
+
+    fn set_incarnation(&mut self, rank: Rank, incarnation: u32) {
+        let i = rank.index();
+        if self.incarnations.len() <= i {
+            self.incarnations.resize(i + 1, 0);
+        }
+        self.incarnations[i] = incarnation;
+    }
+
+    /// Marks `topic` delivered; true on the first time. A suspicion is new when it is
+    /// about a later incarnation than the one known here, or about the known one not
+    /// suspected yet.
     fn flip(&mut self, topic: Topic) -> bool {
         match topic {
             Topic::Revoke => !std::mem::replace(&mut self.revoked, true),
-            Topic::Suspicion(r) => self.suspected.insert(r),
+            Topic::Suspicion { rank, incarnation } => {
+                let known = self.incarnation(rank);
+                if incarnation < known || (incarnation == known && self.suspected.contains(rank)) {
+                    return false;
+                }
+                if incarnation > known {
+                    self.set_incarnation(rank, incarnation);
+                }
+                self.suspected.insert(rank);
+                true
+            }
         }
     }
 
@@ -262,23 +315,62 @@ mod tests {
         assert!(all);
     }
 
+    fn suspicion(rank: u32, incarnation: u32) -> Topic {
+        Topic::Suspicion {
+            rank: Rank(rank),
+            incarnation,
+        }
+    }
+
     #[test]
     fn replacement_neighbour_gets_what_was_delivered() {
         let mut b = Broadcaster::new(Rank(5), 8);
         let mut out = Vec::new();
-        b.originate(Topic::Suspicion(Rank(2)), &mut out);
+        b.originate(suspicion(2, 0), &mut out);
         out.clear();
         b.on_failure(Rank(6), &mut out);
         assert_eq!(
             out,
             vec![BcastAction::Send {
                 to: Rank(7),
-                topic: Topic::Suspicion(Rank(2))
+                topic: suspicion(2, 0)
             }]
         );
         // Second receipt: not delivered again, not forwarded.
         out.clear();
-        b.on_message(Rank(1), Topic::Suspicion(Rank(2)), &mut out);
+        b.on_message(Rank(1), suspicion(2, 0), &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_readmitted_rank_is_suspected_again_only_in_its_new_incarnation() {
+        let mut b = Broadcaster::new(Rank(5), 8);
+        let mut out = Vec::new();
+        b.originate(suspicion(6, 0), &mut out);
+        b.on_failure(Rank(6), &mut out);
+        assert_eq!(b.ring, (Some(Rank(7)), Some(Rank(4))));
+        b.readmit(Rank(6), 1);
+        assert_eq!(b.ring, (Some(Rank(6)), Some(Rank(4))), "a neighbour again");
+        assert!(!b.suspected().contains(Rank(6)));
+        // The dead incarnation's suspicion, late or resent by a repair: dropped.
+        out.clear();
+        b.on_message(Rank(1), suspicion(6, 0), &mut out);
+        assert!(out.is_empty());
+        // The new incarnation's failure is news, sent to it as well.
+        b.originate(suspicion(6, 1), &mut out);
+        assert_eq!(out[0], BcastAction::Deliver(suspicion(6, 1)));
+        assert!(out.contains(&BcastAction::Send {
+            to: Rank(6),
+            topic: suspicion(6, 1)
+        }));
+        out.clear();
+        b.on_message(Rank(1), suspicion(6, 1), &mut out);
+        assert!(out.is_empty(), "delivered once");
+        // A later incarnation never admitted here supersedes a suspected one.
+        b.on_message(Rank(1), suspicion(6, 2), &mut out);
+        assert_eq!(out[0], BcastAction::Deliver(suspicion(6, 2)));
+        // Readmitting an incarnation not later than the known one changes nothing.
+        b.readmit(Rank(6), 2);
+        assert!(b.suspected().contains(Rank(6)));
     }
 }

@@ -20,7 +20,7 @@ use crate::decision::{Contribution, Decision, Outcome};
 use crate::types::{CommId, CommKey, Epoch, Rank, RankSet, Seq};
 
 /// Version byte of this layout; a message with another version is refused.
-pub const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = 2;
 
 /// Size of the common header.
 pub const HEADER_LEN: usize = 20;
@@ -375,9 +375,10 @@ impl FtMsg {
         let mut w = Writer(buf);
         match *self {
             FtMsg::Bcast(Topic::Revoke) => w.header(Kind::Revoke, key, seq),
-            FtMsg::Bcast(Topic::Suspicion(r)) => {
+            FtMsg::Bcast(Topic::Suspicion { rank, incarnation }) => {
                 w.header(Kind::Suspicion, key, seq);
-                w.u32(r.0);
+                w.u32(rank.0);
+                w.u32(incarnation);
             }
             FtMsg::Heartbeat => w.header(Kind::Heartbeat, key, seq),
             FtMsg::Observe => w.header(Kind::Observe, key, seq),
@@ -407,7 +408,11 @@ impl FtMsg {
                         size,
                     });
                 }
-                FtMsg::Bcast(Topic::Suspicion(Rank(rank)))
+                let incarnation = r.u32()?;
+                FtMsg::Bcast(Topic::Suspicion {
+                    rank: Rank(rank),
+                    incarnation,
+                })
             }
             Kind::Heartbeat => FtMsg::Heartbeat,
             Kind::Observe => FtMsg::Observe,
@@ -491,7 +496,10 @@ mod tests {
     fn ft_messages_round_trip_and_refuse_damage() {
         let all = [
             FtMsg::Bcast(Topic::Revoke),
-            FtMsg::Bcast(Topic::Suspicion(Rank(6))),
+            FtMsg::Bcast(Topic::Suspicion {
+                rank: Rank(6),
+                incarnation: 3,
+            }),
             FtMsg::Heartbeat,
             FtMsg::Observe,
             FtMsg::PairValue(true),
@@ -509,7 +517,11 @@ mod tests {
             assert!(FtMsg::decode(&buf, 8).is_err());
         }
         let mut buf = Vec::new();
-        FtMsg::Bcast(Topic::Suspicion(Rank(6))).encode(key(), 0, &mut buf);
+        FtMsg::Bcast(Topic::Suspicion {
+            rank: Rank(6),
+            incarnation: 3,
+        })
+        .encode(key(), 0, &mut buf);
         assert!(FtMsg::decode(&buf, 6).is_err());
         // ERA and FT decoders refuse each other's kinds.
         assert_eq!(EraMsg::decode(&buf, 8), Err(WireError::Kind(5)));

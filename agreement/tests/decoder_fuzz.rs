@@ -45,7 +45,10 @@ fn valid_messages(rng: &mut SimRng) -> Vec<Vec<u8>> {
     ];
     let ft = [
         FtMsg::Bcast(Topic::Revoke),
-        FtMsg::Bcast(Topic::Suspicion(Rank(rng.below(SIZE as u64) as u32))),
+        FtMsg::Bcast(Topic::Suspicion {
+            rank: Rank(rng.below(SIZE as u64) as u32),
+            incarnation: rng.below(4) as u32,
+        }),
         FtMsg::Heartbeat,
         FtMsg::Observe,
         FtMsg::PairValue(rng.chance(0.5)),

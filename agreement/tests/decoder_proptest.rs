@@ -43,7 +43,10 @@ fn era_msg() -> impl Strategy<Value = EraMsg> {
 fn ft_msg() -> impl Strategy<Value = FtMsg> {
     prop_oneof![
         Just(FtMsg::Bcast(Topic::Revoke)),
-        (0..SIZE).prop_map(|r| FtMsg::Bcast(Topic::Suspicion(Rank(r)))),
+        (0..SIZE, any::<u32>()).prop_map(|(r, incarnation)| FtMsg::Bcast(Topic::Suspicion {
+            rank: Rank(r),
+            incarnation
+        })),
         Just(FtMsg::Heartbeat),
         Just(FtMsg::Observe),
         any::<bool>().prop_map(FtMsg::PairValue),

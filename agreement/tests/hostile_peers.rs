@@ -108,9 +108,11 @@ proptest! {
         let mut now = 0u64;
         for (kind, a, b, flag, t) in ops {
             now = now.saturating_add(t % 500);
-            let topic = if flag { Topic::Revoke } else { Topic::Suspicion(b) };
+            let incarnation = (t % 3) as u32;
+            let topic = if flag { Topic::Revoke } else { Topic::Suspicion { rank: b, incarnation } };
             match kind {
                 0 => bc.on_message(a, topic, &mut bo),
+                1 if flag => bc.readmit(a, incarnation),
                 1 => bc.on_failure(a, &mut bo),
                 2 => pair.on_value(a, flag, &mut po),
                 3 => pair.on_ack(a, &mut po),

@@ -370,8 +370,11 @@ impl ControlPlane {
             self.det_out = out;
             self.run_detector_actions();
             let mut out = std::mem::take(&mut self.bcast_out);
-            self.world_bcast
-                .originate(Topic::Suspicion(Rank(w)), &mut out);
+            let topic = Topic::Suspicion {
+                rank: Rank(w),
+                incarnation: self.generation(w),
+            };
+            self.world_bcast.originate(topic, &mut out);
             self.world_bcast.on_failure(Rank(w), &mut out);
             self.bcast_out = out;
             self.run_world_bcast_actions();
@@ -425,6 +428,7 @@ impl ControlPlane {
         }
         self.set_generation(w, generation);
         self.reports.pending.retain(|(r, _)| *r != w);
+        self.world_bcast.readmit(Rank(w), generation);
         let mut out = std::mem::take(&mut self.det_out);
         self.detector.on_rejoin(Rank(w), now, &mut out);
         self.det_out = out;
@@ -733,7 +737,7 @@ impl ControlPlane {
                             .push_back(Output::Revoked { comm: key.comm });
                     }
                 }
-                BcastAction::Deliver(Topic::Suspicion(_)) => {}
+                BcastAction::Deliver(Topic::Suspicion { .. }) => {}
             }
         }
     }
@@ -747,13 +751,26 @@ impl ControlPlane {
                         FtMsg::Bcast(topic).encode(FT_KEY, 0, b)
                     });
                 }
-                BcastAction::Deliver(Topic::Suspicion(r)) => {
-                    self.report_failure(r.0, "suspicion broadcast".into())
+                BcastAction::Deliver(Topic::Suspicion { rank, incarnation }) => {
+                    self.on_suspicion(rank.0, incarnation)
                 }
                 BcastAction::Deliver(Topic::Revoke) => {}
             }
         }
         self.bcast_out = out;
+    }
+
+    /// A suspicion of world rank `w`'s incarnation `incarnation` was delivered by the
+    /// world broadcast. One of an incarnation replaced here is about a dead process
+    /// (late, or resent by a forwarder's ring repair) and is dropped; one of a later
+    /// incarnation than known here means that one ended before it was admitted.
+    fn on_suspicion(&mut self, w: u32, incarnation: u32) {
+        if incarnation < self.generation(w) {
+            self.stats.stale += 1;
+            return;
+        }
+        self.set_generation(w, incarnation);
+        self.report_failure(w, "suspicion broadcast".into());
     }
 
     fn run_detector_actions(&mut self) {

@@ -362,3 +362,39 @@ fn a_restarted_process_replaces_its_registered_communicator_by_the_survivors_epo
         assert_eq!(d.outcome, Outcome::Success);
     }
 }
+
+#[test]
+fn a_suspicion_names_the_incarnation_so_a_restarted_rank_can_fail_again() {
+    let mut cps = planes(4);
+    for cp in cps.iter_mut().filter(|cp| cp.me != 2) {
+        cp.report_failure(2, "launcher".into());
+    }
+    settle(&mut cps, &[2]);
+    // Rank 2 restarts in place as incarnation 1, admitted by every survivor.
+    let config = DetectorConfig::new(1_000_000, 20_000_000);
+    cps[2] = ControlPlane::new(2, 4, Detector::new(Rank(2), 4, config).unwrap());
+    cps[2].set_generation(2, 1);
+    for cp in cps.iter_mut().filter(|cp| cp.me != 2) {
+        assert!(cp.readmit(2, 1, 5));
+    }
+    // The dead incarnation's suspicion arrives late (or resent by a ring repair): it
+    // fails neither the new incarnation at a survivor nor excludes the new process.
+    let mut stale = Vec::new();
+    FtMsg::Bcast(Topic::Suspicion {
+        rank: Rank(2),
+        incarnation: 0,
+    })
+    .encode(FT_KEY, 0, &mut stale);
+    cps[0].on_control(1, &stale, 10);
+    cps[2].on_control(1, &stale, 10);
+    settle(&mut cps, &[]);
+    assert!(!cps[0].is_failed(2));
+    assert!(!cps[2].excluded(), "the new incarnation is not the suspect");
+    // The new incarnation dies too: one survivor learns it, the broadcast tells the
+    // others (before suspicions named the incarnation, the first one deduplicated it).
+    cps[0].report_failure(2, "launcher".into());
+    settle(&mut cps, &[2]);
+    for r in [0, 1, 3] {
+        assert!(cps[r].is_failed(2), "rank {r}");
+    }
+}

@@ -296,7 +296,13 @@ pub fn run_ft(s: &FtScenario) -> FtRun {
                 match a {
                     DetectorAction::Heartbeat { to } => sends.push((to.0, FtMsg::Heartbeat)),
                     DetectorAction::Observe { to } => sends.push((to.0, FtMsg::Observe)),
-                    DetectorAction::Suspect(r) => p.bc.originate(Topic::Suspicion(r), &mut bc_out),
+                    DetectorAction::Suspect(rank) => {
+                        let topic = Topic::Suspicion {
+                            rank,
+                            incarnation: 0,
+                        };
+                        p.bc.originate(topic, &mut bc_out)
+                    }
                     DetectorAction::Excluded => p.excluded = true,
                 }
             }
@@ -304,7 +310,7 @@ pub fn run_ft(s: &FtScenario) -> FtRun {
                 match a {
                     BcastAction::Send { to, topic } => sends.push((to.0, FtMsg::Bcast(topic))),
                     BcastAction::Deliver(Topic::Revoke) => p.revoked = Some((now, p.hops)),
-                    BcastAction::Deliver(Topic::Suspicion(r)) => {
+                    BcastAction::Deliver(Topic::Suspicion { rank: r, .. }) => {
                         p.suspicions.push((r, now));
                         p.det.on_failure(r, now, &mut det_out);
                         p.bc.on_failure(r, &mut bc_out);
