@@ -54,6 +54,21 @@ impl RestartRequest {
 }
 
 impl Comm {
+    /// Starts spare slot `w` (a world rank) for a spawn and waits until its process
+    /// joined and this process reaches it: as [`restart_rank`](Self::restart_rank) of
+    /// the slot's first incarnation only (`Engine::start_spare_slot`).
+    pub(crate) fn start_spare_slot(&self, w: u32) -> Result<u32, CommError> {
+        self.engine
+            .lock()
+            .start_spare_slot(w)
+            .map_err(CommError::Restart)?;
+        RestartRequest {
+            comm: self.clone(),
+            done: None,
+        }
+        .wait()
+    }
+
     /// Starts a new incarnation of the failed `rank` (a rank of this communicator) in
     /// place and waits until it has joined and this process reaches it; returns its
     /// generation. See [`irestart_rank`](Self::irestart_rank).

@@ -421,7 +421,7 @@ impl Comm {
                     size - first
                 ));
             };
-            match world.restart_rank(w) {
+            match world.start_spare_slot(w) {
                 Ok(_) => return Ok(w),
                 // Another spawn took it since this process last heard (refused by the
                 // launcher, or already admitted here): the next.

@@ -30,7 +30,10 @@ impl Engine {
         self.drive();
         let mut still = Vec::new();
         for (w, g) in std::mem::take(&mut self.rejoins) {
-            if g <= self.generations[w as usize] || w == self.rank {
+            // The control plane may know a later incarnation than the engine: a
+            // suspicion of one not admitted here yet names it (it ended before).
+            let known = self.generations[w as usize].max(self.control.generation(w));
+            if g <= known || w == self.rank {
                 continue;
             }
             let admitted = match self.routes[w as usize] {
@@ -125,6 +128,24 @@ impl Engine {
     /// Why it cannot be asked: `w` is this process or not failed, a restart is in
     /// flight already, the launcher has no spawner.
     pub fn restart_begin(&mut self, w: u32) -> Result<(), String> {
+        self.restart_begin_of(w, None)
+    }
+
+    /// Asks the launcher to start spare slot `w` for a spawn: its first incarnation
+    /// only. A spawn picks slots it believes never started; when it learns, between
+    /// its pick and this request, that another spawn's child ran in the slot and ended,
+    /// restarting that child would start a second process in a slot another spawn
+    /// owns (its children then met `MPIX_ERR_PROC_FAILED`).
+    ///
+    /// # Errors
+    /// As [`restart_begin`](Self::restart_begin); an error starting with
+    /// [`SLOT_TAKEN`](crate::bootstrap::SLOT_TAKEN) when the slot has started since.
+    pub fn start_spare_slot(&mut self, w: u32) -> Result<(), String> {
+        self.restart_begin_of(w, Some(0))
+    }
+
+    /// Asks for a restart of `w`'s failed incarnation, which must be `only` when set.
+    fn restart_begin_of(&mut self, w: u32, only: Option<u32>) -> Result<(), String> {
         if w >= self.size || w == self.rank {
             return Err(format!(
                 "rank {w} is not another rank of a world of {}",
@@ -149,6 +170,12 @@ impl Engine {
                 "rank {w} is alive: only a failed rank can be restarted"
             ));
         };
+        if only.is_some_and(|g| g != failed) {
+            return Err(format!(
+                "{} slot {w} has started since it was picked (incarnation {current})",
+                crate::bootstrap::SLOT_TAKEN
+            ));
+        }
         if let Some(RestartState::Asked(other) | RestartState::Admitting(other, ..)) = self.restart
         {
             return Err(format!(
