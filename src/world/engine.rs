@@ -154,8 +154,6 @@ pub(crate) struct Engine {
     /// Control messages to local ranks that have not admitted this restarted process.
     control_held: ControlHeld,
     stats: Stats,
-    /// Each world rank's incarnation as known here (this process's own included).
-    generations: Vec<u32>,
     /// Restarted ranks that joined and are not admitted here yet: (rank, generation).
     rejoins: Vec<(u32, u32)>,
     /// The restart this process asked the launcher for, until admitted.
@@ -235,7 +233,6 @@ impl Engine {
             send_failures: Vec::new(),
             control_held: ControlHeld::default(),
             stats: Stats::default(),
-            generations: parts.generations,
             rejoins: Vec::new(),
             restart: None,
             restart_answered: vec![0; parts.size as usize],
@@ -244,10 +241,12 @@ impl Engine {
             intercomms: std::collections::HashMap::new(),
             keyed_mail: Default::default(),
         };
-        e.world_restored = e.generation() > 0;
-        for (w, &g) in e.generations.iter().enumerate() {
+        // Each rank's incarnation is kept by the control plane alone, which every
+        // source of news moves on (admission, launcher events, suspicions).
+        for (w, &g) in parts.generations.iter().enumerate() {
             e.control.set_generation(w as u32, g);
         }
+        e.world_restored = e.generation() > 0;
         e.post_fabric_control()?;
         Ok(e)
     }
@@ -519,13 +518,13 @@ impl Engine {
     fn other_detectors(&mut self) {
         if let Ok(events) = self.boot.failures(std::time::Duration::ZERO) {
             for ev in events {
-                let Some(&known) = self.generations.get(ev.rank as usize) else {
+                if ev.rank >= self.size {
                     continue;
-                };
+                }
+                let known = self.control.generation(ev.rank);
                 // The end of an incarnation already replaced here is old news; the end
                 // of one not admitted here yet means it is gone before we could.
                 if ev.generation > known {
-                    self.generations[ev.rank as usize] = ev.generation;
                     self.control.set_generation(ev.rank, ev.generation);
                     self.rejoins
                         .retain(|&(w, g)| w != ev.rank || g > ev.generation);
@@ -566,7 +565,7 @@ impl Engine {
 
     /// This process's incarnation.
     pub fn generation(&self) -> u32 {
-        self.generations[self.rank as usize]
+        self.control.generation(self.rank)
     }
 
     /// A failure of world rank `w` learnt from `how` (applied at the next progress;

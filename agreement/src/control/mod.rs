@@ -420,15 +420,19 @@ impl ControlPlane {
     /// incarnation) are dropped. Communicators keep it failed: their agreement, revoke
     /// and acknowledgement state is about the dead incarnation, as ULFM requires, and
     /// their decisions naming it no longer report the rank failed (it is another
-    /// process now); [`new_epoch`](Self::new_epoch) brings it back into one. Returns
-    /// whether `w` was failed.
+    /// process now); [`new_epoch`](Self::new_epoch) brings it back into one. The known
+    /// incarnation moves to `generation` even when `w` was not failed here (its death
+    /// not learnt yet). Returns whether `w` was failed.
     pub fn readmit(&mut self, w: u32, generation: u32, now: u64) -> bool {
-        if w == self.me || !self.failed.remove(Rank(w)) {
+        if w == self.me {
             return false;
         }
         self.set_generation(w, generation);
         self.reports.pending.retain(|(r, _)| *r != w);
         self.world_bcast.readmit(Rank(w), generation);
+        if !self.failed.remove(Rank(w)) {
+            return false;
+        }
         let mut out = std::mem::take(&mut self.det_out);
         self.detector.on_rejoin(Rank(w), now, &mut out);
         self.det_out = out;

@@ -398,3 +398,17 @@ fn a_suspicion_names_the_incarnation_so_a_restarted_rank_can_fail_again() {
         assert!(cps[r].is_failed(2), "rank {r}");
     }
 }
+
+#[test]
+fn a_readmission_moves_the_known_incarnation_even_before_the_death_is_learnt() {
+    // Rank 1 learns of rank 2's restart (a launcher event) before any report of the
+    // old incarnation's death: the new incarnation is known here all the same, so a
+    // late suspicion of the old one is stale.
+    let mut cps = planes(3);
+    assert!(!cps[1].readmit(2, 1, 0), "rank 2 was not failed here");
+    assert_eq!(cps[1].generation(2), 1);
+    assert!(!cps[1].readmit(1, 7, 0), "never itself");
+    assert_eq!(cps[1].generation(1), 0);
+    cps[1].set_generation(2, 0);
+    assert_eq!(cps[1].generation(2), 1, "never moves back");
+}

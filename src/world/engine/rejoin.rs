@@ -30,9 +30,9 @@ impl Engine {
         self.drive();
         let mut still = Vec::new();
         for (w, g) in std::mem::take(&mut self.rejoins) {
-            // The control plane may know a later incarnation than the engine: a
-            // suspicion of one not admitted here yet names it (it ended before).
-            let known = self.generations[w as usize].max(self.control.generation(w));
+            // A later incarnation than `g` may be known already: a suspicion or a
+            // launcher event named it (it ended before it was admitted here).
+            let known = self.control.generation(w);
             if g <= known || w == self.rank {
                 continue;
             }
@@ -55,7 +55,6 @@ impl Engine {
                 Route::Local => continue,
             };
             if admitted {
-                self.generations[w as usize] = g;
                 self.control.readmit(w, g, now);
                 self.publish_readmitted(w);
                 // What the dead incarnation left in the matcher's unexpected queues goes
@@ -156,7 +155,7 @@ impl Engine {
         // A restart whose request was dropped finishes here (its new incarnation is
         // admitted through the launcher's Rejoined event like at any survivor).
         let _ = self.restart_test();
-        let current = self.generations[w as usize];
+        let current = self.control.generation(w);
         // The incarnation to restart: the failed one; or, when another survivor's
         // restart was admitted here before this process asked (it may never have seen
         // the rank failed), the one it replaced: the launcher then answers at once with
@@ -214,7 +213,7 @@ impl Engine {
             return None;
         };
         self.admit_rejoins();
-        if self.generations[w as usize] >= g {
+        if self.control.generation(w) >= g {
             self.restart = None;
             let answered = &mut self.restart_answered[w as usize];
             *answered = (*answered).max(g);
@@ -233,9 +232,9 @@ impl Engine {
 /// Communicators and restarted members (`docs/restart.md`, "Communicators").
 impl Engine {
     /// World rank `w`'s current incarnation as known here (the one admitted, or a later
-    /// one the launcher reported dead).
+    /// one that a launcher event or a suspicion reported ended).
     pub fn generation_of(&self, w: u32) -> u32 {
-        self.generations.get(w as usize).copied().unwrap_or(0)
+        self.control.generation(w)
     }
 
     /// The members of communicator `id` (comm rank, incarnation) that were restarted
@@ -248,11 +247,9 @@ impl Engine {
             .zip(c.incarnations())
             .enumerate()
             .filter(|&(r, (&w, &inc))| {
-                r as u32 != c.me()
-                    && self.generations[w as usize] > inc
-                    && !self.control.is_failed(w)
+                r as u32 != c.me() && self.control.generation(w) > inc && !self.control.is_failed(w)
             })
-            .map(|(r, (&w, _))| (r as u32, self.generations[w as usize]))
+            .map(|(r, (&w, _))| (r as u32, self.control.generation(w)))
             .collect()
     }
 
