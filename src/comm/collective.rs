@@ -50,10 +50,13 @@ const TAG: u32 = crate::world::tags::MAX_TAG - 2;
 /// Largest slice reduced (its bytes travel in one message).
 pub const ALLREDUCE_MAX: usize = 1 << 16;
 
-fn to_bytes(values: &[u64], out: &mut Vec<u8>) {
-    out.clear();
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
+/// Values reduced in buffers on the stack (no allocation per call).
+const ON_STACK: usize = 16;
+
+/// Writes `values` into `out` (exactly `values.len() * 8` bytes).
+fn to_bytes(values: &[u64], out: &mut [u8]) {
+    for (v, c) in values.iter().zip(out.chunks_exact_mut(8)) {
+        c.copy_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -83,45 +86,59 @@ impl Comm {
         } else {
             n.next_power_of_two() / 2
         };
-        let mut out = Vec::with_capacity(values.len() * 8);
-        let mut inb = vec![0u8; values.len() * 8];
-        let mut theirs = vec![0u64; values.len()];
+        // The wire bytes out and in, and the partner's values: on the stack when small.
+        let len = values.len();
+        let (mut out_s, mut in_s, mut theirs_s) =
+            ([0u8; ON_STACK * 8], [0u8; ON_STACK * 8], [0u64; ON_STACK]);
+        let (mut out_h, mut in_h, mut theirs_h) = (Vec::new(), Vec::new(), Vec::new());
+        let (out, inb, theirs): (&mut [u8], &mut [u8], &mut [u64]) = if len <= ON_STACK {
+            (
+                &mut out_s[..len * 8],
+                &mut in_s[..len * 8],
+                &mut theirs_s[..len],
+            )
+        } else {
+            out_h.resize(len * 8, 0u8);
+            in_h.resize(len * 8, 0u8);
+            theirs_h.resize(len, 0u64);
+            (&mut out_h[..], &mut in_h[..], &mut theirs_h[..])
+        };
         let clock = self.give_up_clock();
         let extra = me >= pow2;
         // Fold the ranks above the power of two into their partners.
         if extra {
-            to_bytes(values, &mut out);
-            self.send(me - pow2, TAG, &out)?;
-            let st = self.recv_or_give_up(me - pow2, TAG, &mut inb, None, &clock)?;
+            to_bytes(values, out);
+            self.send(me - pow2, TAG, out)?;
+            let st = self.recv_or_give_up(me - pow2, TAG, inb, None, &clock)?;
             check_len(st.len, inb.len())?;
-            from_bytes(&inb, values);
+            from_bytes(inb, values);
             return Ok(());
         }
         if me + pow2 < n {
-            let st = self.recv_or_give_up(me + pow2, TAG, &mut inb, None, &clock)?;
+            let st = self.recv_or_give_up(me + pow2, TAG, inb, None, &clock)?;
             check_len(st.len, inb.len())?;
-            from_bytes(&inb, &mut theirs);
-            op.apply(values, &theirs);
+            from_bytes(inb, theirs);
+            op.apply(values, theirs);
         }
         let mut mask = 1;
         while mask < pow2 {
             let partner = me ^ mask;
-            to_bytes(values, &mut out);
+            to_bytes(values, out);
             // Both post their send first, then receive: neither waits for the other's
             // receive, whatever the size.
             // SAFETY: waited for below, or dropped (cancelled) on an early return,
             // before `out` is touched again.
-            let send = unsafe { self.isend(partner, TAG, &out) }?;
-            let st = self.recv_or_give_up(partner, TAG, &mut inb, None, &clock)?;
+            let send = unsafe { self.isend(partner, TAG, out) }?;
+            let st = self.recv_or_give_up(partner, TAG, inb, None, &clock)?;
             send.wait()?;
             check_len(st.len, inb.len())?;
-            from_bytes(&inb, &mut theirs);
-            op.apply(values, &theirs);
+            from_bytes(inb, theirs);
+            op.apply(values, theirs);
             mask <<= 1;
         }
         if me + pow2 < n {
-            to_bytes(values, &mut out);
-            self.send(me + pow2, TAG, &out)?;
+            to_bytes(values, out);
+            self.send(me + pow2, TAG, out)?;
         }
         Ok(())
     }
