@@ -1,7 +1,7 @@
 //! Two-process ping-pong and streaming bandwidth over steadfast-shm, OSU-style table.
 //!
 //! ```text
-//! cargo run --release -p steadfast-shm --example shm_pingpong -- [--min 8] [--max 64M] [-i N] [--no-pin]
+//! cargo run --release -p steadfast-shm --example shm_pingpong -- [--min 8] [--max 64M] [-i N] [--no-single-copy] [--no-pin]
 //! ```
 //! The two processes are pinned to the first two allowed cores unless `--no-pin`.
 
@@ -23,6 +23,7 @@ struct Options {
     pin: bool,
     peer: Option<u64>,
     eager: Option<usize>,
+    single_copy: bool,
 }
 
 fn die(msg: &str) -> ! {
@@ -50,6 +51,7 @@ fn parse_args() -> Options {
         pin: true,
         peer: None,
         eager: None,
+        single_copy: true,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -68,12 +70,13 @@ fn parse_args() -> Options {
                 )
             }
             "--no-pin" => o.pin = false,
+            "--no-single-copy" => o.single_copy = false,
             "--eager" => o.eager = Some(parse_size(&value())),
             "--peer" => {
                 o.peer = Some(u64::from_str_radix(&value(), 16).unwrap_or_else(|_| die("bad job")))
             }
             "--help" | "-h" => {
-                println!("usage: shm_pingpong [--min SIZE] [--max SIZE] [--iterations N] [--eager SIZE] [--no-pin]");
+                println!("usage: shm_pingpong [--min SIZE] [--max SIZE] [--iterations N] [--eager SIZE] [--no-single-copy] [--no-pin]");
                 std::process::exit(0);
             }
             other => die(&format!("unknown argument {other:?}")),
@@ -117,6 +120,7 @@ fn config(o: &Options, job: u64, rank: u32) -> EndpointConfig {
     if let Some(e) = o.eager {
         c.eager_max = e;
     }
+    c.single_copy = o.single_copy;
     c
 }
 
