@@ -14,7 +14,7 @@
 //! succeed: the outcome is not uniform, as ULFM allows.
 
 use super::give_up::GiveUpClock;
-use super::{Comm, CommError, Spin, Status};
+use super::{Comm, CommError, Status};
 
 /// How values are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,24 +205,19 @@ impl Comm {
         among: Option<&[u32]>,
         clock: &GiveUpClock,
     ) -> Result<Status, CommError> {
-        // SAFETY: the request is waited for below; an early return drops it, which
-        // cancels it, before `buf`'s borrow ends.
-        let mut req = unsafe { self.irecv(Some(src), Some(tag), buf) }?;
-        Spin::until(self, || {
-            if let Some(st) = req.test()? {
-                return Ok(Some(st));
+        // A blocking receive (the direct path when it can: no posting, only the
+        // partner's ring watched), given up as the module doc says.
+        let give_up = || {
+            if !self.any_failed() {
+                return None;
             }
-            if self.any_failed() {
-                let counts =
-                    among.is_none_or(|live| self.failed_ranks().iter().any(|r| live.contains(r)));
-                if counts && clock.expired() {
-                    return Err(CommError::ProcFailed {
-                        ranks: self.failed_ranks(),
-                    });
-                }
-            }
-            Ok(None)
-        })
+            let counts =
+                among.is_none_or(|live| self.failed_ranks().iter().any(|r| live.contains(r)));
+            (counts && clock.expired()).then(|| CommError::ProcFailed {
+                ranks: self.failed_ranks(),
+            })
+        };
+        self.recv_until(Some(src), Some(tag), buf, Some(&give_up))
     }
 }
 

@@ -15,6 +15,10 @@ use crate::world::tags::{user_match, MAX_TAG};
 /// message the receive waits for.
 pub(super) const RECV_POLLS_PER_PROGRESS: u32 = 16;
 
+/// What else ends a blocking receive ([`Comm::recv_until`]): asked between polls, it
+/// returns the error to end with. `None`: nothing but the receive's own outcome.
+pub(super) type GiveUp<'a> = Option<&'a dyn Fn() -> Option<CommError>>;
+
 /// A receive's matching context and pattern (checked once per receive).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RecvPlan {
@@ -160,17 +164,31 @@ impl Comm {
         tag: Option<u32>,
         buf: &mut [u8],
     ) -> Result<Status, CommError> {
+        self.recv_until(source, tag, buf, None)
+    }
+
+    /// [`recv`](Self::recv), also ended by `give_up` (asked between polls, at least
+    /// every [`RECV_POLLS_PER_PROGRESS`] polls) with the error it returns, unless the
+    /// message came first. The runtime's collectives give up this way once any member
+    /// they wait on is known failed.
+    pub(super) fn recv_until(
+        &self,
+        source: Option<u32>,
+        tag: Option<u32>,
+        buf: &mut [u8],
+        give_up: GiveUp<'_>,
+    ) -> Result<Status, CommError> {
         let Some(e) = self.engine.try_lock() else {
-            return self.recv_queued(source, tag, buf);
+            return self.recv_queued(source, tag, buf, give_up);
         };
         let plan = self.plan_recv(&e, source, tag)?;
         let spin = Spin::new(&e);
         // From one shm peer on a quiet context: waits unposted (`recv_direct.rs`).
         if let Some(d) = self.direct_recv(&e, &plan, buf) {
-            return self.recv_direct(e, &plan, &d, buf, spin);
+            return self.recv_direct(e, &plan, &d, buf, spin, give_up);
         }
         // Posted in this same hold of the engine (one round trip less).
-        self.recv_matched(e, &plan, buf, spin)
+        self.recv_matched(e, &plan, buf, spin, give_up)
     }
 
     /// [`recv`](Self::recv) when another thread holds the engine: posted through its
@@ -184,11 +202,19 @@ impl Comm {
         source: Option<u32>,
         tag: Option<u32>,
         buf: &mut [u8],
+        give_up: GiveUp<'_>,
     ) -> Result<Status, CommError> {
         // SAFETY: the request is waited for (consumed, and so cancelled if it ends
         // early) before `buf`'s borrow ends.
-        let request = unsafe { self.irecv(source, tag, buf) }?;
-        match request.wait() {
+        let mut request = unsafe { self.irecv(source, tag, buf) }?;
+        let done = match give_up {
+            None => request.wait(),
+            Some(give_up) => Spin::until(self, || match request.test()? {
+                Some(st) => Ok(Some(st)),
+                None => give_up().map_or(Ok(None), Err),
+            }),
+        };
+        match done {
             Err(CommError::ProcFailedPending { ranks }) => Err(CommError::ProcFailed { ranks }),
             other => other,
         }
@@ -204,6 +230,7 @@ impl Comm {
         plan: &RecvPlan,
         buf: &mut [u8],
         mut spin: Spin,
+        give_up: GiveUp<'_>,
     ) -> Result<Status, CommError> {
         let mut posted = PostedRecv {
             shared: &self.engine,
@@ -249,6 +276,14 @@ impl Comm {
                     if let Some(done) = self.matched_interrupted(e, key, true) {
                         posted.key = None;
                         return done;
+                    }
+                    if let Some(err) = give_up.and_then(|g| g()) {
+                        posted.key = None;
+                        // Its message, if it came meanwhile, is taken.
+                        return match e.cancel_recv(key) {
+                            None => Err(err),
+                            Some(out) => outcome_result(out),
+                        };
                     }
                 }
             }

@@ -12,7 +12,7 @@
 //! order and reports ULFM's errors: a message that arrived meanwhile is among the
 //! waiting ones, where the posted receive finds it first.
 
-use super::p2p::{outcome_result, RecvPlan, RECV_POLLS_PER_PROGRESS};
+use super::p2p::{outcome_result, GiveUp, RecvPlan, RECV_POLLS_PER_PROGRESS};
 use super::{Comm, CommError, Spin, Status};
 use crate::world::engine::{DirectRecv, Engine, Route};
 use crate::world::shared::EngineGuard;
@@ -68,6 +68,7 @@ impl Comm {
         d: &DirectRecv,
         buf: &mut [u8],
         mut spin: Spin,
+        give_up: GiveUp<'_>,
     ) -> Result<Status, CommError> {
         let mut first = Some(held);
         let mut polls: u32 = 0;
@@ -80,9 +81,13 @@ impl Comm {
                     None => match turn.try_lock() {
                         Some(g) => {
                             let e = &*g;
-                            if e.comm(self.id).revoked() || !self.may_wait_direct(e, plan, d.world)
+                            // Giving up takes the posted path, which takes a message
+                            // that came meanwhile.
+                            if e.comm(self.id).revoked()
+                                || !self.may_wait_direct(e, plan, d.world)
+                                || give_up.is_some_and(|g| g().is_some())
                             {
-                                return self.recv_matched(g, plan, buf, spin);
+                                return self.recv_matched(g, plan, buf, spin, give_up);
                             }
                             g
                         }
