@@ -118,6 +118,7 @@ fn main() {
         Some("ssend") => ssend::ssend(&world, &comm),
         Some("ssend-fail") => ssend::ssend_fail(&world, &comm),
         Some("mprobe") => ssend::mprobe(&world, &comm),
+        Some("mprobe-withdrawn") => ssend::mprobe_withdrawn(&comm),
         Some("threads") => threads::threads(&world, &comm, &args),
         Some("lane-ft") => lane_ft::lane_ft(&world, &comm),
         Some("lane-queries") => lane_ft::lane_queries(&comm),

@@ -11,6 +11,7 @@
 //!   issend fails with `ProcFailed`; rank 1 revokes a duplicate on which rank 0 has an
 //!   issend pending to it: `Revoked`. Survivors print `SSENDFAIL OK`.
 //! - `mprobe`: matched probes (see [`mprobe`]).
+//! - `mprobe-withdrawn`: a taken message its sender withdraws (see [`mprobe_withdrawn`]).
 //!
 //! Each runs over shared memory and over the fabric (`tests/ssend.rs`).
 
@@ -171,4 +172,42 @@ pub(crate) fn mprobe(world: &World, comm: &Comm) {
     }
     comm.agree(1).unwrap();
     println!("MPROBE OK");
+}
+
+/// Rank 0 takes a 1 MiB message of rank 1 with a matched probe on a duplicate; rank 1
+/// then revokes the duplicate, so its send fails with `Revoked` and withdraws the
+/// message (over the fabric its registration is revoked), and says so on the parent.
+/// Reading the withdrawn message must end as ULFM says, `Revoked`, and must not count
+/// the live sender failed (a cancelled read once did: `fabric: peer 1 unreachable:
+/// Operation canceled`). Both print `WITHDRAWN OK`. Over the fabric only: over shared
+/// memory the sender's send waits for the reader instead.
+pub(crate) fn mprobe_withdrawn(comm: &Comm) {
+    let me = comm.rank();
+    let dup = comm.dup().unwrap();
+    let big = 1 << 20;
+    if me == 1 {
+        let send = dup.isend_owned(0, 1, vec![3u8; big]).unwrap();
+        comm.recv(Some(0), Some(10), &mut []).unwrap();
+        dup.revoke();
+        let (_, sent) = send.wait();
+        assert!(matches!(sent, Err(CommError::Revoked)), "send: {sent:?}");
+        comm.send(0, 11, &[]).unwrap();
+    } else if me == 0 {
+        let taken = dup.mprobe(Some(1), Some(1)).unwrap();
+        comm.send(1, 10, &[]).unwrap();
+        comm.recv(Some(1), Some(11), &mut []).unwrap();
+        let mut buf = vec![0u8; big];
+        let read = taken.recv(&mut buf);
+        assert!(
+            matches!(read, Err(CommError::Revoked)),
+            "reading a withdrawn message: {read:?}"
+        );
+    }
+    assert!(
+        comm.failed_ranks().is_empty(),
+        "rank {me} counts {:?} failed",
+        comm.failed_ranks()
+    );
+    comm.barrier().unwrap();
+    println!("WITHDRAWN OK");
 }

@@ -65,3 +65,27 @@ fn mprobe_takes_the_message_out_of_the_queue_and_answers_a_synchronous_sender() 
 fn mprobe_takes_the_message_out_of_the_queue_and_answers_a_synchronous_sender_over_tcp() {
     mprobe(TCP);
 }
+
+/// A rendezvous message withdrawn by its live sender (its communicator revoked) while
+/// the receiver was about to read it: the read ends with `Revoked` and no one is
+/// counted failed. Over tcp and over net (both answer the read of a revoked
+/// registration with `FI_ECANCELED`).
+fn mprobe_withdrawn(provider: &str) {
+    let env = [
+        ("STEADFAST_ROUTE", "fabric"),
+        ("STEADFAST_PROVIDER", provider),
+    ];
+    let job = run(2, &env, &["mprobe-withdrawn"], LIMIT);
+    assert_eq!(job.code, Some(0), "{}", job.context());
+    assert_eq!(job.lines("WITHDRAWN OK").len(), 2, "{}", job.context());
+}
+
+#[test]
+fn a_withdrawn_message_is_revoked_not_a_failure_over_tcp() {
+    mprobe_withdrawn("tcp");
+}
+
+#[test]
+fn a_withdrawn_message_is_revoked_not_a_failure_over_net() {
+    mprobe_withdrawn("net");
+}

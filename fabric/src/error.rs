@@ -101,6 +101,15 @@ pub enum Error {
     /// The operation was cancelled before it completed.
     #[error("operation cancelled")]
     Cancelled,
+    /// A rendezvous message's sender withdrew it while it was being read (its send was
+    /// cancelled or abandoned: over MPI, its communicator was revoked or it learnt of a
+    /// failure). The sender is alive as far as this process knows; the receive buffer's
+    /// contents are unspecified.
+    #[error("peer {peer} withdrew the message while it was being read")]
+    Withdrawn {
+        /// The sender.
+        peer: PeerId,
+    },
     /// Bad input from the caller (an out-of-range tag, an unknown peer id, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -29,6 +29,7 @@ fn main() {
         "truncate" => truncate(&mut m),
         "rma" => rma(&mut m),
         "burst" => burst(&mut m),
+        "withdraw" => withdraw(&mut m),
         "sink" => loop {
             let mut buf = vec![0u8; BIG];
             if m.recv(Some(0), 0, ANY_TAG, &mut buf).is_err() {
@@ -88,6 +89,26 @@ fn burst(m: &mut Messenger) {
     let mut stop = [0u8; 1];
     m.recv(Some(0), tag::STOP, 0, &mut stop)
         .expect("burst stop");
+}
+
+/// Offers a rendezvous message (tag 0x100), withdraws it once the test says GO
+/// (cancelling the send), says OK, then sends an eager message (tag 0x101) and waits
+/// for STOP.
+fn withdraw(m: &mut Messenger) {
+    let data = pattern(1 << 20, 5);
+    // SAFETY: `data` outlives the request, cancelled below.
+    let request = unsafe { m.isend(0, 0x100, &data) }
+        .expect("withdraw send")
+        .expect("a rendezvous send has a request");
+    m.recv(Some(0), tag::GO, 0, &mut []).expect("withdraw go");
+    assert!(
+        m.cancel(request).expect("withdraw cancel").is_none(),
+        "the send completed before its message was read"
+    );
+    m.send(0, tag::OK, b"withdrawn").expect("withdraw ok");
+    m.send(0, 0x101, &pattern(100, 6)).expect("eager after");
+    m.recv(Some(0), tag::STOP, 0, &mut [])
+        .expect("withdraw stop");
 }
 
 /// Sends 200 messages cycling through 4 tags (payload: the message's index), then

@@ -60,6 +60,7 @@ pub(crate) fn outcome_result(out: Outcome) -> Result<Status, CommError> {
         }),
         Err(RecvFailure::ProcFailed(r)) => Err(CommError::ProcFailed { ranks: vec![r] }),
         Err(RecvFailure::Revoked) => Err(CommError::Revoked),
+        Err(RecvFailure::Excluded) => Err(CommError::Excluded),
         Err(RecvFailure::Freed) => Err(CommError::InvalidArgument(
             "the communicator was freed with the receive pending".into(),
         )),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use steadfast_fabric::{ArrivalData, Error as FabricError, RemoteMessage, Request};
 
 use super::{Engine, DRAIN_MAX};
-use crate::world::matching::{Got, Payload, Placement, RecvFailure, RecvKey, SyncToken};
+use crate::world::matching::{withdrawn, Got, Payload, Placement, RecvFailure, RecvKey, SyncToken};
 use crate::world::tags::{
     fabric_sync_word, user_tag, CONTEXT_MASK, FABRIC_SYNC, FABRIC_SYNC_ACK, SYNC_SEQ_MASK,
     USER_TAG_BITS,
@@ -141,22 +141,31 @@ impl Engine {
         key: RecvKey,
         message: RemoteMessage,
         got: Got,
+        ctx: u32,
         (ptr, cap): (*mut u8, usize),
     ) {
         let Some(fab) = self.fab.as_mut() else {
             return self.matching.finish(key, Err(RecvFailure::Freed));
         };
+        let world = message.source();
         // SAFETY: `ptr` is the matched receive's buffer, valid for `cap` bytes until the
         // receive completes or is cancelled (`matching.rs`); a cancel waits for the read
         // to end (`cancel_pull`).
         match unsafe { fab.pull(message, ptr, cap) } {
-            Ok(req) => self.matching.start_pull(key, req, got),
-            Err(e) => self.finish_pull_failed(key, e, got, cap),
+            Ok(req) => self.matching.start_pull(key, req, got, ctx, world),
+            Err(e) => {
+                let failure = self.fabric_failure(e, got, cap);
+                self.matching.finish(key, Err(failure));
+            }
         }
     }
 
-    /// Ends the receive `key` whose read of message `got` failed with `e`.
+    /// Ends the receive `key` whose read of message `got` failed with `e`; a message
+    /// its sender withdrew leaves the receive waiting for why (`Matching::withdraw`).
     fn finish_pull_failed(&mut self, key: RecvKey, e: FabricError, got: Got, cap: usize) {
+        if let FabricError::Withdrawn { .. } = e {
+            return self.matching.withdraw(key);
+        }
         let failure = self.fabric_failure(e, got, cap);
         self.matching.finish(key, Err(failure));
     }
@@ -187,22 +196,24 @@ impl Engine {
             return;
         };
         let cap = self.matching.buffer(key).1;
-        let outcome = match self.fab.as_mut().map(|f| f.wait(req)) {
-            Some(Ok(_)) => Ok(got),
-            None => Err(RecvFailure::Freed),
-            Some(Err(e)) => Err(self.fabric_failure(e, got, cap)),
-        };
-        self.matching.finish(key, outcome);
+        match self.fab.as_mut().map(|f| f.wait(req)) {
+            Some(Ok(_)) => self.matching.finish(key, Ok(got)),
+            None => self.matching.finish(key, Err(RecvFailure::Freed)),
+            Some(Err(e)) => self.finish_pull_failed(key, e, got, cap),
+        }
     }
 
-    /// Reads a rendezvous message taken out of the matcher (`MPI_Mrecv`) into
-    /// `(ptr, cap)`, waiting for the read; the engine runs a round now and then.
+    /// Reads a rendezvous message taken out of the matcher (`MPI_Mrecv`), sent on
+    /// context `ctx`, into `(ptr, cap)`, waiting for the read; the engine runs a round
+    /// now and then.
     pub(super) fn pull_now(
         &mut self,
         message: RemoteMessage,
         (ptr, cap): (*mut u8, usize),
         got: Got,
+        ctx: u32,
     ) -> Result<(), RecvFailure> {
+        let world = message.source();
         let Some(fab) = self.fab.as_mut() else {
             return Err(RecvFailure::Freed);
         };
@@ -221,12 +232,39 @@ impl Engine {
             match fab.test(req) {
                 Ok(Some(_)) => return Ok(()),
                 Ok(None) => {}
+                Err(FabricError::Withdrawn { .. }) => {
+                    return Err(self.withdrawn_end(ctx, world, got))
+                }
                 Err(e) => return Err(self.fabric_failure(e, got, cap)),
             }
             polls = polls.wrapping_add(1);
             if polls % 64 == 0 {
                 self.progress();
             }
+        }
+    }
+
+    /// How a receive of message `got` from world rank `world` on `ctx`, withdrawn by
+    /// its sender, ends (`matching_withdrawn.rs`): waits, running the engine, until
+    /// this process learns of the revoke or of the sender's failure, at most
+    /// `WITHDRAWN_WAIT`.
+    fn withdrawn_end(&mut self, ctx: u32, world: u32, got: Got) -> RecvFailure {
+        let since = std::time::Instant::now();
+        loop {
+            if self.excluded() {
+                return RecvFailure::Excluded;
+            }
+            if self.matching.is_revoked(ctx) {
+                return RecvFailure::Revoked;
+            }
+            if self.is_failed(world) {
+                return RecvFailure::ProcFailed(got.source);
+            }
+            if since.elapsed() >= withdrawn::WITHDRAWN_WAIT {
+                return withdrawn::unexplained(world);
+            }
+            self.progress();
+            std::thread::yield_now();
         }
     }
 

@@ -131,8 +131,13 @@ impl Engine {
             tag: env.tag.0,
             len: env.len,
         };
-        self.move_payload(env.payload, got, buf.as_mut_ptr(), buf.len())
-            .map(|()| got)
+        self.move_payload(
+            env.payload,
+            got,
+            env.context.0,
+            (buf.as_mut_ptr(), buf.len()),
+        )
+        .map(|()| got)
     }
 
     /// Lets go of a message taken by [`Engine::take_envelope`] and never received.
@@ -183,22 +188,24 @@ impl Engine {
         if let Payload::FabricPull { message, .. } = env.payload {
             // The read runs while the caller waits; a truncated message is refused by
             // the messenger, which tells its sender.
-            return self.start_fabric_pull(key, message, got, (ptr, cap));
+            return self.start_fabric_pull(key, message, got, env.context.0, (ptr, cap));
         }
-        let outcome = self.move_payload(env.payload, got, ptr, cap).map(|()| got);
+        let outcome = self
+            .move_payload(env.payload, got, env.context.0, (ptr, cap))
+            .map(|()| got);
         self.matching.finish(key, outcome);
     }
 
     /// Copies or pulls the payload of the message `got` (the sender's comm rank, the
-    /// tag, `got.len` bytes) into `(ptr, cap)`, the buffer of a receive: valid for
-    /// writes of `cap` bytes, no reference to it alive (the receive's contract,
-    /// `matching.rs`).
+    /// tag, `got.len` bytes), sent on context `ctx`, into `(ptr, cap)`, the buffer of a
+    /// receive: valid for writes of `cap` bytes, no reference to it alive (the
+    /// receive's contract, `matching.rs`).
     pub(super) fn move_payload(
         &mut self,
         payload: Payload,
         got: Got,
-        ptr: *mut u8,
-        cap: usize,
+        ctx: u32,
+        (ptr, cap): (*mut u8, usize),
     ) -> Result<(), RecvFailure> {
         let (len, source) = (got.len, got.source);
         let truncated = RecvFailure::Truncated { got, capacity: cap };
@@ -221,7 +228,7 @@ impl Engine {
                 unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, v.len()) };
                 Ok(())
             }
-            Payload::FabricPull { message, .. } => self.pull_now(message, (ptr, cap), got),
+            Payload::FabricPull { message, .. } => self.pull_now(message, (ptr, cap), got, ctx),
             Payload::ShmPull {
                 local,
                 wire_tag,

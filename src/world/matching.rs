@@ -120,6 +120,8 @@ pub(crate) enum RecvFailure {
     /// Its named source failed (comm rank) and no message from it waits.
     ProcFailed(u32),
     Revoked,
+    /// This process was excluded (suspected while alive) while the receive waited.
+    Excluded,
     /// The communicator was freed with the receive pending.
     Freed,
     /// The transport failed the pull of a large message.
@@ -140,10 +142,22 @@ enum SlotState {
         ctx: u32,
         wildcard: bool,
     },
-    /// Matched with a fabric rendezvous message being read into its buffer by `req`.
+    /// Matched with a fabric rendezvous message being read into its buffer by `req`,
+    /// sent on context `ctx` by world rank `world`.
     Pulling {
         req: Request,
         got: Got,
+        ctx: u32,
+        world: u32,
+    },
+    /// Its message was withdrawn by its sender during the read (at `since`;
+    /// `matching_withdrawn.rs`): it ends at the revoke of `ctx` or the failure of
+    /// `world` (comm rank `source`), whichever this process learns first.
+    Withdrawn {
+        ctx: u32,
+        world: u32,
+        source: u32,
+        since: std::time::Instant,
     },
     Done(Outcome),
 }
@@ -265,6 +279,7 @@ impl Matching {
         if self.ctxs.remove(&(ctx as u32)).is_some() {
             let _ = self.matcher.close_context(id);
             self.handle_events();
+            self.end_withdrawn(|c, _, _| (c == ctx as u32).then_some(RecvFailure::Freed));
         }
         if retire {
             self.retired.insert(ctx as u32);
@@ -365,22 +380,41 @@ impl Matching {
 
     /// A matched receive's buffer is being filled by fabric read `req` (then
     /// [`finish`](Self::finish) it).
-    pub(crate) fn start_pull(&mut self, key: RecvKey, req: Request, got: Got) {
+    /// `world` sent the message on `ctx`.
+    pub(crate) fn start_pull(
+        &mut self,
+        key: RecvKey,
+        req: Request,
+        got: Got,
+        ctx: u32,
+        world: u32,
+    ) {
         if self.slot(key).is_some() {
-            self.slots[key.slot as usize].state = SlotState::Pulling { req, got };
+            self.slots[key.slot as usize].state = SlotState::Pulling {
+                req,
+                got,
+                ctx,
+                world,
+            };
         }
     }
 
     /// The fabric read filling a matched receive's buffer, if one is.
     pub(crate) fn pulling(&self, key: RecvKey) -> Option<(Request, Got)> {
         match self.slot(key)?.state {
-            SlotState::Pulling { req, got } => Some((req, got)),
+            SlotState::Pulling { req, got, .. } => Some((req, got)),
             _ => None,
         }
     }
 
+    /// Whether context `ctx` is revoked here.
+    pub(crate) fn is_revoked(&self, ctx: u32) -> bool {
+        self.matcher.is_revoked(ContextId(ctx)).unwrap_or(false)
+    }
+
     /// The outcome of a completed receive (its slot is freed), `None` while posted.
     pub(crate) fn take(&mut self, key: RecvKey) -> Option<Outcome> {
+        self.withdrawn_expired(key);
         let s = self.slot(key)?;
         if !matches!(s.state, SlotState::Done(_)) {
             return None;
@@ -396,12 +430,15 @@ impl Matching {
     /// Cancels a receive: `None` when it was still posted (now withdrawn), else its
     /// outcome (it completed first). Either way its slot is freed.
     pub(crate) fn cancel(&mut self, key: RecvKey) -> Option<Outcome> {
-        let s = self.slot(key)?;
-        if let SlotState::Posted { id, .. } = s.state {
-            if self.matcher.cancel(id).is_some() {
-                self.release_slot(key);
-                return None;
-            }
+        let withdrawn = match self.slot(key)?.state {
+            SlotState::Posted { id, .. } => self.matcher.cancel(id).is_some(),
+            // Its sender withdrew its message: nothing will land in the buffer.
+            SlotState::Withdrawn { .. } => true,
+            _ => false,
+        };
+        if withdrawn {
+            self.release_slot(key);
+            return None;
         }
         self.take(key)
     }
@@ -607,6 +644,7 @@ impl Matching {
             let _ = self.matcher.notify_failure(ContextId(c), Rank(r));
         }
         self.handle_events();
+        self.end_withdrawn(|_, sw, source| (sw == w).then_some(RecvFailure::ProcFailed(source)));
     }
 
     /// World rank `w` was restarted and its new incarnation admitted: every open context
@@ -645,6 +683,7 @@ impl Matching {
     pub(crate) fn revoke(&mut self, ctx: u64) {
         if self.matcher.revoke(ContextId(ctx as u32)).is_ok() {
             self.handle_events();
+            self.end_withdrawn(|c, _, _| (c == ctx as u32).then_some(RecvFailure::Revoked));
         }
     }
 
@@ -706,6 +745,9 @@ fn failure_of(e: MatchError) -> RecvFailure {
         other => RecvFailure::Refused(other),
     }
 }
+
+#[path = "matching_withdrawn.rs"]
+pub(crate) mod withdrawn;
 
 #[cfg(test)]
 #[path = "matching_tests.rs"]

@@ -248,6 +248,10 @@ pub struct Messenger {
     cq_batch: [CqEntry; progress::CQ_BATCH],
     /// Rendezvous receives whose reads met back-pressure with nothing in flight.
     deferred_reads: Vec<u32>,
+    /// Rendezvous receives whose read was cancelled while their sender seemed alive
+    /// (slot tokens, and since when): withdrawn by the sender, or its death
+    /// (`rendezvous.rs`, `settle_withdrawn`).
+    withdrawn_suspects: Vec<(u64, std::time::Instant)>,
     /// How rendezvous receives read the sender's buffer (sizes, depth, budget).
     read_plan: ReadPlan,
     /// Read chunks posted and not yet completed, over every receive.
@@ -386,6 +390,7 @@ impl Messenger {
             stats: MessengerStats::default(),
             cq_batch: [CqEntry::default(); progress::CQ_BATCH],
             deferred_reads: Vec::with_capacity(config.request_slots),
+            withdrawn_suspects: Vec::new(),
             read_plan,
             reads_in_flight: 0,
             exposed_count: 0,

@@ -51,6 +51,9 @@ impl Messenger {
         if !self.deferred_reads.is_empty() {
             self.retry_deferred_reads();
         }
+        if !self.withdrawn_suspects.is_empty() {
+            self.settle_withdrawn();
+        }
         Ok(handled)
     }
 
@@ -283,11 +286,15 @@ impl Messenger {
         };
         // A provider cancels operations it cannot finish when a connection drops (we
         // only ever cancel receives ourselves); an error of an operation whose peer is
-        // known dead is that death.
+        // known dead is that death. A rendezvous read is also cancelled when its live
+        // sender withdrew the message (`abandon` revokes the registration): that is no
+        // death, and if the sender did die its liveness checks say so.
         let peer_dead = peer.is_some_and(|p| self.peer_failure(p).is_some());
+        let withdrawn = op == Op::ReadChunk && error.code == sys::FI_ECANCELED && !peer_dead;
         let gone = means_peer_gone(error.code)
             || peer_dead
-            || (error.code == sys::FI_ECANCELED && !matches!(op, Op::Recv | Op::ControlRecv));
+            || (error.code == sys::FI_ECANCELED
+                && !matches!(op, Op::Recv | Op::ControlRecv | Op::ReadChunk));
         if gone {
             if let Some(peer) = peer {
                 if op != Op::Recv {
@@ -324,6 +331,10 @@ impl Messenger {
             Op::ReadChunk => {
                 let e = if gone {
                     peer_error(peer.unwrap_or_default())
+                } else if withdrawn {
+                    Error::Withdrawn {
+                        peer: peer.unwrap_or_default(),
+                    }
                 } else {
                     generic
                 };

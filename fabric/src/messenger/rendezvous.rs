@@ -8,6 +8,7 @@ use crate::PeerId;
 use super::slots::{Completion, Op, Outcome};
 use super::wire::{FinStatus, Rts};
 use super::Messenger;
+use std::time::{Duration, Instant};
 
 /// How rendezvous receives read the sender's buffer: messages up to `whole_max` bytes
 /// in one read, larger ones in reads of `chunk` bytes with at most `pipeline` of them
@@ -221,6 +222,66 @@ impl Messenger {
             slot.pending_error.get_or_insert(error);
             return;
         }
+        if let Error::Withdrawn { peer } = error {
+            // A cancelled read: its sender withdrew the message, or died and its
+            // connection dropped. Settled by `settle_withdrawn`; meanwhile the receive
+            // stays pending (a death fails it through `mark_peer_dead`).
+            if self.peer_failure(peer).is_none() {
+                let token = self.slots.token(index);
+                if !self.withdrawn_suspects.iter().any(|&(t, _)| t == token) {
+                    // The process check only: a probe sent now fails on rxm's
+                    // connection while it recovers from the cancelled read
+                    // (ENOTCONN), which would count the live sender dead again.
+                    self.withdrawn_suspects.push((token, Instant::now()));
+                    self.check_liveness(peer, false);
+                    return;
+                }
+            }
+        }
+        self.end_rendezvous_recv(index, error);
+    }
+
+    /// How long a receive whose read was cancelled waits for its sender's death to show
+    /// before it ends as withdrawn: far beyond the process check of a peer on this host
+    /// (a killed process's connections drop just before its exit shows). A sender on
+    /// another host that died shows through later operations (and the runtime's
+    /// detector), not here.
+    pub(super) const WITHDRAWN_GRACE: Duration = Duration::from_millis(200);
+
+    /// Settles the receives whose read was cancelled (`fail_rendezvous_recv`): one
+    /// whose sender is found dead was failed by `mark_peer_dead`; one whose sender
+    /// still looks alive after [`WITHDRAWN_GRACE`](Self::WITHDRAWN_GRACE) ends with
+    /// `Error::Withdrawn`.
+    pub(super) fn settle_withdrawn(&mut self) {
+        let mut i = 0;
+        while i < self.withdrawn_suspects.len() {
+            let (token, since) = self.withdrawn_suspects[i];
+            let Some(index) = self.slots.index_of_token(token) else {
+                self.withdrawn_suspects.swap_remove(i);
+                continue;
+            };
+            if !matches!(self.slots.get(index).outcome, Outcome::Pending) {
+                self.withdrawn_suspects.swap_remove(i);
+                continue;
+            }
+            let peer = self.slots.get(index).matched.source;
+            self.check_liveness(peer, false);
+            if !matches!(self.slots.get(index).outcome, Outcome::Pending) {
+                self.withdrawn_suspects.swap_remove(i);
+                continue;
+            }
+            if since.elapsed() >= Self::WITHDRAWN_GRACE {
+                self.withdrawn_suspects.swap_remove(i);
+                self.end_rendezvous_recv(index, Error::Withdrawn { peer });
+                continue;
+            }
+            i += 1;
+        }
+    }
+
+    /// Ends a rendezvous receive with `error`, telling its live sender.
+    fn end_rendezvous_recv(&mut self, index: u32, error: Error) {
+        let slot = self.slots.get(index);
         let (source, token) = (slot.matched.source, slot.rts.map(|r| r.token));
         if let (Some(token), None) = (token, self.peer_failure(source)) {
             let fin = self.fin(FinStatus::Failed, token);
