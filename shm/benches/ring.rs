@@ -99,6 +99,7 @@ fn push_pop(c: &mut Criterion) {
             let fin = Header::Fin {
                 token: t,
                 status: FIN_OK,
+                read_ns: 0,
             };
             assert!(bp.try_push(|cell| fin.write(cell, &[])));
             black_box(bq.try_pop(Header::read).unwrap())

@@ -5,7 +5,7 @@
 //! |---|---|---|---|---|
 //! | 0 | kind 1, length << 32 | kind 4, length << 32 | kind 2 | kind 3, status << 8 |
 //! | 1 | tag | tag | tag | token |
-//! | 2.. | payload (up to 232 bytes) | first 232 bytes | sender address, length, token, split slot + 1 (0: none) | |
+//! | 2.. | payload (up to 232 bytes) | first 232 bytes | sender address, length, token, split slot + 1 (0: none) | the read's ns |
 //!
 //! A message of at most [`SLOT_MAX`] bytes may instead sit in a 32-byte slot of a
 //! packed cell, with the Inline layout from the slot's first data word (`ring.rs`).
@@ -69,6 +69,10 @@ pub enum Header {
         token: u64,
         /// 0: delivered; 1: receiver's buffer too small; 2: read failed.
         status: u8,
+        /// How long the receiver's read of a delivered message took (ns; 0 when not
+        /// read): the sender weighs single copy against the ring with it
+        /// (`endpoint/eager_cost.rs`).
+        read_ns: u32,
     },
 }
 
@@ -106,9 +110,14 @@ impl Header {
                 cell.set(4, token);
                 cell.set(5, split);
             }
-            Header::Fin { token, status } => {
+            Header::Fin {
+                token,
+                status,
+                read_ns,
+            } => {
                 cell.set(0, 3 | (status as u64) << 8);
                 cell.set(1, token);
+                cell.set(2, read_ns as u64);
             }
         }
     }
@@ -175,6 +184,7 @@ impl Header {
                 (status <= FIN_RESEND).then(|| Header::Fin {
                     token: cell.get(1),
                     status,
+                    read_ns: cell.get(2).min(u32::MAX as u64) as u32,
                 })
             }
             _ => None,
@@ -205,6 +215,7 @@ mod tests {
             Header::Fin {
                 token: 5,
                 status: FIN_TRUNCATED,
+                read_ns: 7,
             },
             Header::Eager { tag: 3, len: 16384 },
         ] {

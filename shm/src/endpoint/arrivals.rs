@@ -167,6 +167,7 @@ impl Endpoint {
         let fin = Header::Fin {
             token: ticket.token,
             status: FIN_FAILED,
+            read_ns: 0,
         };
         match self.push(source, fin, &[]) {
             Ok(()) | Err(ShmError::PeerDead(_)) => Ok(()),

@@ -258,7 +258,8 @@ pub struct Endpoint {
     peers: Vec<Option<Peer>>,
     dead: Vec<bool>,
     unexpected: VecDeque<Unexpected>,
-    fins: Vec<(u64, u8)>,
+    /// FINs of our large sends not yet taken: (token, status, the read's ns).
+    fins: Vec<(u64, u8, u32)>,
     /// Per sending ring: an eager message whose continuation cells have not all
     /// arrived (never waited for: its sender may be waiting for us).
     partial: Vec<Option<PartialEager>>,
@@ -490,7 +491,7 @@ enum Popped {
         truncated: bool,
     },
     Queued(Unexpected),
-    Fin(u64, u8),
+    Fin(u64, u8, u32),
     /// First cell of an eager message, and where the rest goes.
     Eager {
         tag: u64,

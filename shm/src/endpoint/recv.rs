@@ -15,6 +15,7 @@ use crate::message::{
 use crate::segment::SPLIT_SLOTS;
 use crate::{cma, split};
 use std::collections::VecDeque;
+use std::time::Instant;
 
 /// Polls of a missing continuation cell before an eager message is kept as partial
 /// (about 0.1-0.2 ms when the sender has stopped).
@@ -181,7 +182,11 @@ impl Endpoint {
         let mut c = self.own.consumer_at(ring, self.rx[ring as usize]);
         let res = c.try_pop_slot(|cell, base| match Header::read_at(cell, base) {
             None => Err(format!("undecodable cell word0 {:#x}", cell.get(0))),
-            Some(Header::Fin { token, status }) => Ok(Popped::Fin(token, status)),
+            Some(Header::Fin {
+                token,
+                status,
+                read_ns,
+            }) => Ok(Popped::Fin(token, status, read_ns)),
             Some(Header::Inline { tag, len }) => match want(ring, tag, len) {
                 Some(dst) => {
                     if len <= dst.cap {
@@ -253,8 +258,8 @@ impl Endpoint {
             Err(e) => Err(corrupt(e.to_string())),
             Ok(None) => Ok(None),
             Ok(Some(Err(what))) => Err(corrupt(what)),
-            Ok(Some(Ok(Popped::Fin(token, status)))) => {
-                self.fins.push((token, status));
+            Ok(Some(Ok(Popped::Fin(token, status, read_ns)))) => {
+                self.fins.push((token, status, read_ns));
                 Ok(Some(Popped::Other))
             }
             Ok(Some(Ok(Popped::Eager { tag, len, into }))) => {
@@ -505,13 +510,16 @@ impl Endpoint {
                     .ok_or_else(|| {
                         ShmError::InvalidArgument(format!("rank {} not connected", u.source))
                     })?;
+                let mut read_ns = 0;
                 let (result, status) = if len > capacity {
                     (Err(ShmError::Truncated { len, capacity }), FIN_TRUNCATED)
                 } else if !self.config.single_copy {
                     return self.resend_through_ring(u.source, u.tag, token, buf);
                 } else {
                     // XPMEM where both sides have it; process_vm_readv otherwise, and
-                    // whenever the XPMEM path fails.
+                    // whenever the XPMEM path fails. Timed: the sender weighs the
+                    // ring against it (`eager_cost.rs`).
+                    let start = Instant::now();
                     let via_xpmem = match (&self.xpmem, apid) {
                         (Some(x), Some(apid)) => x.read(apid, addr, &mut buf[..len]).is_ok(),
                         _ => false,
@@ -530,6 +538,7 @@ impl Endpoint {
                     } else {
                         cma::read_from(pid, addr, &mut buf[..len])
                     };
+                    read_ns = u32::try_from(start.elapsed().as_nanos()).unwrap_or(u32::MAX);
                     match read {
                         Ok(()) => (
                             Ok(Received {
@@ -559,7 +568,11 @@ impl Endpoint {
                     }
                 };
                 if !self.dead[u.source as usize] {
-                    let fin = Header::Fin { token, status };
+                    let fin = Header::Fin {
+                        token,
+                        status,
+                        read_ns,
+                    };
                     match self.push(u.source, fin, &[]) {
                         Ok(()) | Err(ShmError::PeerDead(_)) => {}
                         Err(e) => return Err(e),
@@ -604,6 +617,7 @@ impl Endpoint {
             Header::Fin {
                 token,
                 status: FIN_RESEND,
+                read_ns: 0,
             },
             &[],
         )?;

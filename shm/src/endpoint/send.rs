@@ -7,8 +7,8 @@ use super::eager_cost::EagerCost;
 use super::{CopyPath, Endpoint, Offer, Peer, SendRequest, Waiter, SEND_TESTS_PER_CHECK};
 use crate::error::ShmError;
 use crate::message::{
-    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_RESEND, INLINE_MAX,
-    SLOT_MAX,
+    eager_continuations, Header, EAGER_CONT, EAGER_FIRST, FIN_FAILED, FIN_OK, FIN_RESEND,
+    INLINE_MAX, SLOT_MAX,
 };
 use crate::ring::{Cell, Producer};
 use crate::split::{self, SPLIT_MIN};
@@ -136,6 +136,18 @@ impl Endpoint {
         Ok(pushed.unwrap_or(false))
     }
 
+    /// Records that `dest` read a message of `len` bytes of ours by single copy in
+    /// `read_ns` (its FIN's `status` and figure), for the ring's choice
+    /// (`eager_cost.rs`); only sizes the ring could also have carried count.
+    fn single_copy_took(&mut self, dest: u32, len: usize, status: u8, read_ns: u32) {
+        if status != FIN_OK || read_ns == 0 || len > self.config.eager_max {
+            return;
+        }
+        if let Some(p) = self.peers[dest as usize].as_mut() {
+            p.eager_cost.record_single_copy(len, read_ns);
+        }
+    }
+
     /// Whether a message of `len` bytes (within `eager_max`) to `dest` goes through the
     /// ring rather than by single copy (`eager_cost.rs`); counts the decision.
     fn ring_takes(&mut self, dest: u32, len: usize) -> bool {
@@ -259,8 +271,9 @@ impl Endpoint {
             unsafe { self.help_split(token, data) };
             self.progress()?;
             if let Some(i) = self.fins.iter().position(|f| f.0 == token) {
-                let (_, status) = self.fins.swap_remove(i);
+                let (_, status, read_ns) = self.fins.swap_remove(i);
                 self.release_offer(token);
+                self.single_copy_took(dest, data.len(), status, read_ns);
                 if status == FIN_RESEND {
                     // The receiver cannot read our memory: stream it, and from now on
                     // send large messages to this peer that way directly.
@@ -376,8 +389,9 @@ impl Endpoint {
             }
             return Ok(false);
         };
-        let (_, status) = self.fins.swap_remove(i);
+        let (_, status, read_ns) = self.fins.swap_remove(i);
         self.release_offer(request.token);
+        self.single_copy_took(request.dest, request.len, status, read_ns);
         request.token = 0;
         request.unread = status == FIN_FAILED;
         if status == FIN_RESEND {
